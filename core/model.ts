@@ -1,0 +1,71 @@
+/**
+ * The ModelClient port: a prompt in, text and token usage out, with typed errors that say
+ * whether a retry can help. Providers live in adapters/models/.
+ */
+import type { TokenUsage } from './types';
+
+/** A prompt whose first `sharedPrefixChars` characters are the same for every task of a paper. */
+export interface Prompt {
+  text: string;
+  /** Length of the prefix shared by a paper's tasks (instructions + paper): cacheable. */
+  sharedPrefixChars: number;
+}
+
+export interface ModelRequest {
+  prompt: Prompt;
+  /** Sample index, so offline models can answer per sample; providers ignore it. */
+  sample: number;
+  /** Identity of the task asked about; offline models (oracle, replay) answer by it. */
+  task: { paper: string; file: string; snippet: string };
+  signal?: AbortSignal;
+}
+
+export type FinishReason = 'stop' | 'length' | 'content_filter' | 'other';
+
+export interface ModelResponse {
+  /** The raw answer text (fences and prose included). */
+  text: string;
+  usage: TokenUsage;
+  finishReason: FinishReason;
+  /** The model name the provider reported, when it did. */
+  providerModel?: string;
+}
+
+export type ModelErrorKind =
+  | 'rate_limit'
+  | 'server'
+  | 'timeout'
+  | 'network'
+  | 'bad_request'
+  | 'auth'
+  | 'context_length'
+  | 'malformed_response'
+  | 'other';
+
+const RETRYABLE: ReadonlySet<ModelErrorKind> = new Set(['rate_limit', 'server', 'timeout', 'network', 'malformed_response']);
+
+/** A failed model call, classified. */
+export class ModelError extends Error {
+  readonly retryable: boolean;
+  constructor(
+    readonly kind: ModelErrorKind,
+    message: string,
+    readonly status?: number,
+    /** Server-given wait before retrying (Retry-After), milliseconds. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = 'ModelError';
+    this.retryable = RETRYABLE.has(kind);
+  }
+}
+
+export interface ModelClient {
+  /** The rcb model id (registry id, `oracle`, `empty`, or the replayed model's name). */
+  readonly id: string;
+  /** Parameters that change answers (temperature, max tokens, ...): part of the task id. */
+  readonly params: Record<string, unknown>;
+  /** True for offline models that cost nothing and need no budget or rate control. */
+  readonly offline: boolean;
+  complete(req: ModelRequest): Promise<ModelResponse>;
+}

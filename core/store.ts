@@ -1,0 +1,137 @@
+/**
+ * The RunStore and BlobStore ports and the records they hold. Every write that can be
+ * repeated (a resumed run, a duplicate SQS delivery) is conditional: the first write wins
+ * and a repeat changes nothing.
+ */
+import type { FailureClass, CappedLog, TokenUsage } from './types';
+import type { FinishReason } from './model';
+
+/** A model as a run uses it: the id and the parameters that change its answers. */
+export interface ModelSpec {
+  id: string;
+  params: Record<string, unknown>;
+}
+
+/** What a run is: everything that decides its task ids, plus its budget. */
+export interface RunSpec {
+  psetDigest: string;
+  /** Where the pset was read from (informational; not part of the identity). */
+  psetRoot: string;
+  models: ModelSpec[];
+  samples: number;
+  withPaper: boolean;
+  /** Papers in scope, or null for all. */
+  papers: string[] | null;
+  promptTemplateDigest: string;
+  timeoutSec: number;
+  /** Hard cap on model spend, USD; null for none. Not part of the run's identity. */
+  budgetUsd: number | null;
+}
+
+export type RunStatus =
+  | 'planned'
+  | 'generating'
+  | 'evaluating'
+  | 'aggregating'
+  | 'succeeded'
+  | 'failed'
+  | 'budget_exhausted'
+  | 'cancelled';
+
+export interface RunRecord {
+  runId: string;
+  spec: RunSpec;
+  status: RunStatus;
+  createdAt: string;
+  updatedAt: string;
+  /** Settled spend, USD. */
+  spentUsd: number;
+  /** Spend reserved by calls in flight, USD. */
+  reservedUsd: number;
+  error?: string;
+}
+
+/** One task of a run: (paper, file, snippet) x model x sample. */
+export interface TaskRecord {
+  taskId: string;
+  paper: string;
+  file: string;
+  snippet: string;
+  loc: number;
+  model: string;
+  sample: number;
+}
+
+/** A model's answer for a task, cached by task id across runs. */
+export interface CompletionRecord {
+  taskId: string;
+  model: string;
+  /** Raw answer text; empty when the call failed. */
+  text: string;
+  usage: TokenUsage;
+  costUsd: number;
+  finishReason: FinishReason | 'error';
+  /** Set when the call failed for good (non-retryable, or attempts exhausted). */
+  error?: { kind: string; message: string; status?: number };
+  latencyMs: number;
+  createdAt: string;
+}
+
+/** The judged outcome of one task. */
+export interface Verdict {
+  taskId: string;
+  /** SPEC 7 original rule: exit 0 and no error marker in the output. */
+  officialPass: boolean;
+  /** Official pass plus evidence the suite ran to its end and succeeded, and no integrity flag. */
+  strictPass: boolean;
+  /** Why strict judging failed or what looked suspicious (named flags). */
+  flags: string[];
+  /** Class of the official failure (SPEC 10); 'integrity' when only the strict judge failed; null when both pass. */
+  failureClass: FailureClass | null;
+  exitCode: number | null;
+  signal: string | null;
+  durationMs: number;
+  stdout: CappedLog;
+  stderr: CappedLog;
+  executor: 'cold' | 'warm' | 'none';
+  sandbox: 'bwrap' | 'none';
+  createdAt: string;
+}
+
+export interface RunStore {
+  /** Create the run if absent; returns the stored record (existing or new). */
+  createRun(run: RunRecord): Promise<RunRecord>;
+  getRun(runId: string): Promise<RunRecord | null>;
+  setRunStatus(runId: string, status: RunStatus, error?: string): Promise<void>;
+  /** Update the budget of an existing run (a resumed run may raise it). */
+  setRunBudget(runId: string, budgetUsd: number | null): Promise<void>;
+
+  /** Insert tasks that are not there yet; existing ones are left as they are. */
+  putTasks(runId: string, tasks: TaskRecord[]): Promise<void>;
+  listTasks(runId: string): Promise<TaskRecord[]>;
+
+  /** First write wins; returns false when a completion for the task already existed. */
+  putCompletion(c: CompletionRecord): Promise<boolean>;
+  getCompletions(taskIds: string[]): Promise<Map<string, CompletionRecord>>;
+
+  /** First write wins; returns false when a verdict for the task already existed in the run. */
+  putVerdict(runId: string, v: Verdict): Promise<boolean>;
+  listVerdicts(runId: string): Promise<Verdict[]>;
+
+  /**
+   * Reserve `usd` of the run's budget in one atomic step: succeeds only while
+   * spent + reserved + usd <= budget (or the run has no budget).
+   */
+  reserveBudget(runId: string, usd: number): Promise<boolean>;
+  /** Release a reservation and add the billed amount to the spend, atomically. */
+  settleBudget(runId: string, reservedUsd: number, actualUsd: number): Promise<void>;
+
+  close(): Promise<void>;
+}
+
+/** Opaque byte storage: pset archives, prompts, logs, reports. */
+export interface BlobStore {
+  put(key: string, body: Buffer | string, contentType?: string): Promise<void>;
+  get(key: string): Promise<Buffer | null>;
+  list(prefix: string): Promise<string[]>;
+}

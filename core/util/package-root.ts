@@ -1,0 +1,25 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+let cached: string | undefined;
+
+/**
+ * The folder holding rcb's package.json, found by walking up from this file, so that
+ * shipped resources (resources/, examples/) resolve the same from sources (ts-jest, tsx)
+ * and from the compiled dist/ tree.
+ */
+export function packageRoot(): string {
+  if (cached) return cached;
+  let dir = __dirname;
+  for (;;) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'resources'))) return (cached = dir);
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`rcb: cannot find the package root above ${__dirname}`);
+    dir = up;
+  }
+}
+
+/** Path of a file shipped in resources/. */
+export function resourcePath(name: string): string {
+  return join(packageRoot(), 'resources', name);
+}
