@@ -3,7 +3,7 @@
  * repeated (a resumed run, a duplicate SQS delivery) is conditional: the first write wins
  * and a repeat changes nothing.
  */
-import type { FailureClass, CappedLog, TokenUsage } from './types';
+import type { FailureClass, CappedLog, PaperMeta, TokenUsage } from './types';
 import type { FinishReason } from './model';
 
 /** A model as a run uses it: the id and the parameters that change its answers. */
@@ -38,9 +38,22 @@ export type RunStatus =
   | 'budget_exhausted'
   | 'cancelled';
 
+/** What reports need to know of a model, kept with the run. */
+export interface ModelInfo {
+  /** Knowledge cutoff month, YYYY-MM, for the contamination-safe subsets. */
+  knowledgeCutoff?: string;
+  /** The model's configuration as run (the `llm_cfg` of official results). */
+  config: Record<string, unknown>;
+}
+
 export interface RunRecord {
   runId: string;
   spec: RunSpec;
+  /** 'rcb' for runs planned here; 'import' for results loaded from overall_stats.json. */
+  source: 'rcb' | 'import';
+  /** Metadata of the papers in scope, kept so reports do not need the pset. */
+  papers: PaperMeta[];
+  models: Record<string, ModelInfo>;
   status: RunStatus;
   createdAt: string;
   updatedAt: string;
@@ -125,8 +138,19 @@ export interface RunStore {
   reserveBudget(runId: string, usd: number): Promise<boolean>;
   /** Release a reservation and add the billed amount to the spend, atomically. */
   settleBudget(runId: string, reservedUsd: number, actualUsd: number): Promise<void>;
+  /**
+   * Drop every reservation of the run. Only for a runner that knows no call of the run is
+   * in flight (a local run resuming after a crash, whose reservations died with it).
+   */
+  clearReservations(runId: string): Promise<void>;
 
   close(): Promise<void>;
+}
+
+/** Completions shared across runs, by task id (a paid answer is never bought twice). */
+export interface CompletionCache {
+  get(taskId: string): Promise<CompletionRecord | null>;
+  put(c: CompletionRecord): Promise<void>;
 }
 
 /** Opaque byte storage: pset archives, prompts, logs, reports. */

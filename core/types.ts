@@ -58,6 +58,12 @@ export interface SourceFile {
 
 export interface Paper {
   meta: PaperMeta;
+  /**
+   * Content digest of the paper: its papers.yaml entry and every file of its folder (hex
+   * sha256). Task ids use it, so they stay the same when other papers change or are left
+   * out of a run.
+   */
+  digest: string;
   /** Absolute path of the paper folder. */
   dir: string;
   /** File name of the paper text inside `dir` (`paper2code_paper.tex` or `.md`). */
@@ -70,7 +76,7 @@ export interface Paper {
 export interface Pset {
   /** Absolute path of the pset root. */
   root: string;
-  /** Content digest of every file of the selected papers and papers.yaml (hex sha256). */
+  /** Digest of the selected papers' digests (hex sha256). */
   digest: string;
   papers: Paper[];
 }
@@ -108,6 +114,8 @@ export const FAILURE_CLASSES = [
   'no_code',
   'generation_error',
   'integrity',
+  /** Imported results that say only that a task failed. */
+  'unknown',
 ] as const;
 export type FailureClass = (typeof FAILURE_CLASSES)[number];
 

@@ -1,0 +1,184 @@
+/**
+ * RunStore on SQLite (better-sqlite3), one file in the run directory. WAL journal: a killed
+ * process loses at most the write in progress, and every write is first-wins, so resuming
+ * repeats nothing.
+ */
+import Database from 'better-sqlite3';
+import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY,
+  record TEXT NOT NULL,
+  status TEXT NOT NULL,
+  budget_usd REAL,
+  spent_usd REAL NOT NULL DEFAULT 0,
+  reserved_usd REAL NOT NULL DEFAULT 0,
+  updated_at TEXT NOT NULL,
+  error TEXT
+);
+CREATE TABLE IF NOT EXISTS tasks (
+  run_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  paper TEXT NOT NULL,
+  file TEXT NOT NULL,
+  snippet TEXT NOT NULL,
+  loc INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  sample INTEGER NOT NULL,
+  PRIMARY KEY (run_id, task_id)
+);
+CREATE TABLE IF NOT EXISTS completions (
+  task_id TEXT PRIMARY KEY,
+  record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+  run_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (run_id, task_id)
+);
+`;
+
+/** Tolerance for float sums of dollar amounts when comparing with the budget. */
+const EPSILON = 1e-9;
+
+export class SqliteRunStore implements RunStore {
+  private readonly db: Database.Database;
+
+  constructor(path: string) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(SCHEMA);
+  }
+
+  async createRun(run: RunRecord): Promise<RunRecord> {
+    this.db
+      .prepare(
+        `INSERT OR IGNORE INTO runs (run_id, record, status, budget_usd, spent_usd, reserved_usd, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(run.runId, JSON.stringify(run), run.status, run.spec.budgetUsd, run.spentUsd, run.reservedUsd, run.updatedAt);
+    return (await this.getRun(run.runId))!;
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const row = this.db.prepare('SELECT * FROM runs WHERE run_id = ?').get(runId) as
+      | { record: string; status: RunStatus; budget_usd: number | null; spent_usd: number; reserved_usd: number; updated_at: string; error: string | null }
+      | undefined;
+    if (!row) return null;
+    const run = JSON.parse(row.record) as RunRecord;
+    run.status = row.status;
+    run.spec.budgetUsd = row.budget_usd;
+    run.spentUsd = row.spent_usd;
+    run.reservedUsd = row.reserved_usd;
+    run.updatedAt = row.updated_at;
+    if (row.error) run.error = row.error;
+    else delete run.error;
+    return run;
+  }
+
+  async setRunStatus(runId: string, status: RunStatus, error?: string): Promise<void> {
+    this.db.prepare('UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?').run(status, error ?? null, new Date().toISOString(), runId);
+  }
+
+  async setRunBudget(runId: string, budgetUsd: number | null): Promise<void> {
+    this.db.prepare('UPDATE runs SET budget_usd = ? WHERE run_id = ?').run(budgetUsd, runId);
+  }
+
+  async putTasks(runId: string, tasks: TaskRecord[]): Promise<void> {
+    const insert = this.db.prepare(
+      `INSERT OR IGNORE INTO tasks (run_id, task_id, seq, paper, file, snippet, loc, model, sample)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const start = (this.db.prepare('SELECT COUNT(*) AS n FROM tasks WHERE run_id = ?').get(runId) as { n: number }).n;
+    this.db.transaction(() => {
+      tasks.forEach((t, i) => insert.run(runId, t.taskId, start + i, t.paper, t.file, t.snippet, t.loc, t.model, t.sample));
+    })();
+  }
+
+  async listTasks(runId: string): Promise<TaskRecord[]> {
+    const rows = this.db
+      .prepare('SELECT task_id, paper, file, snippet, loc, model, sample FROM tasks WHERE run_id = ? ORDER BY seq')
+      .all(runId) as { task_id: string; paper: string; file: string; snippet: string; loc: number; model: string; sample: number }[];
+    return rows.map((r) => ({ taskId: r.task_id, paper: r.paper, file: r.file, snippet: r.snippet, loc: r.loc, model: r.model, sample: r.sample }));
+  }
+
+  async putCompletion(c: CompletionRecord): Promise<boolean> {
+    return this.db.prepare('INSERT OR IGNORE INTO completions (task_id, record) VALUES (?, ?)').run(c.taskId, JSON.stringify(c)).changes === 1;
+  }
+
+  async getCompletions(taskIds: string[]): Promise<Map<string, CompletionRecord>> {
+    const out = new Map<string, CompletionRecord>();
+    const get = this.db.prepare('SELECT record FROM completions WHERE task_id = ?');
+    for (const id of taskIds) {
+      const row = get.get(id) as { record: string } | undefined;
+      if (row) out.set(id, JSON.parse(row.record));
+    }
+    return out;
+  }
+
+  async putVerdict(runId: string, v: Verdict): Promise<boolean> {
+    return this.db.prepare('INSERT OR IGNORE INTO verdicts (run_id, task_id, record) VALUES (?, ?, ?)').run(runId, v.taskId, JSON.stringify(v)).changes === 1;
+  }
+
+  async listVerdicts(runId: string): Promise<Verdict[]> {
+    const rows = this.db.prepare('SELECT record FROM verdicts WHERE run_id = ?').all(runId) as { record: string }[];
+    return rows.map((r) => JSON.parse(r.record));
+  }
+
+  async reserveBudget(runId: string, usd: number): Promise<boolean> {
+    const res = this.db
+      .prepare(
+        `UPDATE runs SET reserved_usd = reserved_usd + ?
+         WHERE run_id = ? AND (budget_usd IS NULL OR spent_usd + reserved_usd + ? <= budget_usd + ${EPSILON})`,
+      )
+      .run(usd, runId, usd);
+    return res.changes === 1;
+  }
+
+  async settleBudget(runId: string, reservedUsd: number, actualUsd: number): Promise<void> {
+    this.db
+      .prepare('UPDATE runs SET reserved_usd = MAX(0, reserved_usd - ?), spent_usd = spent_usd + ? WHERE run_id = ?')
+      .run(reservedUsd, actualUsd, runId);
+  }
+
+  async clearReservations(runId: string): Promise<void> {
+    this.db.prepare('UPDATE runs SET reserved_usd = 0 WHERE run_id = ?').run(runId);
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}
+
+/**
+ * Completions of paid models shared by every run on this machine, so that the same task
+ * (same id: same pset content, model, parameters, prompt and sample) is never bought twice.
+ */
+export class SqliteCompletionCache implements CompletionCache {
+  private readonly db: Database.Database;
+
+  constructor(path: string) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec('CREATE TABLE IF NOT EXISTS completions (task_id TEXT PRIMARY KEY, record TEXT NOT NULL)');
+  }
+
+  async get(taskId: string): Promise<CompletionRecord | null> {
+    const row = this.db.prepare('SELECT record FROM completions WHERE task_id = ?').get(taskId) as { record: string } | undefined;
+    return row ? JSON.parse(row.record) : null;
+  }
+
+  async put(c: CompletionRecord): Promise<void> {
+    this.db.prepare('INSERT OR IGNORE INTO completions (task_id, record) VALUES (?, ?)').run(c.taskId, JSON.stringify(c));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Verdicts (SPEC 7): the original pass rule, and the strict one that also asks for evidence
+ * that the test suite ran to its end and succeeded, and for no integrity flag. Both are
+ * recorded on every verdict; reports say which one a score uses.
+ */
+import type { RawExecution } from './executor';
+import type { Verdict } from './store';
+import { classifyFailure } from './failure-class';
+
+/** The case-sensitive substrings whose presence fails the original rule. */
+export const OFFICIAL_MARKERS = ['Error:', 'Exception:', 'Traceback', 'failed'] as const;
+
+/**
+ * Flags that fail the strict judge. From the driver: ref_import, unittest_patched,
+ * exit_from_candidate (and any other it raises). From the executor's view:
+ *   no_completion_evidence  the interpreter never reached the driver's exit hook (os._exit, a signal)
+ *   tampered:<file>         the run changed or removed a file of the paper other than its own
+ *   no_tests_ran            a unittest-based test file ran no test
+ *   tests_failed            the driver counted failures or errors that the exit status hid
+ *   uncaught_exception      the script ended with an exception
+ */
+export interface JudgeContext {
+  /** The completion extracted from the model's answer (after SPEC 6). */
+  completion: string;
+  /** Whether the paper's test entry point uses unittest (then tests must have run). */
+  testUsesUnittest: boolean;
+}
+
+/** Patterns in a completion worth recording; they do not fail a verdict on their own. */
+const SUSPICIOUS: [RegExp, string][] = [
+  [/\bos\._exit\b|\bsys\.exit\b|(^|[^\w.])(exit|quit)\s*\(/m, 'static:exit_call'],
+  [/\bunittest\b/, 'static:mentions_unittest'],
+  [/\b\w+_ref\b/, 'static:mentions_ref'],
+  [/\b(subprocess|socket|ctypes)\b|\bos\.(system|fork|kill|popen)\b/, 'static:process_or_network'],
+];
+
+export function staticFlags(completion: string): string[] {
+  return SUSPICIOUS.filter(([re]) => re.test(completion)).map(([, flag]) => flag);
+}
+
+export function officialPass(raw: RawExecution): boolean {
+  return raw.exitCode === 0 && raw.signal === null && raw.killedFor === null && raw.markersSeen.length === 0;
+}
+
+/** Runtime evidence against the strict judge; empty when the suite demonstrably ran and succeeded. */
+export function strictFlags(raw: RawExecution, ctx: JudgeContext): string[] {
+  const flags: string[] = [];
+  const d = raw.driver;
+  for (const f of raw.tamperedFiles) flags.push(`tampered:${f}`);
+  if (!d) {
+    flags.push('no_completion_evidence');
+    return flags;
+  }
+  flags.push(...d.flags);
+  if (d.failures + d.errors + d.unexpectedSuccesses > 0) flags.push('tests_failed');
+  if (ctx.testUsesUnittest && d.testsRun === 0) flags.push('no_tests_ran');
+  if (d.ending === 'exception') flags.push('uncaught_exception');
+  return [...new Set(flags)];
+}
+
+export function judge(raw: RawExecution, ctx: JudgeContext, now: () => Date = () => new Date()): Verdict {
+  const official = !raw.infraError && officialPass(raw);
+  const runtimeFlags = raw.infraError ? ['infra_error'] : strictFlags(raw, ctx);
+  const strict = official && runtimeFlags.length === 0;
+  const completionEmpty = ctx.completion.trim() === '';
+  const failureClass = official
+    ? strict
+      ? null
+      : 'integrity'
+    : classifyFailure({
+        completionEmpty,
+        killedFor: raw.killedFor,
+        signal: raw.signal,
+        exitCode: raw.exitCode,
+        stderr: raw.stderr.text,
+        stdout: raw.stdout.text,
+      });
+  return {
+    taskId: raw.taskId,
+    officialPass: official,
+    strictPass: strict,
+    flags: [...runtimeFlags, ...staticFlags(ctx.completion)],
+    failureClass,
+    exitCode: raw.exitCode,
+    signal: raw.signal,
+    durationMs: raw.durationMs,
+    stdout: raw.stdout,
+    stderr: raw.stderr,
+    executor: raw.executor,
+    sandbox: raw.sandbox,
+    createdAt: now().toISOString(),
+  };
+}
+
+/** A verdict for a task that never reached a test: empty completion or failed generation. */
+export function verdictWithoutRun(taskId: string, failureClass: 'no_code' | 'generation_error', now: () => Date = () => new Date()): Verdict {
+  const empty = { text: '', totalBytes: 0, truncated: false };
+  return {
+    taskId,
+    officialPass: false,
+    strictPass: false,
+    flags: [],
+    failureClass,
+    exitCode: null,
+    signal: null,
+    durationMs: 0,
+    stdout: empty,
+    stderr: empty,
+    executor: 'none',
+    sandbox: 'none',
+    createdAt: now().toISOString(),
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * The evaluate use case: splice each task's completion into its file, run the paper's test
+ * through the executor, judge, and store the verdict by task id. Tasks with a verdict are
+ * skipped, so a resumed run repeats no test.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Paper, Pset } from '../types';
+import type { Candidate, RawExecution, TestExecutor } from '../executor';
+import type { CompletionRecord, RunStore, TaskRecord, Verdict } from '../store';
+import { extractCompletion } from '../prompt/extract';
+import { findFile, findSnippet, splice } from '../prompt/mask';
+import { TEST_ENTRY } from '../pset/read-pset';
+import { judge, verdictWithoutRun } from '../judge';
+import type { Progress } from './progress';
+import { silentProgress } from './progress';
+
+export interface EvaluateDeps {
+  store: RunStore;
+  executor: TestExecutor;
+  progress?: Progress;
+}
+
+export interface EvaluateInput {
+  runId: string;
+  pset: Pset;
+  /** Tasks with their completions; tasks without one are not ready and are skipped. */
+  items: { task: TaskRecord; completion: CompletionRecord }[];
+  onVerdict?: (task: TaskRecord, v: Verdict) => void;
+  /**
+   * Task ids already judged in this run. When given, the caller keeps it current and the
+   * store is not listed (a pipelined run calls evaluate once per batch).
+   */
+  judged?: Set<string>;
+}
+
+/** Whether a paper's test entry point is unittest-based (then the strict judge needs tests to have run). */
+export function testUsesUnittest(paper: Paper): boolean {
+  return /\bunittest\b/.test(readFileSync(join(paper.dir, TEST_ENTRY), 'utf8'));
+}
+
+export async function evaluate(deps: EvaluateDeps, input: EvaluateInput): Promise<Verdict[]> {
+  const progress = deps.progress ?? silentProgress;
+  const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
+  const unittestBased = new Map<string, boolean>();
+  const done = input.judged ?? new Set((await deps.store.listVerdicts(input.runId)).map((v) => v.taskId));
+  const verdicts: Verdict[] = [];
+  const save = async (task: TaskRecord, v: Verdict) => {
+    await deps.store.putVerdict(input.runId, v);
+    done.add(task.taskId);
+    verdicts.push(v);
+    input.onVerdict?.(task, v);
+    progress.advance('evaluate', 1);
+  };
+
+  const candidates: Candidate[] = [];
+  const pending = new Map<string, { task: TaskRecord; completion: string; paper: Paper }>();
+  for (const { task, completion } of input.items) {
+    if (done.has(task.taskId)) continue;
+    if (completion.error) {
+      await save(task, verdictWithoutRun(task.taskId, 'generation_error'));
+      continue;
+    }
+    const code = extractCompletion(completion.text);
+    if (code.trim() === '') {
+      await save(task, verdictWithoutRun(task.taskId, 'no_code'));
+      continue;
+    }
+    const paper = papers.get(task.paper);
+    if (!paper) throw new Error(`task ${task.taskId} names paper "${task.paper}", which is not in the pset`);
+    const snippet = findSnippet(paper, task.snippet, task.file);
+    candidates.push({
+      taskId: task.taskId,
+      paper: task.paper,
+      paperDir: paper.dir,
+      file: task.file,
+      source: splice(findFile(paper, task.file), snippet, code),
+    });
+    pending.set(task.taskId, { task, completion: code, paper });
+  }
+  if (!candidates.length) return verdicts;
+
+  const onResult = async (raw: RawExecution) => {
+    const p = pending.get(raw.taskId);
+    if (!p) return;
+    if (raw.infraError) {
+      // Not a verdict on the candidate: leave the task without one so a rerun retries it.
+      progress.note(`executor failed on ${p.task.paper}/${p.task.snippet} (${p.task.model}, sample ${p.task.sample}): ${raw.infraError}`);
+      return;
+    }
+    let usesUnittest = unittestBased.get(p.paper.meta.id);
+    if (usesUnittest === undefined) unittestBased.set(p.paper.meta.id, (usesUnittest = testUsesUnittest(p.paper)));
+    await save(p.task, judge(raw, { completion: p.completion, testUsesUnittest: usesUnittest }));
+  };
+  await deps.executor.run(candidates, onResult);
+  return verdicts;
+}

@@ -1,0 +1,152 @@
+/**
+ * The generate use case: ask each task's model for an answer, under the run's budget, and
+ * store the answer by task id. Finished tasks (in the run or in the cross-run cache) are
+ * never asked again.
+ */
+import type { Pset, TokenUsage } from '../types';
+import type { ModelClient, Prompt } from '../model';
+import { ModelError } from '../model';
+import type { CompletionCache, CompletionRecord, RunStore, TaskRecord } from '../store';
+import type { PromptTemplate } from '../prompt/template';
+import { buildPrompt } from '../prompt/template';
+import { findSnippet } from '../prompt/mask';
+import type { Progress } from './progress';
+import { silentProgress } from './progress';
+
+/** Prices a paid model's calls. Offline models have none. */
+export interface CostModel {
+  /** Most a call with this prompt can cost: prompt tokens + max output tokens at list price, USD. */
+  worstCase(prompt: Prompt): number;
+  /** What a response with this usage is billed, USD. */
+  billed(usage: TokenUsage): number;
+}
+
+export interface GenerateDeps {
+  store: RunStore;
+  clients: Map<string, ModelClient>;
+  costs?: Map<string, CostModel>;
+  cache?: CompletionCache;
+  progress?: Progress;
+  now?: () => Date;
+}
+
+export interface GenerateInput {
+  runId: string;
+  pset: Pset;
+  template: PromptTemplate;
+  withPaper: boolean;
+  tasks: TaskRecord[];
+  /** Calls in flight at once across models (each client may throttle further). */
+  concurrency: number;
+  /** Called with each task whose completion is stored (new or found). */
+  onCompletion?: (task: TaskRecord, c: CompletionRecord) => void;
+  signal?: AbortSignal;
+}
+
+export interface GenerateResult {
+  /** Model calls made by this invocation. */
+  called: number;
+  /** Tasks answered from the run store or the cross-run cache. */
+  reused: number;
+  failed: number;
+  /** True when some task could not be started because the budget was spent. */
+  budgetExhausted: boolean;
+}
+
+const ZERO_USAGE: TokenUsage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 };
+
+export async function generate(deps: GenerateDeps, input: GenerateInput): Promise<GenerateResult> {
+  const progress = deps.progress ?? silentProgress;
+  const now = deps.now ?? (() => new Date());
+  const result: GenerateResult = { called: 0, reused: 0, failed: 0, budgetExhausted: false };
+  const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
+
+  const existing = await deps.store.getCompletions(input.tasks.map((t) => t.taskId));
+  const todo: TaskRecord[] = [];
+  for (const t of input.tasks) {
+    const c = existing.get(t.taskId);
+    if (c) {
+      result.reused++;
+      input.onCompletion?.(t, c);
+    } else todo.push(t);
+  }
+  progress.start('generate', input.tasks.length);
+  progress.advance('generate', result.reused);
+
+  let next = 0;
+  const worker = async () => {
+    while (next < todo.length && !input.signal?.aborted) {
+      const task = todo[next++];
+      const client = deps.clients.get(task.model);
+      if (!client) throw new Error(`no model client for "${task.model}"`);
+      const cached = client.offline ? null : await deps.cache?.get(task.taskId);
+      if (cached) {
+        await deps.store.putCompletion(cached);
+        result.reused++;
+        input.onCompletion?.(task, cached);
+        progress.advance('generate', 1);
+        continue;
+      }
+      const paper = papers.get(task.paper);
+      if (!paper) throw new Error(`task ${task.taskId} names paper "${task.paper}", which is not in the pset`);
+      const prompt = buildPrompt(input.template, paper, findSnippet(paper, task.snippet, task.file), input.withPaper);
+      const cost = client.offline ? undefined : deps.costs?.get(task.model);
+      const reserved = cost ? cost.worstCase(prompt) : 0;
+      if (cost && !(await deps.store.reserveBudget(input.runId, reserved))) {
+        // Nothing more may start; calls already in flight finish and settle.
+        result.budgetExhausted = true;
+        next = todo.length;
+        break;
+      }
+      const started = Date.now();
+      let record: CompletionRecord;
+      try {
+        const res = await client.complete({
+          prompt,
+          sample: task.sample,
+          task: { paper: task.paper, file: task.file, snippet: task.snippet },
+          signal: input.signal,
+        });
+        record = {
+          taskId: task.taskId,
+          model: task.model,
+          text: res.text,
+          usage: res.usage,
+          costUsd: cost ? cost.billed(res.usage) : 0,
+          finishReason: res.finishReason,
+          latencyMs: Date.now() - started,
+          createdAt: now().toISOString(),
+        };
+        result.called++;
+      } catch (err) {
+        if (input.signal?.aborted) {
+          if (cost) await deps.store.settleBudget(input.runId, reserved, 0);
+          break;
+        }
+        const e = err instanceof ModelError ? err : new ModelError('other', err instanceof Error ? err.message : String(err));
+        record = {
+          taskId: task.taskId,
+          model: task.model,
+          text: '',
+          usage: ZERO_USAGE,
+          costUsd: 0,
+          finishReason: 'error',
+          error: { kind: e.kind, message: e.message, status: e.status },
+          latencyMs: Date.now() - started,
+          createdAt: now().toISOString(),
+        };
+        result.called++;
+        result.failed++;
+      }
+      // Settle before storing, so spend is never under-counted if the store write fails.
+      if (cost) await deps.store.settleBudget(input.runId, reserved, record.costUsd);
+      await deps.store.putCompletion(record);
+      if (!client.offline && !record.error) await deps.cache?.put(record);
+      input.onCompletion?.(task, record);
+      progress.advance('generate', 1, task.model);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(input.concurrency, todo.length)) }, worker));
+  progress.end('generate');
+  return result;
+}

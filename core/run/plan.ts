@@ -1,0 +1,41 @@
+/**
+ * Planning: a run spec and a pset become the run's tasks (snippets x models x samples).
+ */
+import type { Pset } from '../types';
+import type { RunSpec, TaskRecord } from '../store';
+import { taskId } from '../ids';
+
+export function planTasks(pset: Pset, spec: Pick<RunSpec, 'models' | 'samples' | 'withPaper' | 'promptTemplateDigest'>): TaskRecord[] {
+  const tasks: TaskRecord[] = [];
+  // Model-major, then paper: a paper's tasks sit together so that a provider's prompt cache
+  // for the shared prefix (instructions + paper) is reused while it is warm.
+  for (const model of spec.models) {
+    for (const paper of pset.papers) {
+      for (const snippet of paper.snippets) {
+        for (let sample = 0; sample < spec.samples; sample++) {
+          tasks.push({
+            taskId: taskId({
+              paperDigest: paper.digest,
+              paper: paper.meta.id,
+              file: snippet.file,
+              snippet: snippet.name,
+              model: model.id,
+              modelParams: model.params,
+              promptTemplateDigest: spec.promptTemplateDigest,
+              withPaper: spec.withPaper,
+              sample,
+            }),
+            paper: paper.meta.id,
+            file: snippet.file,
+            snippet: snippet.name,
+            loc: snippet.loc,
+            model: model.id,
+            sample,
+          });
+        }
+      }
+    }
+  }
+  return tasks;
+}
+

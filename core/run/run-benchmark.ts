@@ -1,0 +1,139 @@
+/**
+ * The whole run in one process (the local flow): plan, then generation and evaluation as a
+ * pipeline (answers are tested while other answers are still being generated), then the
+ * run's final status. Every step skips what the store already holds, so running the same
+ * spec again resumes a killed run without repeating a model call or a test.
+ */
+import type { Pset } from '../types';
+import type { TestExecutor } from '../executor';
+import type { ModelClient } from '../model';
+import type { CompletionCache, CompletionRecord, ModelInfo, RunRecord, RunSpec, RunStatus, RunStore, TaskRecord } from '../store';
+import type { PromptTemplate } from '../prompt/template';
+import { planTasks } from './plan';
+import type { CostModel, GenerateResult } from './generate';
+import { generate } from './generate';
+import { evaluate } from './evaluate';
+import type { Progress } from './progress';
+import { silentProgress } from './progress';
+
+export interface RunBenchmarkDeps {
+  store: RunStore;
+  clients: Map<string, ModelClient>;
+  executor: TestExecutor;
+  costs?: Map<string, CostModel>;
+  cache?: CompletionCache;
+  progress?: Progress;
+  now?: () => Date;
+}
+
+export interface RunBenchmarkInput {
+  runId: string;
+  spec: RunSpec;
+  pset: Pset;
+  template: PromptTemplate;
+  models: Record<string, ModelInfo>;
+  /** Model calls in flight at once. */
+  generationConcurrency: number;
+  /** Candidates handed to the executor at a time (a few per executor worker keeps it busy). */
+  evaluationBatch: number;
+  /**
+   * Drop budget reservations left by a crashed earlier process. Only for a runner that owns
+   * the run alone (local); never in the cloud, where other workers may be in flight.
+   */
+  clearStaleReservations: boolean;
+  signal?: AbortSignal;
+}
+
+export interface RunBenchmarkResult {
+  run: RunRecord;
+  tasks: TaskRecord[];
+  generation: GenerateResult;
+  /** Tests run by this invocation. */
+  evaluated: number;
+}
+
+export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkInput): Promise<RunBenchmarkResult> {
+  const now = deps.now ?? (() => new Date());
+  const progress = deps.progress ?? silentProgress;
+  const { store, runId } = { store: deps.store, runId: input.runId };
+  const stamp = now().toISOString();
+  const existing = await store.createRun({
+    runId,
+    spec: input.spec,
+    source: 'rcb',
+    papers: input.pset.papers.map((p) => p.meta),
+    models: input.models,
+    status: 'planned',
+    createdAt: stamp,
+    updatedAt: stamp,
+    spentUsd: 0,
+    reservedUsd: 0,
+  });
+  if (existing.spec.budgetUsd !== input.spec.budgetUsd) await store.setRunBudget(runId, input.spec.budgetUsd);
+  if (input.clearStaleReservations) await store.clearReservations(runId);
+
+  const tasks = planTasks(input.pset, input.spec);
+  await store.putTasks(runId, tasks);
+  await store.setRunStatus(runId, 'generating');
+
+  const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId));
+  progress.start('evaluate', tasks.length);
+  progress.advance('evaluate', judged.size);
+  const ready: { task: TaskRecord; completion: CompletionRecord }[] = [];
+  let generationDone = false;
+  let wake: (() => void) | null = null;
+  const notify = () => {
+    wake?.();
+    wake = null;
+  };
+  let evaluated = 0;
+
+  const evaluation = (async () => {
+    for (;;) {
+      if (!ready.length) {
+        if (generationDone) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        continue;
+      }
+      const batch = ready.splice(0, input.evaluationBatch);
+      const verdicts = await evaluate(
+        { store, executor: deps.executor, progress },
+        { runId, pset: input.pset, items: batch, judged },
+      );
+      evaluated += verdicts.filter((v) => v.executor !== 'none').length;
+    }
+  })();
+
+  let generation: GenerateResult;
+  try {
+    generation = await generate(
+      { store, clients: deps.clients, costs: deps.costs, cache: deps.cache, progress, now },
+      {
+        runId,
+        pset: input.pset,
+        template: input.template,
+        withPaper: input.spec.withPaper,
+        tasks,
+        concurrency: input.generationConcurrency,
+        signal: input.signal,
+        onCompletion: (task, completion) => {
+          if (judged.has(task.taskId)) return;
+          ready.push({ task, completion });
+          notify();
+        },
+      },
+    );
+    await store.setRunStatus(runId, 'evaluating');
+  } finally {
+    generationDone = true;
+    notify();
+    await evaluation.catch(() => undefined);
+  }
+  await evaluation;
+  progress.end('evaluate');
+
+  const complete = judged.size === tasks.length;
+  const status: RunStatus = complete ? 'succeeded' : generation.budgetExhausted ? 'budget_exhausted' : input.signal?.aborted ? 'cancelled' : 'failed';
+  await store.setRunStatus(runId, status, status === 'failed' ? `${tasks.length - judged.size} task(s) have no verdict` : undefined);
+  return { run: (await store.getRun(runId))!, tasks, generation, evaluated };
+}

@@ -1,0 +1,195 @@
+/**
+ * Scores (SPEC 8) and the contamination-safe subsets (SPEC 9).
+ */
+import type { FailureClass, Judge, PaperMeta } from './types';
+import type { TaskRecord, Verdict } from './store';
+
+export type Subset = 'all' | 'safe-common' | 'safe-per-model';
+
+export interface MeanStd {
+  mean: number;
+  /** Population standard deviation over samples. */
+  std: number;
+  /** One rate per sample index, percent. */
+  rates: number[];
+}
+
+export interface PassAtK {
+  k: number;
+  /** Task-weighted, percent. */
+  tasks: number;
+  /** LoC-weighted, percent. */
+  loc: number;
+}
+
+export interface PaperScore {
+  paper: string;
+  scaled: MeanStd;
+  pass1: MeanStd;
+  tasks: number;
+  loc: number;
+}
+
+export interface ModelScore {
+  model: string;
+  /** Scaled pass@1: LoC-weighted, the headline. */
+  scaled: MeanStd;
+  pass1: MeanStd;
+  passAtK: PassAtK[];
+  papers: PaperScore[];
+  /** Distinct (paper, file, snippet) tasks in scope. */
+  tasks: number;
+  loc: number;
+  samples: number;
+  /** Failed task samples by class (of the chosen judge). */
+  failures: Partial<Record<FailureClass, number>>;
+  /** Task samples with no verdict yet (unfinished run). */
+  pending: number;
+  /** Papers in scope for this model. */
+  paperIds: string[];
+  /** Cutoff used for the subset, if any. */
+  cutoff: string | null;
+}
+
+export interface ScoreInput {
+  tasks: TaskRecord[];
+  verdicts: Map<string, Verdict>;
+  papers: PaperMeta[];
+  judge: Judge;
+  subset: Subset;
+  /** Knowledge cutoff month (YYYY-MM) per model, where known. */
+  cutoffs: Record<string, string | undefined>;
+}
+
+export interface ScoreReport {
+  judge: Judge;
+  subset: Subset;
+  /** The common cutoff used by safe-common, if any. */
+  commonCutoff: string | null;
+  models: ModelScore[];
+}
+
+export function passed(v: Verdict | undefined, judge: Judge): boolean {
+  return !!v && (judge === 'strict' ? v.strictPass : v.officialPass);
+}
+
+/** SPEC 9: a paper is safe when its code was first public after the first day of the cutoff month. */
+export function isSafe(paper: PaperMeta, cutoff: string | undefined | null): boolean {
+  if (!cutoff) return true;
+  // A paper without a first commit date cannot be shown to be safe.
+  if (!paper.first_commit_date) return false;
+  return paper.first_commit_date > `${cutoff}-01`;
+}
+
+export function latestCutoff(cutoffs: (string | undefined)[]): string | null {
+  const known = cutoffs.filter((c): c is string => !!c).sort();
+  return known.length ? known[known.length - 1] : null;
+}
+
+function meanStd(rates: number[]): MeanStd {
+  if (!rates.length) return { mean: 0, std: 0, rates };
+  const mean = rates.reduce((a, b) => a + b, 0) / rates.length;
+  const variance = rates.reduce((a, r) => a + (r - mean) ** 2, 0) / rates.length;
+  return { mean, std: Math.sqrt(variance), rates };
+}
+
+/** 1 - C(n-c, k) / C(n, k), computed as a product to stay exact for large n. */
+export function passAtK(n: number, c: number, k: number): number {
+  if (n - c < k) return 1;
+  let fail = 1;
+  for (let i = n - c + 1; i <= n; i++) fail *= 1 - k / i;
+  return 1 - fail;
+}
+
+interface TaskGroup {
+  paper: string;
+  loc: number;
+  /** Pass per sample index; undefined = no verdict yet. */
+  samples: Map<number, boolean | undefined>;
+}
+
+export function scoreRun(input: ScoreInput): ScoreReport {
+  const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
+  const models = [...new Set(input.tasks.map((t) => t.model))];
+  const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
+  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, models: [] };
+
+  for (const model of models) {
+    const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : input.cutoffs[model] ?? null;
+    const inScope = (paper: string) => {
+      const meta = paperMeta.get(paper);
+      return input.subset === 'all' || (!!meta && isSafe(meta, cutoff));
+    };
+    const groups = new Map<string, TaskGroup>();
+    const failures: Partial<Record<FailureClass, number>> = {};
+    let pending = 0;
+    let samples = 0;
+    for (const t of input.tasks) {
+      if (t.model !== model || !inScope(t.paper)) continue;
+      const key = `${t.paper}\0${t.file}\0${t.snippet}`;
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { paper: t.paper, loc: t.loc, samples: new Map() }));
+      const v = input.verdicts.get(t.taskId);
+      g.samples.set(t.sample, v ? passed(v, input.judge) : undefined);
+      samples = Math.max(samples, t.sample + 1);
+      if (!v) pending++;
+      else if (!passed(v, input.judge)) {
+        // An official failure carries its class; a task failing only the strict judge is 'integrity'.
+        const cls: FailureClass = v.failureClass ?? 'integrity';
+        failures[cls] = (failures[cls] ?? 0) + 1;
+      }
+    }
+    const all = [...groups.values()];
+    const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number) => {
+      const total = tasks.reduce((a, g) => a + weight(g), 0);
+      const out: number[] = [];
+      for (let i = 0; i < samples; i++) {
+        const ok = tasks.reduce((a, g) => a + (g.samples.get(i) ? weight(g) : 0), 0);
+        out.push(total ? (100 * ok) / total : 0);
+      }
+      return meanStd(out);
+    };
+    const byLoc = (g: TaskGroup) => g.loc;
+    const byTask = () => 1;
+    const paperIds = [...new Set(all.map((g) => g.paper))].sort();
+    const passAtKs: PassAtK[] = [];
+    for (let k = 1; k <= samples; k++) {
+      let tasks = 0;
+      let loc = 0;
+      let totalLoc = 0;
+      for (const g of all) {
+        const c = [...g.samples.values()].filter(Boolean).length;
+        const p = passAtK(samples, c, k);
+        tasks += p;
+        loc += p * g.loc;
+        totalLoc += g.loc;
+      }
+      passAtKs.push({ k, tasks: all.length ? (100 * tasks) / all.length : 0, loc: totalLoc ? (100 * loc) / totalLoc : 0 });
+    }
+    report.models.push({
+      model,
+      scaled: rates(all, byLoc),
+      pass1: rates(all, byTask),
+      passAtK: passAtKs,
+      papers: paperIds.map((paper) => {
+        const tasks = all.filter((g) => g.paper === paper);
+        return {
+          paper,
+          scaled: rates(tasks, byLoc),
+          pass1: rates(tasks, byTask),
+          tasks: tasks.length,
+          loc: tasks.reduce((a, g) => a + g.loc, 0),
+        };
+      }),
+      tasks: all.length,
+      loc: all.reduce((a, g) => a + g.loc, 0),
+      samples,
+      failures,
+      pending,
+      paperIds,
+      cutoff,
+    });
+  }
+  report.models.sort((a, b) => b.scaled.mean - a.scaled.mean || a.model.localeCompare(b.model));
+  return report;
+}
