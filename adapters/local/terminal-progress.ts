@@ -1,0 +1,84 @@
+/**
+ * Progress on a terminal: a redrawn bar per phase on a TTY, plain lines otherwise (CI logs,
+ * pipes), at most one line per phase every few seconds plus the final count.
+ */
+import type { Progress } from '../../core/run/progress';
+
+interface Phase {
+  total: number;
+  done: number;
+  started: number;
+  lastLine: number;
+}
+
+export class TerminalProgress implements Progress {
+  private readonly phases = new Map<string, Phase>();
+  private drawn = false;
+
+  constructor(
+    private readonly out: NodeJS.WriteStream = process.stderr,
+    private readonly tty: boolean = !!process.stderr.isTTY,
+    private readonly lineEveryMs = 5000,
+  ) {}
+
+  start(phase: string, total: number): void {
+    this.phases.set(phase, { total, done: 0, started: Date.now(), lastLine: 0 });
+    this.render(phase);
+  }
+
+  advance(phase: string, n = 1): void {
+    const p = this.phases.get(phase);
+    if (!p || n === 0) return;
+    p.done += n;
+    this.render(phase);
+  }
+
+  end(phase: string): void {
+    const p = this.phases.get(phase);
+    if (!p) return;
+    this.render(phase, true);
+  }
+
+  note(message: string): void {
+    if (this.tty && this.drawn) this.out.write('\r\x1b[2K');
+    this.out.write(`${message}\n`);
+    this.drawn = false;
+    if (this.tty) this.draw();
+  }
+
+  private describe(name: string, p: Phase): string {
+    const secs = (Date.now() - p.started) / 1000;
+    const rate = p.done && secs > 0 ? p.done / secs : 0;
+    const eta = rate && p.done < p.total ? ` eta ${Math.ceil((p.total - p.done) / rate)}s` : '';
+    return `${name} ${p.done}/${p.total}${eta}`;
+  }
+
+  private draw(): void {
+    const parts: string[] = [];
+    for (const [name, p] of this.phases) {
+      const width = 20;
+      const filled = p.total ? Math.round((width * Math.min(p.done, p.total)) / p.total) : width;
+      parts.push(`${name} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.describe(name, p).slice(name.length + 1)}`);
+    }
+    this.out.write(`\r\x1b[2K${parts.join('  ')}`);
+    this.drawn = true;
+  }
+
+  private render(phase: string, final = false): void {
+    const p = this.phases.get(phase)!;
+    if (this.tty) {
+      this.draw();
+      if (final && [...this.phases.values()].every((q) => q.done >= q.total)) {
+        this.out.write('\n');
+        this.drawn = false;
+      }
+      return;
+    }
+    const now = Date.now();
+    if (final || now - p.lastLine >= this.lineEveryMs || p.done === p.total) {
+      if (!final && p.done === p.total && p.lastLine === -1) return;
+      p.lastLine = p.done === p.total ? -1 : now;
+      this.out.write(`${this.describe(phase, p)}\n`);
+    }
+  }
+}

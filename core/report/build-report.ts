@@ -1,0 +1,41 @@
+/**
+ * The report use case: read a run from its store and score it with the chosen judge and
+ * subset, in any format.
+ */
+import type { Judge } from '../types';
+import type { RunRecord, RunStore } from '../store';
+import type { Subset } from '../scoring';
+import { scoreRun } from '../scoring';
+import type { ReportFormat } from './format';
+import { formatCsv, formatJson, formatMarkdown, formatTable } from './format';
+import { toOverallStats } from './official';
+
+export interface ReportOptions {
+  format: ReportFormat;
+  judge: Judge;
+  subset: Subset;
+}
+
+export async function buildReport(store: RunStore, runId: string, opts: ReportOptions): Promise<{ run: RunRecord; text: string }> {
+  const run = await store.getRun(runId);
+  if (!run) throw new Error(`no run ${runId} in this store`);
+  if (run.source === 'import' && opts.judge === 'strict') {
+    throw new Error('this run was imported from overall_stats.json, which records only the original pass rule: use --judge official');
+  }
+  const tasks = await store.listTasks(runId);
+  const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
+  const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
+  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge: opts.judge, subset: opts.subset, cutoffs });
+  switch (opts.format) {
+    case 'table':
+      return { run, text: formatTable(report, run) };
+    case 'markdown':
+      return { run, text: formatMarkdown(report) };
+    case 'csv':
+      return { run, text: formatCsv(report) };
+    case 'json':
+      return { run, text: formatJson(report, run) };
+    case 'official':
+      return { run, text: JSON.stringify(toOverallStats(run, tasks, verdicts, report), null, 2) + '\n' };
+  }
+}
