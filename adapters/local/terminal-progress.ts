@@ -74,10 +74,11 @@ export class TerminalProgress implements Progress {
       }
       return;
     }
+    // Plain lines: the start, then at most one every lineEveryMs, then the final count once.
     const now = Date.now();
-    if (final || now - p.lastLine >= this.lineEveryMs || p.done === p.total) {
-      if (!final && p.done === p.total && p.lastLine === -1) return;
-      p.lastLine = p.done === p.total ? -1 : now;
+    if (final || p.lastLine === 0 || now - p.lastLine >= this.lineEveryMs) {
+      if (p.lastLine === -1) return;
+      p.lastLine = final ? -1 : now;
       this.out.write(`${this.describe(phase, p)}\n`);
     }
   }

@@ -1,0 +1,82 @@
+/**
+ * What several commands share: locating the bundled pset and the interpreter, reading a
+ * pset or failing with every problem, opening a run directory.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Pset } from '../../core/types';
+import { formatProblem, readPset } from '../../core/pset/read-pset';
+import { packageRoot, resourcePath } from '../../core/util/package-root';
+import { loadTemplate, type PromptTemplate } from '../../core/prompt/template';
+import { SqliteRunStore } from '../../adapters/local/sqlite-store';
+
+/** An error the user can act on: printed without a stack trace. */
+export class UsageError extends Error {
+  constructor(message: string, readonly exitCode = 1) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export function defaultPsetDir(): string {
+  return join(packageRoot(), 'examples', 'pset-mini');
+}
+
+/** `--python`, else RCB_PYTHON, else Debian's interpreter where it exists, else python3 on PATH. */
+export function defaultPython(): string {
+  return process.env.RCB_PYTHON || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
+}
+
+export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null): Pset {
+  const root = resolve(dir ?? defaultPsetDir());
+  const { pset, problems } = readPset(root, { papers: papers ?? null });
+  if (problems.length) {
+    throw new UsageError(`${problems.map(formatProblem).join('\n')}\n${problems.length} problem(s) in the pset at ${root}; run \`rcb validate --pset ${root}\``);
+  }
+  return pset;
+}
+
+export function loadPromptTemplate(file: string | undefined): PromptTemplate {
+  const path = file ? resolve(file) : resourcePath('prompt-template.txt');
+  if (!existsSync(path)) throw new UsageError(`prompt template ${path} does not exist`);
+  try {
+    return loadTemplate(path);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+export function parseList(value: string | undefined): string[] | null {
+  if (!value) return null;
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  return items.length ? items : null;
+}
+
+export function parsePositiveInt(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be a whole number >= 1 (got "${value}")`);
+  return n;
+}
+
+export function parseNumber(name: string, value: string, min = 0): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min) throw new UsageError(`${name} must be a number >= ${min} (got "${value}")`);
+  return n;
+}
+
+const STORE_FILE = 'rcb.sqlite';
+const RUN_FILE = 'run.json';
+
+/** A run directory: the SQLite store and run.json naming the run it holds. */
+export function openRunDir(dir: string, create: boolean): { store: SqliteRunStore; runId: string | null; dir: string } {
+  const abs = resolve(dir);
+  if (!create && !existsSync(join(abs, STORE_FILE))) throw new UsageError(`${abs} is not a run directory (no ${STORE_FILE})`);
+  mkdirSync(abs, { recursive: true });
+  const runFile = join(abs, RUN_FILE);
+  const runId = existsSync(runFile) ? (JSON.parse(readFileSync(runFile, 'utf8')).runId as string) : null;
+  return { store: new SqliteRunStore(join(abs, STORE_FILE)), runId, dir: abs };
+}
+
+export function writeRunId(dir: string, runId: string): void {
+  writeFileSync(join(dir, RUN_FILE), JSON.stringify({ runId }, null, 2) + '\n');
+}

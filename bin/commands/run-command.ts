@@ -1,0 +1,122 @@
+/** `rcb run`: the whole benchmark on this machine. */
+import { cpus } from 'node:os';
+import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import type { RunSpec } from '../../core/store';
+import { runId as computeRunId, runFolderName } from '../../core/ids';
+import { runBenchmark } from '../../core/run/run-benchmark';
+import { buildReport } from '../../core/report/build-report';
+import { TerminalProgress } from '../../adapters/local/terminal-progress';
+import { createLocalExecutor } from '../../adapters/local/executor';
+import { defaultPython, loadPromptTemplate, loadPsetOrFail, openRunDir, parseList, parseNumber, parsePositiveInt, UsageError, writeRunId } from './common';
+import { resolveModels, type HostedModelResolver } from './model-clients';
+
+export interface RunOptions {
+  pset?: string;
+  model: string[];
+  samples: string;
+  temperature?: string;
+  paper: boolean;
+  papers?: string;
+  jobs?: string;
+  python?: string;
+  out?: string;
+  promptTemplate?: string;
+  timeout: string;
+  budget?: string;
+  unsafeNoSandbox?: boolean;
+  concurrency: string;
+}
+
+export async function runCommand(opts: RunOptions, hosted: HostedModelResolver | null): Promise<number> {
+  const papers = parseList(opts.papers);
+  const pset = loadPsetOrFail(opts.pset, papers);
+  const template = loadPromptTemplate(opts.promptTemplate);
+  const samples = parsePositiveInt('--samples', opts.samples);
+  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
+  const timeoutSec = parseNumber('--timeout', opts.timeout, 1);
+  const temperature = opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined;
+  const budgetUsd = opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null;
+  const models = resolveModels(opts.model.length ? opts.model : ['oracle'], pset, hosted, { temperature });
+
+  const spec: RunSpec = {
+    psetDigest: pset.digest,
+    psetRoot: pset.root,
+    models: [...models.clients.values()].map((c) => ({ id: c.id, params: c.params })),
+    samples,
+    withPaper: opts.paper,
+    papers: papers ? [...papers].sort() : null,
+    promptTemplateDigest: template.digest,
+    timeoutSec,
+    budgetUsd,
+  };
+  const runId = computeRunId(spec);
+  const outDir = resolve(opts.out ?? join('runs', runFolderName(spec, runId)));
+  const { store, runId: existingId, dir } = openRunDir(outDir, true);
+  if (existingId && existingId !== runId) {
+    await store.close();
+    throw new UsageError(`${dir} holds another run (${existingId}); choose another --out or remove it`);
+  }
+  writeRunId(dir, runId);
+  const paid = models.costs.size > 0;
+  if (paid && budgetUsd === null) {
+    process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
+  }
+
+  const executor = await createLocalExecutor({
+    python: opts.python ?? defaultPython(),
+    jobs,
+    timeoutSec,
+    unsafeNoSandbox: !!opts.unsafeNoSandbox,
+  }).catch((e: Error) => {
+    throw new UsageError(e.message);
+  });
+  const progress = new TerminalProgress();
+  const abort = new AbortController();
+  const onSignal = () => {
+    progress.note('interrupted: finishing the tasks in flight; run the same command again to resume');
+    abort.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const started = Date.now();
+  progress.note(`run ${runId} in ${dir}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${samples} sample(s), ${jobs} job(s)`);
+  try {
+    const result = await runBenchmark(
+      { store, clients: models.clients, executor, costs: models.costs, progress },
+      {
+        runId,
+        spec,
+        pset,
+        template,
+        models: models.info,
+        generationConcurrency: paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8),
+        evaluationBatch: jobs * 4,
+        clearStaleReservations: true,
+        signal: abort.signal,
+      },
+    );
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const { text } = await buildReport(store, runId, { format: 'table', judge: 'strict', subset: 'all' });
+    const official = await buildReport(store, runId, { format: 'official', judge: 'official', subset: 'all' });
+    writeFileSync(join(dir, 'leaderboard.txt'), text);
+    writeFileSync(join(dir, 'overall_stats.json'), official.text);
+    process.stdout.write('\n' + text);
+    const g = result.generation;
+    process.stdout.write(
+      `\nrun ${result.run.status} in ${seconds}s: ${g.called} model call(s), ${g.reused} answer(s) reused, ${result.evaluated} test(s) run` +
+        (paid ? `, spend $${result.run.spentUsd.toFixed(4)}` : '') +
+        `\nrun directory: ${dir}\n`,
+    );
+    if (result.run.status === 'budget_exhausted') {
+      process.stderr.write('budget exhausted: run the same command with a higher --budget to finish the run\n');
+      return 3;
+    }
+    return result.run.status === 'succeeded' ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await executor.close();
+    await store.close();
+  }
+}

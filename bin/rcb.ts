@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+/**
+ * The rcb command line. Each command parses its flags, builds adapters and calls one use
+ * case; errors the user can act on are printed without a stack trace.
+ */
+import { Command, Option } from 'commander';
+import { UsageError } from './commands/common';
+import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
+import { reportCommand, importOfficialCommand } from './commands/report-commands';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+async function main(argv: string[]): Promise<number> {
+  let code = 0;
+  const program = new Command()
+    .name('rcb')
+    .description('Run the ResearchCodeBench benchmark: models fill in masked code from ML papers, the papers\' own tests judge it.')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command('validate')
+    .description('check a pset (papers.yaml, folders, snippet markers); prints every problem as path:line: message')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .action((o) => {
+      code = validateCommand(o);
+    });
+
+  program
+    .command('tasks')
+    .description('list the tasks (snippets) of a pset')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--json', 'JSON array of {paper, file, snippet, loc, parent}')
+    .action((o) => {
+      code = tasksCommand(o);
+    });
+
+  program
+    .command('prompt')
+    .description('print the exact prompt of one task')
+    .argument('<paper>', 'paper id')
+    .argument('<snippet>', 'snippet name')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
+    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .action((paper, snippet, o) => {
+      code = promptCommand(paper, snippet, o);
+    });
+
+  program
+    .command('run')
+    .description('run the benchmark on this machine; rerunning the same command resumes it')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--model <id>', 'model: oracle, empty, replay:FILE or a registry id (repeatable; default oracle)', collect, [])
+    .option('--samples <n>', 'completions per task', '1')
+    .option('--temperature <t>', 'sampling temperature for hosted models')
+    .option('--no-paper', 'leave the paper text out of prompts')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--jobs <n>', 'tests run at once (default: one per core)')
+    .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
+    .option('--timeout <seconds>', 'time limit of one test run', '60')
+    .option('--out <dir>', 'run directory (default: runs/<models>-<run id>, derived from the run spec)')
+    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .option('--budget <usd>', 'hard cap on model spend for the run, USD')
+    .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
+    .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (model-written code then runs with your user\'s rights)'))
+    .action(async (o) => {
+      // Loaded on use: the run's adapters are heavier than what the pset commands need.
+      const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');
+      code = await runCommand(o, null);
+    });
+
+  program
+    .command('report')
+    .description('scores of a run')
+    .argument('<run-dir>', 'run directory')
+    .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
+    .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
+    .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .action(async (dir, o) => {
+      code = await reportCommand(dir, o);
+    });
+
+  program
+    .command('import-official')
+    .description('load an original-harness overall_stats.json as a run')
+    .argument('<file>', 'overall_stats.json')
+    .requiredOption('--out <dir>', 'run directory to create')
+    .action(async (file, o) => {
+      code = await importOfficialCommand(file, o);
+    });
+
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    const err = e as { code?: string; exitCode?: number };
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+    if (err.code?.startsWith('commander.')) return err.exitCode ?? 2;
+    throw e;
+  }
+  return code;
+}
+
+main(process.argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof UsageError) {
+      process.stderr.write(`rcb: ${e.message}\n`);
+      process.exitCode = e.exitCode;
+    } else {
+      process.stderr.write(`rcb: internal error: ${e instanceof Error ? e.stack : String(e)}\n`);
+      process.exitCode = 70;
+    }
+  },
+);

@@ -1,0 +1,77 @@
+import { mkdirSync, writeFileSync, cpSync } from 'node:fs';
+import { join } from 'node:path';
+import { PSET_MINI, rcb, tempDir } from '../helpers/cli';
+
+describe('rcb validate', () => {
+  it('accepts the bundled example with no problems', () => {
+    const r = rcb(['validate']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/4 paper\(s\), 28 snippet\(s\), no problems/);
+  });
+
+  it('prints each problem as path:line: message and exits 1', () => {
+    // Prepare: a copy of one paper with a close marker that names the wrong snippet.
+    const root = tempDir();
+    cpSync(join(PSET_MINI, 'smoothfocal'), join(root, 'smoothfocal'), { recursive: true });
+    writeFileSync(
+      join(root, 'papers.yaml'),
+      '- id: smoothfocal\n  annotated_file_paths: [loss.py]\n  context_file_paths: [numerics.py, defaults.py]\n- id: ghost\n  annotated_file_paths: a.py\n',
+    );
+    writeFileSync(join(root, 'smoothfocal', 'loss.py'), '# <paper2code name="a">\nx = 1\n# </paper2code name="b">\n');
+    // Act
+    const r = rcb(['validate', '--pset', root], { cwd: root });
+    // Assess
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('smoothfocal/loss.py:3: close marker for "b" but the innermost open snippet is "a"');
+    expect(r.stdout).toContain('smoothfocal/loss.py:1: snippet "a" is never closed');
+    expect(r.stdout).toMatch(/^papers\.yaml:4: paper "ghost": paper folder ghost is missing$/m);
+  });
+});
+
+describe('rcb tasks', () => {
+  it('lists every snippet as JSON with paper, file, snippet, loc and parent', () => {
+    const r = rcb(['tasks', '--json']);
+    expect(r.status).toBe(0);
+    const tasks = JSON.parse(r.stdout) as { paper: string; file: string; snippet: string; loc: number; parent: string | null }[];
+    expect(tasks).toHaveLength(28);
+    expect(tasks).toContainEqual({ paper: 'temperedattn', file: 'attention.py', snippet: 'logit scale', loc: 1, parent: 'tempered logits' });
+    expect(tasks).toContainEqual({ paper: 'adamlite', file: 'schedule.py', snippet: 'cosine decay', loc: 3, parent: null });
+  });
+});
+
+describe('rcb prompt', () => {
+  it('prints the masked file with the TODO block and the paper text', () => {
+    const r = rcb(['prompt', 'smoothfocal', 'focal modulation']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('    # TODO: Implement block "focal modulation"\n    # Approximately 5 lines of code.\n');
+    expect(r.stdout).not.toContain('paper2code');
+    expect(r.stdout).toContain('File: numerics.py\n');
+    expect(r.stdout).toContain('## Paper');
+  });
+
+  it('leaves the paper out with --no-paper', () => {
+    const r = rcb(['prompt', 'smoothfocal', 'focal modulation', '--no-paper']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toContain('## Paper');
+  });
+
+  it('names the snippets of the paper when the snippet is unknown', () => {
+    const r = rcb(['prompt', 'smoothfocal', 'nope']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/no snippet "nope".*"log softmax"/);
+  });
+
+  it('uses a replacement template and reports its unknown placeholders with file and line', () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 't.txt');
+    writeFileSync(file, '%%% with-paper %%%\nWrite {{snippet}}\n{{bogus}}\n');
+    const r = rcb(['prompt', 'smoothfocal', 'log softmax', '--prompt-template', file]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`${file}:3: unknown placeholder {{bogus}}`);
+    writeFileSync(file, '%%% with-paper %%%\nWrite {{snippet}} ({{loc}} lines) in {{file_path}}\n');
+    const ok = rcb(['prompt', 'smoothfocal', 'log softmax', '--prompt-template', file]);
+    expect(ok.stdout).toBe('Write log softmax (3 lines) in loss.py\n');
+  });
+});
