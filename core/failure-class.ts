@@ -23,6 +23,12 @@ const BY_EXCEPTION: Record<string, FailureClass> = {
 const TRACEBACK_HEADER = 'Traceback (most recent call last):';
 /** An exception line: an unindented dotted name, optionally followed by `: message`. */
 const EXCEPTION_LINE = /^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration|error|exception))(?::\s|:$|$)/;
+/**
+ * Any dotted name, optionally followed by `: message`. Python prints a traceback's frames
+ * indented and its exception unindented, so right after a traceback header the first
+ * unindented line names the exception whatever the class is called (`model.Boom: no`).
+ */
+const ANY_EXCEPTION_LINE = /^([A-Za-z_][\w.]*)(?::\s|:$|$)/;
 /** What Python prints for a syntax error in the main script itself (no traceback header). */
 const BARE_SYNTAX = /^(SyntaxError|IndentationError|TabError): /m;
 
@@ -31,8 +37,13 @@ export function lastException(text: string): string | null {
   const start = text.lastIndexOf(TRACEBACK_HEADER);
   const tail = start >= 0 ? text.slice(start + TRACEBACK_HEADER.length) : text;
   let found: string | null = null;
+  let firstUnindented = true;
   for (const line of tail.split('\n')) {
-    const m = EXCEPTION_LINE.exec(line);
+    let m = EXCEPTION_LINE.exec(line);
+    if (start >= 0 && firstUnindented && line.trim() !== '' && !/^\s/.test(line)) {
+      firstUnindented = false;
+      m ??= ANY_EXCEPTION_LINE.exec(line);
+    }
     if (m) {
       found = m[1];
       // The first unindented exception line after the header ends that traceback.

@@ -109,7 +109,12 @@ export function buildPrompt(template: PromptTemplate, paper: Paper, snippet: Sni
     paper_title: () => paper.meta.title ?? paper.meta.id,
     context_files: () => formatContextFiles(paper),
     file_path: () => snippet.file,
-    masked_file: () => maskedView(file, snippet),
+    // Documented as ending with a newline, so a template can put the closing fence on the
+    // next line; an annotated file without a final newline would glue the fence to its last line.
+    masked_file: () => {
+      const view = maskedView(file, snippet);
+      return view.endsWith('\n') ? view : `${view}\n`;
+    },
     snippet: () => snippet.name,
     loc: () => String(snippet.loc),
   };

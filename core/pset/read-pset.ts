@@ -214,9 +214,17 @@ function readPaper(
   return { meta, digest: digestPaper(dir, meta), dir, paperTextFile, annotatedFiles, contextFiles, snippets };
 }
 
+/**
+ * Code-unit order, not localeCompare: the locale differs between machines (a laptop, Lambda,
+ * the container), and a digest that followed it would change task ids from one to the other.
+ */
+function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function listFiles(dir: string, prefix = ''): string[] {
   const out: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => byCodeUnit(a.name, b.name))) {
     if (entry.name === '__pycache__' || entry.name === '.git') continue;
     const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
     if (entry.isDirectory()) out.push(...listFiles(join(dir, entry.name), rel));
@@ -235,7 +243,7 @@ function digestPaper(dir: string, meta: PaperMeta): string {
 
 function digestPapers(papers: Paper[]): string {
   const h = createHash('sha256');
-  for (const p of [...papers].sort((a, b) => a.meta.id.localeCompare(b.meta.id))) h.update(`${p.meta.id}:${p.digest}\n`);
+  for (const p of [...papers].sort((a, b) => byCodeUnit(a.meta.id, b.meta.id))) h.update(`${p.meta.id}:${p.digest}\n`);
   return h.digest('hex');
 }
 
