@@ -53,7 +53,7 @@ export function strictFlags(raw: RawExecution, ctx: JudgeContext): string[] {
   }
   flags.push(...d.flags);
   if (d.failures + d.errors + d.unexpectedSuccesses > 0) flags.push('tests_failed');
-  
+  if (ctx.testUsesUnittest && d.testsRun === 0) flags.push('no_tests_ran');
   if (d.ending === 'exception') flags.push('uncaught_exception');
   return [...new Set(flags)];
 }

@@ -1,0 +1,179 @@
+import type { DriverReport, RawExecution } from '../../core/executor';
+import { judge, officialPass, OFFICIAL_MARKERS, strictFlags, verdictWithoutRun, type JudgeContext } from '../../core/judge';
+
+const log = (text: string) => ({ text, totalBytes: Buffer.byteLength(text), truncated: false });
+
+/** A driver report of a unittest suite that ran 3 tests and all passed. */
+const cleanDriver = (over: Partial<DriverReport> = {}): DriverReport => ({
+  testsRun: 3,
+  failures: 0,
+  errors: 0,
+  skipped: 0,
+  expectedFailures: 0,
+  unexpectedSuccesses: 0,
+  ending: 'exit',
+  exitCode: 0,
+  exitRaisedIn: 'paper2code_test.py',
+  flags: [],
+  ...over,
+});
+
+/** A clean run: exit 0, no marker, the driver saw the suite pass. */
+const cleanRun = (over: Partial<RawExecution> = {}): RawExecution => ({
+  taskId: 't1',
+  exitCode: 0,
+  signal: null,
+  durationMs: 120,
+  killedFor: null,
+  stdout: log(''),
+  stderr: log('...\n----------------------------------------------------------------------\nRan 3 tests in 0.01s\n\nOK\n'),
+  markersSeen: [],
+  driver: cleanDriver(),
+  tamperedFiles: [],
+  sandbox: 'bwrap',
+  executor: 'warm',
+  ...over,
+});
+
+const ctx: JudgeContext = { completion: '    return x + 1\n', testUsesUnittest: true };
+const fixedNow = () => new Date('2025-01-02T03:04:05.000Z');
+
+describe('officialPass (SPEC 7 original rule)', () => {
+  it('passes exit 0 with none of the four markers', () => {
+    expect(officialPass(cleanRun())).toBe(true);
+  });
+
+  it('fails a non-zero exit', () => {
+    expect(officialPass(cleanRun({ exitCode: 1 }))).toBe(false);
+  });
+
+  it.each(OFFICIAL_MARKERS.map((m) => [m]))('fails exit 0 when %j was seen, even if cut from the kept logs', (marker) => {
+    // Prepare: the kept logs do not show it; the executor saw it in the full stream.
+    const raw = cleanRun({ markersSeen: [marker], stdout: log(''), stderr: log('OK\n') });
+
+    // Act & Assess
+    expect(officialPass(raw)).toBe(false);
+  });
+
+  it('names exactly the four case-sensitive markers of the original harness', () => {
+    expect([...OFFICIAL_MARKERS]).toEqual(['Error:', 'Exception:', 'Traceback', 'failed']);
+  });
+
+  it('fails a run killed for time even if it reported status 0', () => {
+    expect(officialPass(cleanRun({ killedFor: 'timeout' }))).toBe(false);
+  });
+});
+
+describe('strictFlags', () => {
+  it('is empty for a suite that demonstrably ran and succeeded', () => {
+    expect(strictFlags(cleanRun(), ctx)).toEqual([]);
+  });
+
+  it('flags a run without a driver report as no_completion_evidence', () => {
+    expect(strictFlags(cleanRun({ driver: null }), ctx)).toEqual(['no_completion_evidence']);
+  });
+
+  it('flags each tampered file', () => {
+    // Act
+    const flags = strictFlags(cleanRun({ tamperedFiles: ['model_ref.py', 'paper2code_test.py'] }), ctx);
+
+    // Assess
+    expect(flags).toEqual(['tampered:model_ref.py', 'tampered:paper2code_test.py']);
+  });
+
+  it('passes the driver flags through', () => {
+    expect(strictFlags(cleanRun({ driver: cleanDriver({ flags: ['ref_import', 'unittest_patched'] }) }), ctx)).toEqual(['ref_import', 'unittest_patched']);
+  });
+
+  it('flags a unittest-based test that ran no test', () => {
+    // Prepare
+    const raw = cleanRun({ driver: cleanDriver({ testsRun: 0 }) });
+
+    // Act & Assess
+    expect(strictFlags(raw, ctx)).toEqual(['no_tests_ran']);
+    expect(strictFlags(raw, { ...ctx, testUsesUnittest: false })).toEqual([]);
+  });
+
+  it('flags failures the exit status hid, and an uncaught exception', () => {
+    expect(strictFlags(cleanRun({ driver: cleanDriver({ failures: 1 }) }), ctx)).toEqual(['tests_failed']);
+    expect(strictFlags(cleanRun({ driver: cleanDriver({ ending: 'exception' }) }), ctx)).toEqual(['uncaught_exception']);
+  });
+});
+
+describe('judge', () => {
+  it('passes both judges on a clean run', () => {
+    // Act
+    const v = judge(cleanRun(), ctx, fixedNow);
+
+    // Assess
+    expect(v).toMatchObject({ taskId: 't1', officialPass: true, strictPass: true, failureClass: null, flags: [], exitCode: 0, createdAt: '2025-01-02T03:04:05.000Z' });
+  });
+
+  it.each<[string, Partial<RawExecution>, string]>([
+    ['no driver report (os._exit(0))', { driver: null, stderr: log('') }, 'no_completion_evidence'],
+    ['a tampered file', { tamperedFiles: ['model_ref.py'] }, 'tampered:model_ref.py'],
+    ['a driver flag', { driver: cleanDriver({ flags: ['exit_from_candidate'] }) }, 'exit_from_candidate'],
+    ['no test run', { driver: cleanDriver({ testsRun: 0 }) }, 'no_tests_ran'],
+  ])('passes the official judge only, class integrity, for %s', (_what, over, flag) => {
+    // Act
+    const v = judge(cleanRun(over), ctx, fixedNow);
+
+    // Assess
+    expect(v.officialPass).toBe(true);
+    expect(v.strictPass).toBe(false);
+    expect(v.failureClass).toBe('integrity');
+    expect(v.flags).toContain(flag);
+  });
+
+  it('classes an official failure from its output', () => {
+    // Prepare
+    const stderr = 'Traceback (most recent call last):\n  File "model.py", line 4, in f\n    return y\nNameError: name \'y\' is not defined\n';
+
+    // Act
+    const v = judge(cleanRun({ exitCode: 1, stderr: log(stderr), markersSeen: ['Error:', 'Traceback'], driver: cleanDriver({ ending: 'exception' }) }), ctx);
+
+    // Assess
+    expect(v.officialPass).toBe(false);
+    expect(v.strictPass).toBe(false);
+    expect(v.failureClass).toBe('name');
+  });
+
+  it('fails a run whose only marker was cut from the kept logs', () => {
+    // Act
+    const v = judge(cleanRun({ markersSeen: ['failed'] }), ctx);
+
+    // Assess
+    expect(v.officialPass).toBe(false);
+    expect(v.strictPass).toBe(false);
+    expect(v.failureClass).not.toBeNull();
+  });
+
+  it('records suspicious completion patterns without failing on them', () => {
+    // Act
+    const v = judge(cleanRun(), { ...ctx, completion: 'import os, subprocess\nos._exit(0)\nfrom model_ref import f\n' });
+
+    // Assess
+    expect(v.strictPass).toBe(true);
+    expect(v.flags).toEqual(expect.arrayContaining(['static:exit_call', 'static:mentions_ref', 'static:process_or_network']));
+  });
+
+  it('never passes an executor failure', () => {
+    // Act
+    const v = judge(cleanRun({ infraError: 'sandbox failed to start' }), ctx);
+
+    // Assess
+    expect(v.officialPass).toBe(false);
+    expect(v.strictPass).toBe(false);
+    expect(v.flags).toContain('infra_error');
+  });
+});
+
+describe('verdictWithoutRun', () => {
+  it('fails both judges with the given class', () => {
+    // Act
+    const v = verdictWithoutRun('t9', 'no_code', fixedNow);
+
+    // Assess
+    expect(v).toMatchObject({ taskId: 't9', officialPass: false, strictPass: false, failureClass: 'no_code', exitCode: null, executor: 'none' });
+  });
+});
