@@ -157,6 +157,10 @@ function readPaper(
   else if (annotated.length === 0) at('annotated_file_paths is empty');
   if (context === null) at('context_file_paths must be null, a string or a list of strings');
   if (!annotated || !annotated.length || context === null) return null;
+  for (const [role, list] of [['annotated_file_paths', annotated], ['context_file_paths', context]] as const) {
+    const twice = list.filter((p, i) => list.indexOf(p) !== i);
+    if (twice.length) at(`${role} lists ${[...new Set(twice)].join(', ')} more than once`);
+  }
 
   const dir = join(root, id);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {

@@ -24,26 +24,31 @@ export const OverallStats = z.object({
     }),
   ),
   overall_scores: z
-    .record(z.object({ line_rates: Rates, task_rates: Rates, llm_cfg: z.record(z.unknown()).optional() }))
+    // The original writes a rate block only when it has rates, so task_rates may be missing.
+    .record(z.object({ line_rates: Rates, task_rates: Rates.optional(), llm_cfg: z.record(z.unknown()).optional() }))
     .optional(),
 });
 export type OverallStats = z.infer<typeof OverallStats>;
 
-/** Python's str() of a metadata value, as the original harness wrote them. */
-function pyStr(v: unknown): string {
-  if (v === null || v === undefined) return 'None';
-  if (Array.isArray(v)) return `[${v.map((x) => (typeof x === 'string' ? `'${x}'` : pyStr(x))).join(', ')}]`;
-  if (typeof v === 'boolean') return v ? 'True' : 'False';
+/**
+ * A metadata value as the original harness holds it: it loads papers.yaml with PyYAML's
+ * BaseLoader, so every scalar is a string and lists stay lists (of strings).
+ */
+function baseLoaderValue(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(baseLoaderValue);
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, baseLoaderValue(x)]));
   return String(v);
 }
 
-function metadataStrings(meta: PaperMeta): Record<string, string> {
-  const out: Record<string, string> = {};
+function metadataStrings(meta: PaperMeta): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
   const { extra, annotated_file_paths, context_file_paths, ...known } = meta;
-  for (const [k, v] of Object.entries(known)) out[k] = pyStr(v);
-  out.annotated_file_paths = pyStr(annotated_file_paths.length === 1 ? annotated_file_paths[0] : annotated_file_paths);
-  out.context_file_paths = pyStr(context_file_paths.length === 0 ? null : context_file_paths.length === 1 ? context_file_paths[0] : context_file_paths);
-  for (const [k, v] of Object.entries(extra)) out[k] = pyStr(v);
+  for (const [k, v] of Object.entries(known)) if (v !== undefined) out[k] = baseLoaderValue(v);
+  out.annotated_file_paths = annotated_file_paths.length === 1 ? annotated_file_paths[0] : annotated_file_paths;
+  // An empty list of context files was null or absent in papers.yaml; absent is the safe reading.
+  if (context_file_paths.length) out.context_file_paths = context_file_paths.length === 1 ? context_file_paths[0] : context_file_paths;
+  for (const [k, v] of Object.entries(extra)) out[k] = baseLoaderValue(v);
   return out;
 }
 

@@ -30,10 +30,10 @@ describe('official overall_stats.json round trip (SPEC 11)', () => {
     for (const [model, want] of Object.entries(ORIGINAL.overall_scores!)) {
       const got = out.overall_scores![model];
       for (const kind of ['line_rates', 'task_rates'] as const) {
-        near(got[kind].mean, want[kind].mean);
-        near(got[kind].std, want[kind].std);
-        expect(got[kind].rates).toHaveLength(want[kind].rates.length);
-        got[kind].rates.forEach((r, i) => near(r, want[kind].rates[i]));
+        near(got[kind]!.mean, want[kind]!.mean);
+        near(got[kind]!.std, want[kind]!.std);
+        expect(got[kind]!.rates).toHaveLength(want[kind]!.rates.length);
+        got[kind]!.rates.forEach((r, i) => near(r, want[kind]!.rates[i]));
       }
     }
   });
@@ -45,9 +45,9 @@ describe('official overall_stats.json round trip (SPEC 11)', () => {
     // Assess
     near(out.GPT_4O_MINI.line_rates.mean, (100 * 15) / 33);
     near(out.GPT_4O_MINI.line_rates.std, (100 / 11) * Math.sqrt(26 / 3));
-    near(out.GPT_4O_MINI.task_rates.std, (50 / 3) * Math.SQRT2);
+    near(out.GPT_4O_MINI.task_rates!.std, (50 / 3) * Math.SQRT2);
     near(out.O3_MINI.line_rates.std, (100 / 11) * Math.sqrt(186 / 27));
-    near(out.O3_MINI.task_rates.mean, 50);
+    near(out.O3_MINI.task_rates!.mean, 50);
   });
 
   it('reproduces the per-paper problem_scores', () => {

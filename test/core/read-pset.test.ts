@@ -237,11 +237,16 @@ describe('readPset: papers.yaml values (SPEC 2)', () => {
 
   it('trims stray whitespace from file paths', () => {
     // Act
-    const meta = metaOf(yamlOf('- id: alpha', '  annotated_file_paths: "  model.py "', '  context_file_paths: [" utils.py", "utils.py  "]'));
+    const meta = metaOf(yamlOf('- id: alpha', '  annotated_file_paths: "  model.py "', '  context_file_paths: [" utils.py  "]'));
 
     // Assess
     expect(meta.annotated_file_paths).toEqual(['model.py']);
-    expect(meta.context_file_paths).toEqual(['utils.py', 'utils.py']);
+    expect(meta.context_file_paths).toEqual(['utils.py']);
+  });
+
+  it('reports a file listed twice (after trimming), which would duplicate its tasks', () => {
+    const { lines } = readWith({ 'papers.yaml': yamlOf('- id: alpha', '  annotated_file_paths: model.py', '  context_file_paths: [" utils.py", "utils.py  "]') });
+    expect(lines).toEqual(['papers.yaml:1: paper "alpha": context_file_paths lists utils.py more than once']);
   });
 
   it('takes annotated_file_paths as a string or a list', () => {
