@@ -26,16 +26,28 @@ export interface JudgeContext {
   testUsesUnittest: boolean;
 }
 
-/** Patterns in a completion worth recording; they do not fail a verdict on their own. */
-const SUSPICIOUS: [RegExp, string][] = [
+/**
+ * What a completion's text reaches for. The first group has no business in a masked block
+ * of ML code and fails the strict judge even when the sandbox contained it (a completion
+ * that reads the environment, opens sockets, spawns processes or touches absolute paths
+ * is flagged, not trusted); the second is recorded only.
+ */
+const STRICT_STATIC: [RegExp, string][] = [
   [/\bos\._exit\b|\bsys\.exit\b|(^|[^\w.])(exit|quit)\s*\(/m, 'static:exit_call'],
+  [/\bsubprocess\b|\bos\.(system|fork|forkpty|kill|killpg|popen|exec\w*|spawn\w*|posix_spawn\w*)\b|\bpty\b/, 'static:process_control'],
+  [/\b(socket|urllib|http\.client|requests|httpx|aiohttp)\b/, 'static:network'],
+  [/\bos\.(environ|getenv|putenv|unsetenv)\b|\benviron\s*\[/, 'static:environment'],
+  [/\b(ctypes|cffi)\b/, 'static:native_code'],
+  [/['"](\/[A-Za-z_.]|\.\.\/)/, 'static:file_outside'],
+];
+const RECORDED_STATIC: [RegExp, string][] = [
   [/\bunittest\b/, 'static:mentions_unittest'],
   [/\b\w+_ref\b/, 'static:mentions_ref'],
-  [/\b(subprocess|socket|ctypes)\b|\bos\.(system|fork|kill|popen)\b/, 'static:process_or_network'],
 ];
 
-export function staticFlags(completion: string): string[] {
-  return SUSPICIOUS.filter(([re]) => re.test(completion)).map(([, flag]) => flag);
+export function staticFlags(completion: string): { strict: string[]; recorded: string[] } {
+  const hits = (list: [RegExp, string][]) => list.filter(([re]) => re.test(completion)).map(([, flag]) => flag);
+  return { strict: hits(STRICT_STATIC), recorded: hits(RECORDED_STATIC) };
 }
 
 export function officialPass(raw: RawExecution): boolean {
@@ -61,7 +73,8 @@ export function strictFlags(raw: RawExecution, ctx: JudgeContext): string[] {
 export function judge(raw: RawExecution, ctx: JudgeContext, now: () => Date = () => new Date()): Verdict {
   const official = !raw.infraError && officialPass(raw);
   const runtimeFlags = raw.infraError ? ['infra_error'] : strictFlags(raw, ctx);
-  const strict = official && runtimeFlags.length === 0;
+  const fromText = staticFlags(ctx.completion);
+  const strict = official && runtimeFlags.length === 0 && fromText.strict.length === 0;
   const completionEmpty = ctx.completion.trim() === '';
   const failureClass = official
     ? strict
@@ -79,7 +92,7 @@ export function judge(raw: RawExecution, ctx: JudgeContext, now: () => Date = ()
     taskId: raw.taskId,
     officialPass: official,
     strictPass: strict,
-    flags: [...runtimeFlags, ...staticFlags(ctx.completion)],
+    flags: [...runtimeFlags, ...fromText.strict, ...fromText.recorded],
     failureClass,
     exitCode: raw.exitCode,
     signal: raw.signal,
