@@ -1,0 +1,147 @@
+/**
+ * Hostile completions (test/fixtures/replays/hostile.jsonl) run through the local executor
+ * as a run would: each must be contained (nothing outside changed, no secret seen, no
+ * connection made, no process left behind), fail the strict judge with its named flag,
+ * and not stop the others.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { loadPset } from '../../core/pset/read-pset';
+import { extractCompletion } from '../../core/prompt/extract';
+import { findFile, findSnippet, splice } from '../../core/prompt/mask';
+import { judge } from '../../core/judge';
+import type { Candidate, RawExecution } from '../../core/executor';
+import { createLocalExecutor } from '../../adapters/local/executor';
+import { PSET_MINI, REPO } from '../helpers/cli';
+
+interface HostileCase {
+  paper: string;
+  snippet: string;
+  sample: number;
+  completion: string;
+  case: string;
+  expected_flag: string;
+}
+
+const FIXTURE = join(REPO, 'test', 'fixtures', 'replays', 'hostile.jsonl');
+const SENTINEL_DIR = '/tmp/rcb-hostile-sentinel';
+const SENTINEL = join(SENTINEL_DIR, 'secret.txt');
+const SENTINEL_TEXT = 'rcb-sentinel-4f1c9a';
+const FAKE_SECRETS = { FAKE_API_KEY: 'sk-fake-0b7e41d2', AWS_SECRET_ACCESS_KEY: 'fake-aws-secret-93a1', OPENAI_API_KEY: 'sk-fake-openai-77c2' };
+const LOOPBACK_PORT = 47611;
+
+const cases: HostileCase[] = readFileSync(FIXTURE, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+
+function strayProcesses(): string[] {
+  const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  return ps.split('\n').filter((l) => /^sleep 317\b/.test(l.trim()));
+}
+
+describe('hostile completions through the local executor', () => {
+  let server: Server;
+  let connections = 0;
+  const saved: Record<string, string | undefined> = {};
+  let results: RawExecution[] = [];
+  const candidates: Candidate[] = [];
+
+  beforeAll(async () => {
+    // Prepare: secrets in the parent's environment, a file outside the workspace, a listener on loopback.
+    for (const [k, v] of Object.entries(FAKE_SECRETS)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+    rmSync(SENTINEL_DIR, { recursive: true, force: true });
+    mkdirSync(SENTINEL_DIR, { recursive: true });
+    writeFileSync(SENTINEL, SENTINEL_TEXT);
+    server = createServer((s) => {
+      connections++;
+      s.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(LOOPBACK_PORT, '127.0.0.1', resolve));
+
+    const pset = loadPset(PSET_MINI, { papers: ['smoothfocal'] });
+    const paper = pset.papers[0];
+    for (const c of cases) {
+      const snippet = findSnippet(paper, c.snippet);
+      candidates.push({
+        taskId: c.case,
+        paper: c.paper,
+        paperDir: paper.dir,
+        file: snippet.file,
+        source: splice(findFile(paper, snippet.file), snippet, extractCompletion(c.completion)),
+      });
+    }
+    const executor = await createLocalExecutor({ jobs: 2, timeoutSec: 5, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
+    try {
+      // Act
+      results = await executor.run(candidates);
+    } finally {
+      await executor.close();
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    rmSync(SENTINEL_DIR, { recursive: true, force: true });
+  });
+
+  it('returns a result for every case: none stops the run', () => {
+    expect(results.map((r) => r.taskId)).toEqual(cases.map((c) => c.case));
+    expect(results.filter((r) => r.infraError)).toEqual([]);
+  });
+
+  /** `a|b`: either flag names the case (a memory bomb may raise MemoryError or be killed, depending on timing). */
+  const named = (flags: string[], expected: string) => expected.split('|').some((f) => flags.includes(f));
+
+  it.each(cases.map((c) => [c.case, c.expected_flag]))('%s fails the strict judge with flag %s', (name, flag) => {
+    const i = cases.findIndex((c) => c.case === name);
+    const v = judge(results[i], { completion: extractCompletion(cases[i].completion), testUsesUnittest: true });
+    expect(v.strictPass).toBe(false);
+    expect([name, named(v.flags, flag)]).toEqual([name, true]);
+  });
+
+  it('lets no secret from the parent environment reach a test', () => {
+    for (const r of results) {
+      for (const secret of Object.values(FAKE_SECRETS)) {
+        expect(r.stdout.text).not.toContain(secret);
+        expect(r.stderr.text).not.toContain(secret);
+      }
+    }
+  });
+
+  it('keeps files outside the workspace unread and unchanged', () => {
+    for (const r of results) expect(r.stdout.text + r.stderr.text).not.toContain(SENTINEL_TEXT);
+    expect(readFileSync(SENTINEL, 'utf8')).toBe(SENTINEL_TEXT);
+    expect(existsSync(join(SENTINEL_DIR, 'pwned.txt'))).toBe(false);
+    expect(existsSync('/root/rcb-pwned.txt')).toBe(false);
+    expect(existsSync('/usr/rcb-pwned.txt')).toBe(false);
+  });
+
+  it('never leaves the paper folder of the pset changed', () => {
+    expect(readFileSync(join(PSET_MINI, 'smoothfocal', 'paper2code_test.py'), 'utf8')).not.toContain('# edited');
+  });
+
+  it('makes no connection to the host loopback', () => {
+    expect(connections).toBe(0);
+    for (const r of results) expect(r.stdout.text).not.toContain('CONNECTED-LOOPBACK');
+  });
+
+  it('leaves no process behind', () => {
+    expect(strayProcesses()).toEqual([]);
+  });
+
+  afterAll(() => {
+    const contained = cases.filter((c, i) => {
+      const v = judge(results[i], { completion: extractCompletion(c.completion), testUsesUnittest: true });
+      return !v.strictPass && c.expected_flag.split('|').some((f) => v.flags.includes(f));
+    }).length;
+    // One line for the suite's summary (issue: attack it).
+    process.stdout.write(`hostile cases contained: ${contained}/${cases.length}\n`);
+  });
+});
