@@ -1,0 +1,599 @@
+/**
+ * RunStore on one DynamoDB table (single-table design). Same semantics as the SQLite store
+ * (adapters/local/sqlite-store.ts): every repeatable write is conditional, so a resumed
+ * run or a duplicate SQS delivery changes nothing, and budget reservations are one
+ * conditional UpdateItem on the run item.
+ *
+ *   item          pk               sk                 other attributes
+ *   run           RUN#<runId>      META               record (JSON), status, error, updatedAt,
+ *                                                     budgetUsd (absent = no budget), spentUsd,
+ *                                                     reservedUsd, committedUsd, headroomUsd,
+ *                                                     budgetRev, gsi1pk=RUNS,
+ *                                                     gsi1sk=<createdAt>#<runId>
+ *   task          RUN#<runId>      TASK#<taskId>      taskId, seq, paper, file, snippet, loc,
+ *                                                     model, sample
+ *   task counter  RUN#<runId>      TASKSEQ            nextSeq
+ *   verdict       RUN#<runId>      VERDICT#<taskId>   taskId, record (JSON)
+ *   completion    TASK#<taskId>    COMPLETION         taskId, model, createdAt, record (JSON)
+ *
+ * Budget: a DynamoDB condition cannot add two attributes, so the run item keeps two derived
+ * amounts, updated in the same UpdateItem as spentUsd and reservedUsd:
+ *   committedUsd = spentUsd + reservedUsd
+ *   headroomUsd  = (budgetUsd ?? 0) - committedUsd
+ * and a reservation is `headroomUsd >= usd` (within EPSILON), exactly the SQLite rule
+ * `spent + reserved + usd <= budget`. DynamoDB numbers are decimals, so the sums are exact
+ * for the amounts JavaScript sends.
+ */
+import type { DynamoDBDocumentClient, NativeAttributeValue } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import { mapLimit } from './map-limit';
+
+/** Attribute and index names of the table, as the CDK StorageConstruct creates it. */
+export const RUN_TABLE_KEYS = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  gsi1Name: 'gsi1',
+  gsi1PartitionKey: 'gsi1pk',
+  gsi1SortKey: 'gsi1sk',
+  ttlAttribute: 'expiresAt',
+} as const;
+
+/** gsi1 partition holding every run item, sorted by `<createdAt>#<runId>`. */
+export const RUNS_INDEX_PARTITION = 'RUNS';
+
+type Key = { pk: string; sk: string };
+
+/** Key of each item kind; exported so that other readers (reports, tests) agree with the store. */
+export const runTableKey = {
+  run: (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'META' }),
+  task: (runId: string, taskId: string): Key => ({ pk: `RUN#${runId}`, sk: `TASK#${taskId}` }),
+  taskCounter: (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'TASKSEQ' }),
+  verdict: (runId: string, taskId: string): Key => ({ pk: `RUN#${runId}`, sk: `VERDICT#${taskId}` }),
+  completion: (taskId: string): Key => ({ pk: `TASK#${taskId}`, sk: 'COMPLETION' }),
+};
+
+/** Tolerance for float sums of dollar amounts when comparing with the budget (as in SQLite). */
+const EPSILON = 1e-9;
+/** DynamoDB's item size limit. Records are checked before writing so the error names the task. */
+const MAX_ITEM_BYTES = 400 * 1024;
+/** BatchGetItem takes at most 100 keys. */
+const BATCH_GET_MAX = 100;
+
+export interface DynamoRunStoreOptions {
+  tableName: string;
+  /**
+   * Conditional task writes in flight at once in putTasks.
+   * @default 16
+   */
+  writeConcurrency?: number;
+  /**
+   * Attempts at reading the keys BatchGetItem left unprocessed (throttling) before giving up.
+   * @default 8
+   */
+  batchGetAttempts?: number;
+  /**
+   * Days after which run-scoped items (run, tasks, verdicts) expire through the table's TTL
+   * attribute. Completions never expire: they are the cross-run cache of paid answers.
+   * @default no expiry
+   */
+  runTtlDays?: number;
+  /** @default () => new Date() */
+  now?: () => Date;
+  /** @default setTimeout */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** A record too large for one DynamoDB item (400 KB); the message names the item. */
+export class ItemTooLargeError extends Error {
+  constructor(what: string, bytes: number) {
+    super(`${what} is ${bytes} bytes serialized, over DynamoDB's item limit of ${MAX_ITEM_BYTES} bytes`);
+    this.name = 'ItemTooLargeError';
+  }
+}
+
+/** Reads DynamoDB left unprocessed after every attempt (sustained throttling). */
+export class UnprocessedKeysError extends Error {
+  constructor(
+    readonly table: string,
+    readonly unprocessed: number,
+    attempts: number,
+  ) {
+    super(`BatchGetItem on ${table} left ${unprocessed} keys unprocessed after ${attempts} attempts`);
+    this.name = 'UnprocessedKeysError';
+  }
+}
+
+interface RunItem {
+  record: string;
+  status: RunStatus;
+  budgetUsd?: number;
+  spentUsd: number;
+  reservedUsd: number;
+  committedUsd: number;
+  headroomUsd: number;
+  budgetRev: number;
+  updatedAt: string;
+  error?: string;
+}
+
+function isConditionFailure(err: unknown): boolean {
+  return (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class DynamoRunStore implements RunStore {
+  private readonly table: string;
+  private readonly writeConcurrency: number;
+  private readonly batchGetAttempts: number;
+  private readonly now: () => Date;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly runTtlDays?: number;
+
+  /** The caller owns `doc` (a handler reuses it across invocations); close() leaves it open. */
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    options: DynamoRunStoreOptions,
+  ) {
+    this.table = options.tableName;
+    this.writeConcurrency = options.writeConcurrency ?? 16;
+    this.batchGetAttempts = options.batchGetAttempts ?? 8;
+    this.now = options.now ?? (() => new Date());
+    this.sleep = options.sleep ?? defaultSleep;
+    this.runTtlDays = options.runTtlDays;
+  }
+
+  // ---- runs ----
+
+  async createRun(run: RunRecord): Promise<RunRecord> {
+    const budget = run.spec.budgetUsd;
+    const committed = run.spentUsd + run.reservedUsd;
+    const item: Record<string, NativeAttributeValue> = {
+      ...runTableKey.run(run.runId),
+      [RUN_TABLE_KEYS.gsi1PartitionKey]: RUNS_INDEX_PARTITION,
+      [RUN_TABLE_KEYS.gsi1SortKey]: `${run.createdAt}#${run.runId}`,
+      runId: run.runId,
+      record: JSON.stringify(run),
+      status: run.status,
+      ...(budget === null ? {} : { budgetUsd: budget }),
+      spentUsd: run.spentUsd,
+      reservedUsd: run.reservedUsd,
+      committedUsd: committed,
+      headroomUsd: (budget ?? 0) - committed,
+      budgetRev: 0,
+      updatedAt: run.updatedAt,
+      ...(run.error ? { error: run.error } : {}),
+      ...this.expiry(),
+    };
+    this.checkSize(item, `run ${run.runId}`);
+    await this.putIfAbsent(item);
+    const stored = await this.getRun(run.runId);
+    if (!stored) throw new Error(`run ${run.runId} was written to ${this.table} but cannot be read back`);
+    return stored;
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.run(runId), ConsistentRead: true }));
+    return res.Item ? toRunRecord(res.Item as RunItem, runId) : null;
+  }
+
+  /**
+   * Runs newest first, from the gsi1 index. Index reads are eventually consistent: a run
+   * created a moment ago may be missing.
+   */
+  async listRuns(limit?: number): Promise<RunRecord[]> {
+    const out: RunRecord[] = [];
+    let start: Record<string, NativeAttributeValue> | undefined;
+    do {
+      const res = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: RUN_TABLE_KEYS.gsi1Name,
+          KeyConditionExpression: '#gpk = :runs',
+          ExpressionAttributeNames: { '#gpk': RUN_TABLE_KEYS.gsi1PartitionKey },
+          ExpressionAttributeValues: { ':runs': RUNS_INDEX_PARTITION },
+          ScanIndexForward: false,
+          ...(limit ? { Limit: limit - out.length } : {}),
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of res.Items ?? []) out.push(toRunRecord(item as RunItem, String(item.runId)));
+      start = res.LastEvaluatedKey;
+    } while (start && (!limit || out.length < limit));
+    return out;
+  }
+
+  async setRunStatus(runId: string, status: RunStatus, error?: string): Promise<void> {
+    await this.updateRun(runId, {
+      UpdateExpression: `SET #status = :status, #updatedAt = :now ${error ? ', #error = :error' : 'REMOVE #error'}`,
+      ExpressionAttributeNames: { '#status': 'status', '#updatedAt': 'updatedAt', '#error': 'error' },
+      ExpressionAttributeValues: { ':status': status, ':now': this.now().toISOString(), ...(error ? { ':error': error } : {}) },
+    });
+  }
+
+  async setRunBudget(runId: string, budgetUsd: number | null): Promise<void> {
+    // `:b - committedUsd` recomputes the headroom from the amounts as they are at this write.
+    await this.updateRun(runId, {
+      UpdateExpression:
+        budgetUsd === null
+          ? 'SET #headroom = :zero - #committed REMOVE #budget ADD #rev :one'
+          : 'SET #budget = :b, #headroom = :b - #committed ADD #rev :one',
+      ExpressionAttributeNames: { '#budget': 'budgetUsd', '#headroom': 'headroomUsd', '#committed': 'committedUsd', '#rev': 'budgetRev' },
+      ExpressionAttributeValues: { ...(budgetUsd === null ? { ':zero': 0 } : { ':b': budgetUsd }), ':one': 1 },
+    });
+  }
+
+  // ---- tasks ----
+
+  /**
+   * Inserts the tasks that are not there yet, in the order given, after those of earlier
+   * calls. Existing tasks are never rewritten: each write is a PutItem conditional on the
+   * item's absence (BatchWriteItem cannot be conditional), so even two planners racing on
+   * the same run leave each task as its first writer put it.
+   */
+  async putTasks(runId: string, tasks: TaskRecord[]): Promise<void> {
+    const unique = new Map<string, TaskRecord>();
+    for (const t of tasks) if (!unique.has(t.taskId)) unique.set(t.taskId, t);
+    if (unique.size === 0) return;
+
+    // Skip what is stored already (a resumed plan) so the counter and the writes are spent
+    // only on new tasks.
+    const stored = await this.batchGet([...unique.keys()].map((id) => runTableKey.task(runId, id)), true);
+    const existing = new Set(stored.map((item) => item[RUN_TABLE_KEYS.sortKey] as string));
+    const fresh = [...unique.values()].filter((t) => !existing.has(runTableKey.task(runId, t.taskId).sk));
+    if (fresh.length === 0) return;
+
+    // Sequence numbers from a counter item, so that order survives concurrent planners and
+    // clock skew between functions.
+    const expiry = this.expiry();
+    const counter = await this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: runTableKey.taskCounter(runId),
+        UpdateExpression: expiry.expiresAt === undefined ? 'ADD #next :n' : 'ADD #next :n SET #exp = :exp',
+        ExpressionAttributeNames: { '#next': 'nextSeq', ...(expiry.expiresAt === undefined ? {} : { '#exp': RUN_TABLE_KEYS.ttlAttribute }) },
+        ExpressionAttributeValues: { ':n': fresh.length, ...(expiry.expiresAt === undefined ? {} : { ':exp': expiry.expiresAt }) },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    const first = Number(counter.Attributes?.nextSeq) - fresh.length;
+    await mapLimit(fresh, this.writeConcurrency, async (t, i) => {
+      await this.putIfAbsent({
+        ...runTableKey.task(runId, t.taskId),
+        taskId: t.taskId,
+        seq: first + i,
+        paper: t.paper,
+        file: t.file,
+        snippet: t.snippet,
+        loc: t.loc,
+        model: t.model,
+        sample: t.sample,
+        ...expiry,
+      });
+    });
+  }
+
+  async listTasks(runId: string): Promise<TaskRecord[]> {
+    const items = await this.queryRun(runId, 'TASK#');
+    items.sort((a, b) => Number(a.seq) - Number(b.seq));
+    return items.map(toTaskRecord);
+  }
+
+  /**
+   * One task of a run, by id: what the generator needs for one SQS message without reading
+   * the whole run (not part of the RunStore port).
+   */
+  async getTask(runId: string, taskId: string): Promise<TaskRecord | null> {
+    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.task(runId, taskId), ConsistentRead: true }));
+    return res.Item ? toTaskRecord(res.Item) : null;
+  }
+
+  // ---- completions ----
+
+  async putCompletion(c: CompletionRecord): Promise<boolean> {
+    const item = { ...runTableKey.completion(c.taskId), taskId: c.taskId, model: c.model, createdAt: c.createdAt, record: JSON.stringify(c) };
+    this.checkSize(item, `completion of task ${c.taskId}`);
+    return this.putIfAbsent(item);
+  }
+
+  async getCompletions(taskIds: string[]): Promise<Map<string, CompletionRecord>> {
+    const items = await this.batchGet([...new Set(taskIds)].map(runTableKey.completion));
+    const byId = new Map<string, CompletionRecord>();
+    for (const item of items) {
+      const c = parseRecord<CompletionRecord>(item, 'completion');
+      byId.set(c.taskId, c);
+    }
+    // In the order asked, as the SQLite store returns them.
+    const out = new Map<string, CompletionRecord>();
+    for (const id of taskIds) {
+      const c = byId.get(id);
+      if (c) out.set(id, c);
+    }
+    return out;
+  }
+
+  // ---- verdicts ----
+
+  async putVerdict(runId: string, v: Verdict): Promise<boolean> {
+    const item = { ...runTableKey.verdict(runId, v.taskId), taskId: v.taskId, record: JSON.stringify(v), ...this.expiry() };
+    this.checkSize(item, `verdict of task ${v.taskId} in run ${runId}`);
+    return this.putIfAbsent(item);
+  }
+
+  /** The run's verdicts, in task id order. */
+  async listVerdicts(runId: string): Promise<Verdict[]> {
+    return (await this.queryRun(runId, 'VERDICT#')).map((item) => parseRecord<Verdict>(item, 'verdict'));
+  }
+
+  // ---- budget ----
+
+  async reserveBudget(runId: string, usd: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: runTableKey.run(runId),
+          UpdateExpression: 'SET #reserved = #reserved + :usd, #committed = #committed + :usd, #headroom = #headroom - :usd ADD #rev :one',
+          ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#budget) OR #headroom >= :need)',
+          ExpressionAttributeNames: {
+            '#pk': RUN_TABLE_KEYS.partitionKey,
+            '#budget': 'budgetUsd',
+            '#reserved': 'reservedUsd',
+            '#committed': 'committedUsd',
+            '#headroom': 'headroomUsd',
+            '#rev': 'budgetRev',
+          },
+          ExpressionAttributeValues: { ':usd': usd, ':need': usd - EPSILON, ':one': 1 },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async settleBudget(runId: string, reservedUsd: number, actualUsd: number): Promise<void> {
+    // The usual case: the reservation is still there, one update.
+    const delta = actualUsd - reservedUsd;
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: runTableKey.run(runId),
+          UpdateExpression:
+            'SET #reserved = #reserved - :r, #spent = #spent + :actual, #committed = #committed + :delta, #headroom = #headroom - :delta ADD #rev :one',
+          ConditionExpression: 'attribute_exists(#pk) AND #reserved >= :r',
+          ExpressionAttributeNames: {
+            '#pk': RUN_TABLE_KEYS.partitionKey,
+            '#reserved': 'reservedUsd',
+            '#spent': 'spentUsd',
+            '#committed': 'committedUsd',
+            '#headroom': 'headroomUsd',
+            '#rev': 'budgetRev',
+          },
+          ExpressionAttributeValues: { ':r': reservedUsd, ':actual': actualUsd, ':delta': delta, ':one': 1 },
+        }),
+      );
+      return;
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    // Less reserved than released (reservations were cleared): reserved goes to 0, never
+    // below, as in SQLite. An update cannot take a maximum, so read and write back
+    // conditionally on the budget revision, retrying while other updates interleave.
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.run(runId), ConsistentRead: true }));
+      if (!res.Item) return;
+      const item = res.Item as RunItem;
+      const reserved = Math.max(0, item.reservedUsd - reservedUsd);
+      const spent = item.spentUsd + actualUsd;
+      try {
+        await this.doc.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: runTableKey.run(runId),
+            UpdateExpression: 'SET #reserved = :reserved, #spent = :spent, #committed = :committed, #headroom = :headroom ADD #rev :one',
+            ConditionExpression: '#rev = :rev',
+            ExpressionAttributeNames: {
+              '#reserved': 'reservedUsd',
+              '#spent': 'spentUsd',
+              '#committed': 'committedUsd',
+              '#headroom': 'headroomUsd',
+              '#rev': 'budgetRev',
+            },
+            ExpressionAttributeValues: {
+              ':reserved': reserved,
+              ':spent': spent,
+              ':committed': spent + reserved,
+              ':headroom': (item.budgetUsd ?? 0) - spent - reserved,
+              ':rev': item.budgetRev,
+              ':one': 1,
+            },
+          }),
+        );
+        return;
+      } catch (err) {
+        if (!isConditionFailure(err) || attempt >= 20) throw err;
+        await this.sleep(Math.random() * 10 * attempt);
+      }
+    }
+  }
+
+  async clearReservations(runId: string): Promise<void> {
+    // Right-hand sides read the item before the update: headroom gains what was reserved.
+    await this.updateRun(runId, {
+      UpdateExpression: 'SET #reserved = :zero, #committed = #spent, #headroom = #headroom + #reserved ADD #rev :one',
+      ExpressionAttributeNames: {
+        '#reserved': 'reservedUsd',
+        '#spent': 'spentUsd',
+        '#committed': 'committedUsd',
+        '#headroom': 'headroomUsd',
+        '#rev': 'budgetRev',
+      },
+      ExpressionAttributeValues: { ':zero': 0, ':one': 1 },
+    });
+  }
+
+  async close(): Promise<void> {
+    // The document client belongs to the caller.
+  }
+
+  // ---- helpers ----
+
+  /** PutItem unless an item with the key exists; false when it did. */
+  private async putIfAbsent(item: Record<string, NativeAttributeValue>): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** UpdateItem on an existing run item; a missing run is left missing (as SQLite's UPDATE does). */
+  private async updateRun(
+    runId: string,
+    expr: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, NativeAttributeValue> },
+  ): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: runTableKey.run(runId),
+          UpdateExpression: expr.UpdateExpression,
+          ConditionExpression: 'attribute_exists(#pk)',
+          ExpressionAttributeNames: { ...expr.ExpressionAttributeNames, '#pk': RUN_TABLE_KEYS.partitionKey },
+          ExpressionAttributeValues: expr.ExpressionAttributeValues,
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+
+  /** Every item of the run whose sort key starts with `prefix`, all pages, strongly consistent. */
+  private async queryRun(runId: string, prefix: string): Promise<Record<string, NativeAttributeValue>[]> {
+    const out: Record<string, NativeAttributeValue>[] = [];
+    let start: Record<string, NativeAttributeValue> | undefined;
+    do {
+      const res = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+          ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, '#sk': RUN_TABLE_KEYS.sortKey },
+          ExpressionAttributeValues: { ':pk': runTableKey.run(runId).pk, ':prefix': prefix },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      out.push(...(res.Items ?? []));
+      start = res.LastEvaluatedKey;
+    } while (start);
+    return out;
+  }
+
+  /**
+   * Strongly consistent BatchGetItem of `keys` in chunks of 100, retrying the keys DynamoDB
+   * leaves unprocessed (throttling) with backoff. Returns the items found, in no order.
+   */
+  private async batchGet(keys: Key[], keysOnly = false): Promise<Record<string, NativeAttributeValue>[]> {
+    const found: Record<string, NativeAttributeValue>[] = [];
+    for (let i = 0; i < keys.length; i += BATCH_GET_MAX) {
+      let pending: Record<string, NativeAttributeValue>[] = keys.slice(i, i + BATCH_GET_MAX);
+      for (let attempt = 1; pending.length > 0; attempt++) {
+        if (attempt > this.batchGetAttempts) throw new UnprocessedKeysError(this.table, pending.length, this.batchGetAttempts);
+        if (attempt > 1) await this.sleep(Math.min(1000, 25 * 2 ** (attempt - 2)) * (0.5 + Math.random() / 2));
+        const res = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [this.table]: {
+                Keys: pending,
+                ConsistentRead: true,
+                ...(keysOnly
+                  ? { ProjectionExpression: '#pk, #sk', ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, '#sk': RUN_TABLE_KEYS.sortKey } }
+                  : {}),
+              },
+            },
+          }),
+        );
+        found.push(...(res.Responses?.[this.table] ?? []));
+        pending = res.UnprocessedKeys?.[this.table]?.Keys ?? [];
+      }
+    }
+    return found;
+  }
+
+  private expiry(): { expiresAt?: number } {
+    if (!this.runTtlDays) return {};
+    return { expiresAt: Math.floor(this.now().getTime() / 1000) + Math.round(this.runTtlDays * 86400) };
+  }
+
+  private checkSize(item: Record<string, NativeAttributeValue>, what: string): void {
+    // JSON slightly overstates DynamoDB's size (quotes, braces): a safe bound.
+    const bytes = Buffer.byteLength(JSON.stringify(item), 'utf8');
+    if (bytes > MAX_ITEM_BYTES) throw new ItemTooLargeError(what, bytes);
+  }
+}
+
+function toRunRecord(item: RunItem, runId: string): RunRecord {
+  const run = parseRecord<RunRecord>(item as unknown as Record<string, NativeAttributeValue>, `run ${runId}`);
+  run.status = item.status;
+  run.spec.budgetUsd = item.budgetUsd ?? null;
+  run.spentUsd = item.spentUsd;
+  run.reservedUsd = item.reservedUsd;
+  run.updatedAt = item.updatedAt;
+  if (item.error) run.error = item.error;
+  else delete run.error;
+  return run;
+}
+
+function toTaskRecord(r: Record<string, NativeAttributeValue>): TaskRecord {
+  return {
+    taskId: String(r.taskId),
+    paper: String(r.paper),
+    file: String(r.file),
+    snippet: String(r.snippet),
+    loc: Number(r.loc),
+    model: String(r.model),
+    sample: Number(r.sample),
+  };
+}
+
+function parseRecord<T>(item: Record<string, NativeAttributeValue>, what: string): T {
+  if (typeof item.record !== 'string') throw new Error(`${what} item ${item.pk}/${item.sk} has no record attribute`);
+  try {
+    return JSON.parse(item.record) as T;
+  } catch (err) {
+    throw new Error(`${what} item ${item.pk}/${item.sk} holds a record that is not JSON: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The cross-run completion cache on the same table: the completion items of
+ * {@link DynamoRunStore}, so a run store and a cache on one table share their answers.
+ */
+export class DynamoCompletionCache implements CompletionCache {
+  private readonly store: DynamoRunStore;
+
+  constructor(doc: DynamoDBDocumentClient, options: DynamoRunStoreOptions) {
+    this.store = new DynamoRunStore(doc, options);
+  }
+
+  async get(taskId: string): Promise<CompletionRecord | null> {
+    return (await this.store.getCompletions([taskId])).get(taskId) ?? null;
+  }
+
+  async put(c: CompletionRecord): Promise<void> {
+    await this.store.putCompletion(c);
+  }
+}
