@@ -1,0 +1,110 @@
+/**
+ * Anthropic Messages. The shared prefix of a paper's prompts (instructions + paper) goes
+ * in its own content block marked `cache_control: ephemeral`, so that the paper's later
+ * tasks read it from the cache; the task's own part follows in a second block.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import type { FinishReason, ModelClient, ModelRequest, ModelResponse } from '../../core/model';
+import type { BilledUsage } from '../../core/cost';
+import { asRecord, count, deadline, errorFromSdk, malformed } from './provider-errors';
+import { answerParams, DEFAULT_TIMEOUT_MS, splitPrompt, type ProviderClientOptions } from './provider-common';
+import type { ModelEntry } from './registry';
+
+const PROVIDER = 'anthropic';
+
+export class AnthropicClient implements ModelClient {
+  readonly id: string;
+  readonly params: Record<string, unknown>;
+  readonly offline = false;
+  private readonly sdk: Anthropic;
+  private readonly timeoutMs: number;
+
+  constructor(
+    private readonly entry: ModelEntry,
+    apiKey: string,
+    opts: ProviderClientOptions = {},
+  ) {
+    this.id = entry.id;
+    this.params = answerParams(entry);
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    // An explicit timeout also stops the SDK from refusing non-streaming calls with a
+    // large max_tokens.
+    this.sdk = new Anthropic({ apiKey, baseURL: entry.base_url, maxRetries: 0, timeout: this.timeoutMs, fetch: opts.fetch });
+  }
+
+  body(req: ModelRequest): Record<string, unknown> {
+    const p = this.entry.params;
+    const { prefix, rest } = splitPrompt(req.prompt);
+    const cache = this.entry.prompt_cache !== false;
+    const content: Array<Record<string, unknown>> = [];
+    if (prefix) content.push(cache ? { type: 'text', text: prefix, cache_control: { type: 'ephemeral' } } : { type: 'text', text: prefix });
+    if (rest || content.length === 0) content.push({ type: 'text', text: rest });
+    const body: Record<string, unknown> = {
+      model: this.entry.model,
+      max_tokens: p.max_output_tokens,
+      messages: [{ role: 'user', content }],
+    };
+    if (p.thinking_budget !== undefined && p.thinking_budget > 0) {
+      body.thinking = { type: 'enabled', budget_tokens: p.thinking_budget };
+    } else {
+      if (p.temperature !== undefined) body.temperature = p.temperature;
+      if (p.top_p !== undefined) body.top_p = p.top_p;
+    }
+    return { ...body, ...p.extra_body };
+  }
+
+  async complete(req: ModelRequest): Promise<ModelResponse> {
+    const d = deadline(this.timeoutMs, req.signal);
+    let raw: unknown;
+    try {
+      raw = await this.sdk.messages.create(this.body(req) as never, { signal: d.signal, timeout: this.timeoutMs, maxRetries: 0 });
+    } catch (err) {
+      throw errorFromSdk(PROVIDER, err, d, req.signal);
+    } finally {
+      d.dispose();
+    }
+    return parseMessage(raw);
+  }
+}
+
+/** Map a Messages API body into a ModelResponse. */
+export function parseMessage(raw: unknown): ModelResponse {
+  const res = asRecord(raw);
+  if (!res) throw malformed(PROVIDER, `expected a JSON object, got ${typeof raw === 'string' ? 'text' : typeof raw}`);
+  if (!Array.isArray(res.content)) throw malformed(PROVIDER, 'no content list');
+  const text = res.content
+    .map((b) => asRecord(b))
+    .filter((b) => b?.type === 'text' && typeof b.text === 'string')
+    .map((b) => b!.text as string)
+    .join('');
+  return { text, finishReason: stopReason(res.stop_reason), usage: messageUsage(res.usage), providerModel: typeof res.model === 'string' ? res.model : undefined };
+}
+
+function stopReason(reason: unknown): FinishReason {
+  switch (reason) {
+    case 'end_turn':
+    case 'stop_sequence':
+      return 'stop';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return 'other';
+  }
+}
+
+function messageUsage(u: unknown): BilledUsage {
+  const usage = asRecord(u) ?? {};
+  // Anthropic's input_tokens leaves out the cache reads and writes; ours counts every prompt token.
+  const read = count(usage.cache_read_input_tokens);
+  const written = count(usage.cache_creation_input_tokens);
+  return {
+    inputTokens: count(usage.input_tokens) + read + written,
+    cachedInputTokens: read,
+    cacheWriteInputTokens: written,
+    outputTokens: count(usage.output_tokens),
+    reasoningTokens: 0, // thinking is billed inside output_tokens and not reported apart
+  };
+}

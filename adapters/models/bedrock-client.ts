@@ -1,0 +1,174 @@
+/**
+ * AWS Bedrock Converse: Claude, Nova, Llama and the rest behind one request shape. A
+ * `cachePoint` after the shared prefix makes the models that support it (Claude, Nova;
+ * set `prompt_cache: true` on the entry) cache the paper for the next tasks.
+ */
+import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { ModelError, type FinishReason, type ModelClient, type ModelRequest, type ModelResponse } from '../../core/model';
+import type { BilledUsage } from '../../core/cost';
+import {
+  asRecord,
+  count,
+  deadline,
+  errorFromStatus,
+  errorFromTransport,
+  isCallerAbort,
+  malformed,
+  retryAfterMs,
+  type Deadline,
+  type HeadersLike,
+} from './provider-errors';
+import { answerParams, DEFAULT_TIMEOUT_MS, splitPrompt, type ProviderClientOptions } from './provider-common';
+import type { ModelEntry } from './registry';
+
+const PROVIDER = 'bedrock';
+
+const STATUS_BY_NAME: Record<string, number> = {
+  ThrottlingException: 429,
+  ModelNotReadyException: 429,
+  ModelTimeoutException: 408,
+  InternalServerException: 500,
+  ServiceUnavailableException: 503,
+  ModelErrorException: 502,
+  ValidationException: 400,
+  AccessDeniedException: 403,
+  UnrecognizedClientException: 403,
+  ExpiredTokenException: 403,
+  ResourceNotFoundException: 404,
+};
+
+export class BedrockClient implements ModelClient {
+  readonly id: string;
+  readonly params: Record<string, unknown>;
+  readonly offline = false;
+  private readonly sdk: BedrockRuntimeClient;
+  private readonly timeoutMs: number;
+
+  /** `bearerToken`: a Bedrock API key; without it the AWS credential chain signs the calls. */
+  constructor(
+    private readonly entry: ModelEntry,
+    bearerToken: string | undefined,
+    opts: ProviderClientOptions = {},
+  ) {
+    this.id = entry.id;
+    this.params = answerParams(entry);
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.sdk = new BedrockRuntimeClient({
+      region: opts.aws?.region ?? entry.region,
+      endpoint: entry.base_url,
+      maxAttempts: 1, // our retry layer owns retries
+      requestHandler: { requestTimeout: this.timeoutMs },
+      credentials: opts.aws?.credentials,
+      ...(bearerToken ? { token: { token: bearerToken }, authSchemePreference: ['httpBearerAuth'] } : {}),
+    });
+  }
+
+  input(req: ModelRequest): ConverseCommandInput {
+    const p = this.entry.params;
+    const { prefix, rest } = splitPrompt(req.prompt);
+    const content: NonNullable<ConverseCommandInput['messages']>[number]['content'] = [];
+    if (prefix) {
+      content.push({ text: prefix });
+      if (this.entry.prompt_cache) content.push({ cachePoint: { type: 'default' } });
+    }
+    if (rest || content.length === 0) content.push({ text: rest });
+    const input: ConverseCommandInput = {
+      modelId: this.entry.model,
+      messages: [{ role: 'user', content }],
+      inferenceConfig: {
+        maxTokens: p.max_output_tokens,
+        ...(p.temperature !== undefined && p.thinking_budget === undefined ? { temperature: p.temperature } : {}),
+        ...(p.top_p !== undefined && p.thinking_budget === undefined ? { topP: p.top_p } : {}),
+      },
+    };
+    const extra: Record<string, unknown> = { ...p.extra_body };
+    if (p.thinking_budget !== undefined && p.thinking_budget > 0) extra.thinking = { type: 'enabled', budget_tokens: p.thinking_budget };
+    if (Object.keys(extra).length > 0) input.additionalModelRequestFields = extra as never;
+    return input;
+  }
+
+  async complete(req: ModelRequest): Promise<ModelResponse> {
+    const d = deadline(this.timeoutMs, req.signal);
+    let raw: unknown;
+    try {
+      raw = await this.sdk.send(new ConverseCommand(this.input(req)), { abortSignal: d.signal });
+    } catch (err) {
+      throw bedrockError(err, d, req.signal);
+    } finally {
+      d.dispose();
+    }
+    return parseConverse(raw);
+  }
+
+  /** Close the SDK's HTTP/2 sessions. */
+  close(): void {
+    this.sdk.destroy();
+  }
+}
+
+function bedrockError(err: unknown, d: Deadline, callerSignal?: AbortSignal): unknown {
+  if (isCallerAbort(callerSignal) && !d.timedOut()) return err;
+  if (err instanceof ModelError) return err;
+  if (d.timedOut()) return new ModelError('timeout', `${PROVIDER}: no complete response within the call timeout`);
+  const e = asRecord(err) ?? {};
+  const name = typeof e.name === 'string' ? e.name : '';
+  const meta = asRecord(e.$metadata);
+  const response = asRecord(e.$response);
+  const status = typeof meta?.httpStatusCode === 'number' ? meta.httpStatusCode : (STATUS_BY_NAME[name] ?? undefined);
+  const message = String(e.message ?? err);
+  if (name === 'TimeoutError' || name === 'RequestTimeout') return new ModelError('timeout', `${PROVIDER}: timed out: ${message}`);
+  if (name === 'SyntaxError' || /deserializ/i.test(message)) {
+    if (status === undefined || status < 300) return new ModelError('malformed_response', `${PROVIDER}: unparsable response: ${message}`);
+  }
+  const transport = errorFromTransport(PROVIDER, err);
+  if (transport) return transport;
+  if (status !== undefined && status >= 400) {
+    return errorFromStatus(PROVIDER, status, name ? `${name}: ${message}` : message, {
+      retryAfterMs: retryAfterMs(response?.headers as HeadersLike | undefined),
+    });
+  }
+  return new ModelError('other', `${PROVIDER}: ${name ? name + ': ' : ''}${message}`);
+}
+
+/** Map a Converse response into a ModelResponse. */
+export function parseConverse(raw: unknown): ModelResponse {
+  const res = asRecord(raw);
+  const message = asRecord(asRecord(res?.output)?.message);
+  if (!res || !message || !Array.isArray(message.content)) throw malformed(PROVIDER, 'no output message');
+  const text = message.content
+    .map((b) => asRecord(b))
+    .filter((b) => b && typeof b.text === 'string')
+    .map((b) => b!.text as string)
+    .join('');
+  return { text, finishReason: stopReason(res.stopReason), usage: converseUsage(res.usage) };
+}
+
+function stopReason(reason: unknown): FinishReason {
+  switch (reason) {
+    case 'end_turn':
+    case 'stop_sequence':
+      return 'stop';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'guardrail_intervened':
+    case 'content_filtered':
+      return 'content_filter';
+    default:
+      return 'other';
+  }
+}
+
+function converseUsage(u: unknown): BilledUsage {
+  const usage = asRecord(u) ?? {};
+  // Like Anthropic's, Bedrock's inputTokens leaves out the cache reads and writes.
+  const read = count(usage.cacheReadInputTokens);
+  const written = count(usage.cacheWriteInputTokens);
+  return {
+    inputTokens: count(usage.inputTokens) + read + written,
+    cachedInputTokens: read,
+    cacheWriteInputTokens: written,
+    outputTokens: count(usage.outputTokens),
+    reasoningTokens: 0,
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * Registry models as a run uses them: for each id, a client (provider client behind
+ * retries and its provider lane), what reports need to know of the model, and how its
+ * calls are priced for the budget. Clients are built on their first call, so that ids
+ * resolve synchronously; `checkKeys` finds missing keys before a run starts.
+ */
+import type { KeySource } from '../../core/keys';
+import { costOf, worstCaseCost, type BilledUsage } from '../../core/cost';
+import type { ModelClient, ModelRequest, ModelResponse, Prompt } from '../../core/model';
+import { RateLanes } from '../../core/rate';
+import type { CostModel } from '../../core/run/generate';
+import type { ModelInfo } from '../../core/store';
+import type { TokenUsage } from '../../core/types';
+import { createRunModelClient, keyEnvFor, type RunClientOptions } from './create-model-client';
+import { answerParams } from './provider-common';
+import type { ModelEntry } from './registry';
+import { promptTokensUpperBound } from './tokens';
+
+/** Budget pricing of an entry: worst case before the call, billed amount after. */
+export function costModelFor(entry: ModelEntry): CostModel {
+  return {
+    worstCase: (prompt: Prompt) => worstCaseCost(promptTokensUpperBound(prompt.text, entry), entry.params.max_output_tokens, entry.prices),
+    billed: (usage: TokenUsage) => costOf(usage as BilledUsage, entry.prices),
+  };
+}
+
+/** Overrides a run applies to every hosted model. */
+export interface HostedOverrides {
+  temperature?: number;
+}
+
+export interface HostedModelsOptions extends Omit<RunClientOptions, 'lanes'> {
+  /** Shared by every client built here; one per run (or per process). @default a new RateLanes */
+  lanes?: RateLanes;
+}
+
+export class HostedModels {
+  private readonly byId: Map<string, ModelEntry>;
+  private readonly lanes: RateLanes;
+
+  constructor(
+    entries: ModelEntry[],
+    private readonly keys: KeySource,
+    private readonly opts: HostedModelsOptions = {},
+  ) {
+    this.byId = new Map(entries.map((e) => [e.id, e]));
+    this.lanes = opts.lanes ?? new RateLanes();
+  }
+
+  ids(): string[] {
+    return [...this.byId.keys()];
+  }
+
+  /**
+   * The entry with the run's overrides applied. A temperature is not applied to models
+   * whose API refuses one (OpenAI reasoning models on the Responses API, extended
+   * thinking): the run records the parameters each model actually ran with.
+   */
+  entry(id: string, overrides: HostedOverrides = {}): ModelEntry | undefined {
+    const entry = this.byId.get(id);
+    if (!entry) return undefined;
+    const refusesTemperature = entry.provider === 'openai-responses' || (entry.params.thinking_budget ?? 0) > 0;
+    if (overrides.temperature === undefined || refusesTemperature) return entry;
+    return { ...entry, params: { ...entry.params, temperature: overrides.temperature } };
+  }
+
+  /** The run's view of a registry id; undefined when the id is unknown. */
+  resolve(id: string, overrides: HostedOverrides = {}): { client: ModelClient; info: ModelInfo; cost: CostModel } | undefined {
+    const entry = this.entry(id, overrides);
+    if (!entry) return undefined;
+    return {
+      client: new LazyModelClient(entry, () => createRunModelClient(entry, this.keys, { ...this.opts, lanes: this.lanes })),
+      info: { knowledgeCutoff: entry.knowledge_cutoff, config: { name: entry.id, provider: entry.provider, ...answerParams(entry) } },
+      cost: costModelFor(entry),
+    };
+  }
+
+  /** One message per model among `ids` whose key is missing (`set OPENAI_API_KEY for gpt-5.4`). */
+  async checkKeys(ids: string[]): Promise<string[]> {
+    const problems: string[] = [];
+    for (const id of ids) {
+      const entry = this.byId.get(id);
+      const env = entry && keyEnvFor(entry);
+      if (!entry || !env || (entry.provider === 'openai-compatible' && !entry.api_key_env)) continue;
+      if (!(await this.keys.get(env))) problems.push(`set ${env} for ${id}`);
+    }
+    return problems;
+  }
+
+  /** Lane states (limit, in flight, queued, pause), for progress and logs. */
+  lanesSnapshot(): ReturnType<RateLanes['snapshot']> {
+    return this.lanes.snapshot();
+  }
+}
+
+/** A client built on its first call; a failure to build (a missing key) fails each call. */
+class LazyModelClient implements ModelClient {
+  readonly id: string;
+  readonly params: Record<string, unknown>;
+  readonly offline = false;
+  private inner?: Promise<ModelClient>;
+
+  constructor(
+    entry: ModelEntry,
+    private readonly build: () => Promise<ModelClient>,
+  ) {
+    this.id = entry.id;
+    this.params = answerParams(entry);
+  }
+
+  async complete(req: ModelRequest): Promise<ModelResponse> {
+    this.inner ??= this.build();
+    return (await this.inner).complete(req);
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * The model registry: resources/models.yaml shipped with rcb, with a user file
+ * (`--models-file`, same format) merged over it by id. A user entry with a known id only
+ * needs the fields it changes (`params`, `prices` and `rate` merge key by key); a new id
+ * needs a whole entry. Every entry is validated once, here, and an error names the file
+ * and the entry.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import type { CacheMode, ModelPrices } from '../../core/cost';
+import { resourcePath } from '../../core/util/package-root';
+
+export const PROVIDERS = ['openai', 'openai-responses', 'anthropic', 'gemini', 'bedrock', 'openai-compatible'] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+const price = z.number().nonnegative().finite();
+const isoDay = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
+  .or(z.date().transform((d) => d.toISOString().slice(0, 10)));
+
+const priceTier = z
+  .object({ input: price, cached_input: price, output: price, cache_write: price.optional() })
+  .strict();
+
+const pricesSchema = priceTier
+  .extend({
+    as_of: isoDay,
+    source: z.string().optional(),
+    long_context: priceTier.extend({ threshold_tokens: z.number().int().positive() }).strict().optional(),
+  })
+  .strict();
+
+const paramsSchema = z
+  .object({
+    max_output_tokens: z.number().int().positive(),
+    temperature: z.number().min(0).max(2).optional(),
+    top_p: z.number().gt(0).max(1).optional(),
+    seed: z.number().int().optional(),
+    /** OpenAI reasoning effort; on Gemini 3 it becomes the thinking level. */
+    reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).optional(),
+    /** Thinking budget in tokens: Anthropic extended thinking, Gemini 2.5 thinkingBudget. */
+    thinking_budget: z.number().int().min(-1).optional(),
+    /** Extra request fields passed through as they are (OpenRouter routing, vLLM options, ...). */
+    extra_body: z.record(z.unknown()).optional(),
+  })
+  .strict();
+
+const rateSchema = z
+  .object({
+    max_in_flight: z.number().int().positive().optional(),
+    rpm: z.number().positive().optional(),
+    tpm: z.number().positive().optional(),
+  })
+  .strict();
+
+const entrySchema = z
+  .object({
+    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, 'must be letters, digits and . _ : / @ + -'),
+    provider: z.enum(PROVIDERS),
+    /** The model's name in the provider's API. */
+    model: z.string().min(1),
+    base_url: z.string().url().optional(),
+    api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+    /** AWS region (Bedrock). */
+    region: z.string().optional(),
+    params: paramsSchema,
+    prices: pricesSchema,
+    knowledge_cutoff: z
+      .string()
+      .regex(/^\d{4}-\d{2}$/, 'must be YYYY-MM')
+      .or(z.date().transform((d) => d.toISOString().slice(0, 7))),
+    context_window: z.number().int().positive(),
+    rate: rateSchema.optional(),
+    /** Mark the shared prefix for caching (Anthropic cache_control, Bedrock cachePoint). Default: on for anthropic, off elsewhere. */
+    prompt_cache: z.boolean().optional(),
+    /** Shortest prefix the provider caches, tokens; default by provider (see cachePlanFor). */
+    cache_min_tokens: z.number().int().nonnegative().optional(),
+    /** Tokenizer for estimates; default by provider (o200k_base for OpenAI, an approximation elsewhere). */
+    tokenizer: z.enum(['o200k_base', 'cl100k_base', 'approx']).optional(),
+    description: z.string().optional(),
+  })
+  .strict()
+  .superRefine((e, ctx) => {
+    if (e.provider === 'openai-compatible' && !e.base_url) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['base_url'], message: 'is required for provider openai-compatible' });
+    }
+    if ((e.provider === 'anthropic' || e.model.includes('anthropic.')) && (e.params.temperature ?? 0) > 1) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['params', 'temperature'], message: 'must be between 0 and 1 for Claude' });
+    }
+    if (e.params.max_output_tokens >= e.context_window) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['params', 'max_output_tokens'], message: `must be below context_window (${e.context_window})` });
+    }
+  });
+
+export type ModelParams = z.infer<typeof paramsSchema>;
+export type ModelRate = z.infer<typeof rateSchema>;
+
+/** One model as rcb knows it. */
+export interface ModelEntry {
+  /** rcb's id for the model (what `--models` takes). */
+  id: string;
+  provider: Provider;
+  /** The API's name for the model. */
+  model: string;
+  base_url?: string;
+  /** Environment variable (or secret name) holding the API key; providers have defaults. */
+  api_key_env?: string;
+  region?: string;
+  params: ModelParams;
+  prices: ModelPrices;
+  /** `YYYY-MM`. */
+  knowledge_cutoff: string;
+  context_window: number;
+  rate?: ModelRate;
+  prompt_cache?: boolean;
+  cache_min_tokens?: number;
+  tokenizer?: 'o200k_base' | 'cl100k_base' | 'approx';
+  description?: string;
+}
+
+/** A registry file that cannot be used; the message names the file and the entry. */
+export class RegistryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RegistryError';
+  }
+}
+
+export interface LoadRegistryOptions {
+  /** The user's file, merged over the shipped one. */
+  userFile?: string;
+  /** The shipped registry. @default resources/models.yaml */
+  shippedFile?: string;
+}
+
+/** Load the shipped registry and merge the user's file over it. */
+export function loadRegistry(opts: LoadRegistryOptions = {}): ModelEntry[] {
+  const shippedFile = opts.shippedFile ?? resourcePath('models.yaml');
+  const shipped = readEntries(shippedFile);
+  const merged = new Map<string, { raw: Record<string, unknown>; origin: string }>();
+  for (const { raw, index } of shipped) merged.set(raw.id as string, { raw, origin: `${shippedFile}: models[${index}]` });
+  if (opts.userFile) {
+    for (const { raw, index } of readEntries(opts.userFile)) {
+      const id = raw.id as string;
+      const base = merged.get(id);
+      merged.set(id, {
+        raw: base ? mergeEntry(base.raw, raw) : raw,
+        origin: base ? `${opts.userFile}: models[${index}] (merged over ${base.origin})` : `${opts.userFile}: models[${index}]`,
+      });
+    }
+  }
+  const problems: string[] = [];
+  const entries: ModelEntry[] = [];
+  for (const [id, { raw, origin }] of merged) {
+    const parsed = entrySchema.safeParse(raw);
+    if (parsed.success) entries.push(parsed.data as ModelEntry);
+    else problems.push(...parsed.error.issues.map((i) => `${origin} (id "${id}"): ${formatPath(i.path)}${i.message}`));
+  }
+  if (problems.length > 0) throw new RegistryError(`invalid model registry:\n  ${problems.join('\n  ')}`);
+  return entries;
+}
+
+/** Validate one entry given in code (tests, programmatic use). */
+export function parseModelEntry(raw: unknown, origin = 'entry'): ModelEntry {
+  const parsed = entrySchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new RegistryError(`${origin}: ${parsed.error.issues.map((i) => `${formatPath(i.path)}${i.message}`).join('; ')}`);
+  }
+  return parsed.data as ModelEntry;
+}
+
+/** The entry with this id, or an error listing the known ids. */
+export function findModel(entries: ModelEntry[], id: string): ModelEntry {
+  const entry = entries.find((e) => e.id === id);
+  if (!entry) throw new RegistryError(`unknown model "${id}"; known models: ${entries.map((e) => e.id).join(', ')}`);
+  return entry;
+}
+
+/** The `rcb models` listing: one row per model, prices in USD per 1M tokens. */
+export function formatModelList(entries: ModelEntry[]): string {
+  const header = ['ID', 'PROVIDER', 'MODEL', 'IN $/M', 'CACHED $/M', 'OUT $/M', 'CUTOFF', 'CONTEXT', 'PRICES AS OF'];
+  const rows = entries.map((e) => [
+    e.id,
+    e.provider,
+    e.model,
+    money(e.prices.input),
+    money(e.prices.cached_input),
+    money(e.prices.output),
+    e.knowledge_cutoff,
+    contextSize(e.context_window),
+    e.prices.as_of,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const numeric = new Set([3, 4, 5, 7]);
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (numeric.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}
+
+/** How an entry's shared prefix is cached, for `rcb estimate`. */
+export function cachePlanFor(entry: ModelEntry): { mode: CacheMode; minTokens: number } {
+  const defaults: Record<Provider, number> = {
+    openai: 1024,
+    'openai-responses': 1024,
+    anthropic: 1024,
+    gemini: 4096, // implicit caching: 4096 on Gemini 3, 2048 on 2.5
+    bedrock: 1024,
+    'openai-compatible': 1024,
+  };
+  const minTokens = entry.cache_min_tokens ?? defaults[entry.provider];
+  let mode: CacheMode;
+  if (entry.provider === 'anthropic') mode = entry.prompt_cache === false ? 'none' : 'explicit';
+  else if (entry.provider === 'bedrock') mode = entry.prompt_cache ? 'explicit' : 'none';
+  else mode = entry.prices.cached_input < entry.prices.input ? 'automatic' : 'none';
+  return { mode, minTokens };
+}
+
+function readEntries(file: string): Array<{ raw: Record<string, unknown>; index: number }> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new RegistryError(`${file}: cannot read: ${(e as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (e) {
+    throw new RegistryError(`${file}: not valid YAML: ${(e as Error).message}`);
+  }
+  const list = isRecord(doc) ? doc.models : undefined;
+  if (!Array.isArray(list)) throw new RegistryError(`${file}: expected a top-level "models:" list`);
+  const seen = new Set<string>();
+  return list.map((raw, index) => {
+    if (!isRecord(raw) || typeof raw.id !== 'string' || raw.id === '') {
+      throw new RegistryError(`${file}: models[${index}]: every entry needs a string "id"`);
+    }
+    if (seen.has(raw.id)) throw new RegistryError(`${file}: models[${index}]: duplicate id "${raw.id}"`);
+    seen.add(raw.id);
+    return { raw, index };
+  });
+}
+
+/** User fields over shipped ones; the nested maps (params, prices, rate) merge key by key. */
+function mergeEntry(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    out[k] = (k === 'params' || k === 'prices' || k === 'rate') && isRecord(v) && isRecord(base[k]) ? { ...(base[k] as object), ...v } : v;
+  }
+  return out;
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function formatPath(path: Array<string | number>): string {
+  return path.length ? `${path.join('.')}: ` : '';
+}
+
+/** At least two decimals, more only where the price has them (0.075). */
+function money(x: number): string {
+  const [int, frac = ''] = x.toFixed(4).replace(/0+$/, '').split('.');
+  return `${int}.${frac.padEnd(2, '0')}`;
+}
+
+function contextSize(n: number): string {
+  return n >= 1_000_000 ? `${+(n / 1_000_000).toFixed(2)}M` : `${Math.round(n / 1000)}K`;
+}

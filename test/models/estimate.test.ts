@@ -1,0 +1,39 @@
+import { estimateModel, defaultOutputTokens } from '../../adapters/models/estimate';
+import { findModel, loadRegistry } from '../../adapters/models/registry';
+import { countTokens } from '../../adapters/models/tokens';
+
+const registry = loadRegistry();
+const paper = 'We propose a tempered attention. '.repeat(400); // ~13K characters: long enough to cache
+const groups = [{ prefix: `Instructions.\n${paper}`, suffixes: ['Fill in `a`.', 'Fill in `b`.', 'Fill in `c`.'] }];
+
+describe('estimate for one model', () => {
+  test('counts OpenAI prompts with tiktoken and prices automatic caching', () => {
+    const entry = findModel(registry, 'gpt-5.4');
+
+    const e = estimateModel(entry, groups, { outputTokensPerCall: 500 });
+
+    const prefix = countTokens(groups[0].prefix, entry).tokens;
+    expect(e).toMatchObject({ modelId: 'gpt-5.4', tokenCount: 'tiktoken:o200k_base', cacheMode: 'automatic', calls: 3, cachedInputTokens: 2 * prefix });
+    expect(e.savingUsd).toBeGreaterThan(0);
+    expect(e.usd).toBeLessThan(e.usdWithoutCaching);
+  });
+
+  test('says when the count is an approximation, and prices Anthropic cache writes', () => {
+    const e = estimateModel(findModel(registry, 'claude-haiku-4.5'), groups, { outputTokensPerCall: 500 });
+
+    expect(e.tokenCount).toBe('approx:chars/3');
+    expect(e.cacheMode).toBe('explicit');
+    expect(e.savingUsd).toBeGreaterThan(0);
+  });
+
+  test('the worst case is above the expected cost: every call at its output limit', () => {
+    const e = estimateModel(findModel(registry, 'gemini-3-flash'), groups);
+
+    expect(e.worstCaseUsd).toBeGreaterThan(e.usdWithoutCaching);
+    expect(e.outputTokensPerCall).toBe(defaultOutputTokens(findModel(registry, 'gemini-3-flash')));
+  });
+
+  test('assumes longer answers from reasoning models', () => {
+    expect(defaultOutputTokens(findModel(registry, 'gpt-5.4'))).toBeGreaterThan(defaultOutputTokens(findModel(registry, 'gpt-4.1')));
+  });
+});
