@@ -1,0 +1,315 @@
+"""rcb's warm test server: one per worker slot, inside that slot's bubblewrap sandbox.
+
+It imports the driver and the heavy third-party modules once, then, per candidate,
+forks a child that runs the paper's test entry point through ``rcb_driver.run_test``
+exactly as ``python paper2code_test.py`` would in a fresh interpreter. The server
+itself never runs candidate code, so every child starts from the same pristine state.
+
+Channels (file descriptors of this process):
+
+* fd 0: requests from rcb, one JSON object per line.
+* fd 3: frames to rcb: one type byte, a 4-byte big-endian length, the payload.
+  ``h`` hello (JSON), ``o``/``e`` the child's stdout/stderr bytes, ``r`` the driver's
+  report bytes, ``d`` done (JSON).
+* fd 1/2: the server's own diagnostics (never the child's output).
+
+The child gets fresh pipes on fds 1, 2 and 3 (3 is the driver's report fd, as in the
+cold executor), /dev/null on fd 0, and nothing else: it cannot reach the request or
+frame channels. After each child the server kills the child's process group and looks
+for any other process left in the sandbox; when it finds one it says so (``strays``)
+and rcb replaces this whole sandbox.
+
+Command line::
+
+    python rcb_warm_server.py [--preload mod1,mod2,...] [--scratch dir1,dir2,...]
+
+``--scratch`` names directories emptied after every child (the sandbox's /tmp and
+/dev/shm); never given outside a sandbox.
+"""
+
+import sys
+
+import rcb_driver  # first, so that its record of the startup modules is python's own
+
+import errno  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+
+REQUEST_FD = 0
+FRAME_FD = 3
+CHILD_REPORT_FD = 3
+# Output after which the child is killed comes from each request; this bounds one read.
+READ_BYTES = 65536
+
+
+def _frame(kind, payload):
+    data = kind + len(payload).to_bytes(4, "big") + payload
+    while data:
+        data = data[os.write(FRAME_FD, data):]
+
+
+def _vm_size_kb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _preload(names):
+    loaded, failed = [], []
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    for name in names:
+        if not name or name in stdlib or name in sys.builtin_module_names:
+            continue
+        before = set(sys.modules)
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except BaseException as error:  # noqa: BLE001 - a module may even call sys.exit
+            # A half-imported package must not linger: children would see a state
+            # that no fresh interpreter has.
+            for added in set(sys.modules) - before:
+                del sys.modules[added]
+            failed.append("%s: %s" % (name, type(error).__name__))
+    return loaded, failed
+
+
+def _set_not_dumpable():
+    """Children run as the same user: keep them from ptrace-ing or reading this process."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE, 0
+    except Exception:
+        return False
+
+
+def _read_request(buffer):
+    """Next request line (bytes), or None at end of input."""
+    while b"\n" not in buffer:
+        chunk = os.read(REQUEST_FD, 65536)
+        if not chunk:
+            return None
+        buffer.extend(chunk)
+    line, _, rest = bytes(buffer).partition(b"\n")
+    buffer[:] = rest
+    return line
+
+
+def _strays(own):
+    """Live processes of the sandbox other than its init, this server and its ancestors."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        if pid in own:
+            continue
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            found.append(pid)
+    return found
+
+
+def _ancestors():
+    pids = {1, os.getpid()}
+    pid = os.getppid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def _empty_dir(path):
+    """Remove everything under ``path`` (a test may leave dirs without permissions); True when empty."""
+    try:
+        entries = os.listdir(path)
+    except OSError:
+        return False
+    for entry in entries:
+        full = os.path.join(path, entry)
+        try:
+            if os.path.isdir(full) and not os.path.islink(full):
+                os.chmod(full, 0o700)
+                _empty_dir(full)
+                os.rmdir(full)
+            else:
+                os.unlink(full)
+        except OSError:
+            pass
+    try:
+        return not os.listdir(path)
+    except OSError:
+        return False
+
+
+def _exit_status(status):
+    """Exit code as bwrap reports it for the cold executor: 128 + signal when signalled."""
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return None
+
+
+def _kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _supervise(pid, pipes, request, started):
+    """Relay the child's output until it has ended; return the done message."""
+    deadline = started + float(request["timeoutSec"])
+    max_output = int(request["maxOutputBytes"])
+    kinds = {pipes[0]: b"o", pipes[1]: b"e", pipes[2]: b"r"}
+    open_fds = set(kinds)
+    output = 0
+    killed_for = None
+    status = None
+    exited_at = None
+    pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            now = time.monotonic()
+            if status is None and killed_for is None and now >= deadline:
+                killed_for = "timeout"
+                _kill_group(pid)
+            if status is not None and (not open_fds or now >= exited_at + 2.0):
+                break  # pipes held open by an escaped process: stop waiting for them
+            wait = [*open_fds] + ([pidfd] if status is None else [])
+            timeout = max(0.0, (deadline if status is None else exited_at + 2.0) - now)
+            if killed_for is not None and status is None:
+                timeout = 0.05
+            ready, _, _ = select.select(wait, [], [], timeout)
+            for fd in ready:
+                if fd == pidfd:
+                    _, status = os.waitpid(pid, 0)
+                    exited_at = time.monotonic()
+                    # Whatever the test left in its process group dies with it.
+                    _kill_group(pid)
+                    continue
+                try:
+                    data = os.read(fd, READ_BYTES)
+                except OSError as error:
+                    if error.errno == errno.EINTR:
+                        continue
+                    data = b""
+                if not data:
+                    open_fds.discard(fd)
+                    os.close(fd)
+                    continue
+                _frame(kinds[fd], data)
+                if kinds[fd] != b"r":
+                    output += len(data)
+                    if output > max_output and killed_for is None and status is None:
+                        killed_for = "output"
+                        _kill_group(pid)
+    finally:
+        os.close(pidfd)
+        for fd in open_fds:
+            os.close(fd)
+    duration_ms = int(((exited_at or time.monotonic()) - started) * 1000)
+    return {
+        "exitCode": _exit_status(status),
+        "killedFor": killed_for,
+        "durationMs": duration_ms,
+    }
+
+
+def _child(request, pipes_w):
+    """In the forked child: set up fds and session, then hand over to the driver."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(pipes_w[0], 1)
+    os.dup2(pipes_w[1], 2)
+    os.dup2(pipes_w[2], CHILD_REPORT_FD)
+    os.closerange(CHILD_REPORT_FD + 1, 1 << 16)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as python sets it at startup
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    limits = rcb_driver.Limits(
+        int(request["memoryMb"]), int(request["maxProcesses"]), int(request["maxFileMb"])
+    )
+    return rcb_driver.run_test(
+        request["workspace"], request["candidate"], CHILD_REPORT_FD, limits, request["script"]
+    )
+
+
+def serve(preload, scratch):
+    baseline_kb = _vm_size_kb()
+    loaded, failed = _preload(preload)
+    extra_mb = max(0, (_vm_size_kb() - baseline_kb) // 1024)
+    dumpable_off = _set_not_dumpable()
+    own = _ancestors()
+    _frame(b"h", json.dumps({
+        "pid": os.getpid(), "preloaded": loaded, "failed": failed,
+        "preloadMb": extra_mb, "notDumpable": dumpable_off,
+    }).encode())
+    buffer = bytearray()
+    while True:
+        line = _read_request(buffer)
+        if line is None:
+            return None
+        request = json.loads(line)
+        # The limit bounds the test's own memory, not the modules the pool imported for it.
+        request["memoryMb"] = int(request["memoryMb"]) + extra_mb
+        pipes = [os.pipe() for _ in range(3)]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            for read_end, _ in pipes:
+                os.close(read_end)
+            return request, [w for _, w in pipes]
+        for _, write_end in pipes:
+            os.close(write_end)
+        done = _supervise(pid, [r for r, _ in pipes], request, started)
+        strays = _strays(own)
+        for stray in strays:
+            try:
+                os.kill(stray, signal.SIGKILL)
+            except OSError:
+                pass
+        done["strays"] = len(strays)
+        # The sandbox's /tmp and /dev/shm outlive the child: empty them, as a fresh
+        # sandbox would have them, or have this worker replaced.
+        done["dirty"] = [d for d in scratch if not _empty_dir(d)]
+        _frame(b"d", json.dumps(done).encode())
+
+
+def _parse(argv):
+    options = {"--preload": "", "--scratch": ""}
+    if len(argv) % 2 or any(a not in options for a in argv[0::2]):
+        raise SystemExit("usage: rcb_warm_server.py [--preload mod1,mod2,...] [--scratch dir1,dir2,...]")
+    options.update(zip(argv[0::2], argv[1::2]))
+    split = lambda value: [n for n in value.split(",") if n]  # noqa: E731
+    return split(options["--preload"]), split(options["--scratch"])
+
+
+if __name__ == "__main__":
+    _job = serve(*_parse(sys.argv[1:]))
+    if _job is None:
+        sys.exit(0)
+    # In the forked child: the server's frames are gone from the stack, so the test's
+    # SystemExit ends the interpreter as it would for `python paper2code_test.py`.
+    sys.exit(_child(*_job))

@@ -1,0 +1,184 @@
+/**
+ * The warm pool's own promises, beyond verdict equivalence: a candidate sees nothing of
+ * the ones before it, the test runs as `python paper2code_test.py` would, linked base
+ * files cannot be changed, and a worker that a candidate taints is replaced.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RawExecution } from '../../core/executor';
+import { ColdExecutor, createColdExecutor, createWarmExecutor, detectPreloadModules, WarmExecutor } from '../../adapters/local/executor';
+import { LINK_THRESHOLD_BYTES } from '../../adapters/local/executor/warm-workspace';
+import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper } from '../fixtures/executor/tiny-paper';
+import { PSET_MINI } from '../helpers/cli';
+
+jest.setTimeout(120_000);
+
+const LIMITS = { timeoutSec: 10 };
+const BIG_FILE = 'weights.bin';
+
+let paper: TinyPaper;
+let warm: WarmExecutor;
+let cold: ColdExecutor;
+
+async function runWarm(source: string): Promise<RawExecution> {
+  const [r] = await warm.run([paper.candidate('tiny/add', source)]);
+  return r;
+}
+
+beforeAll(async () => {
+  paper = makeTinyPaper();
+  writeFileSync(join(paper.paperDir, BIG_FILE), Buffer.alloc(LINK_THRESHOLD_BYTES, 7));
+  // One slot, so consecutive candidates share a worker.
+  warm = await createWarmExecutor({ jobs: 1, limits: LIMITS, uidBase: 340_000, preload: ['json'], warn: () => undefined });
+  cold = await createColdExecutor({ jobs: 1, limits: LIMITS, uidBase: 341_000, warn: () => undefined });
+});
+
+afterAll(async () => {
+  await warm?.close();
+  await cold?.close();
+  rmSync(paper.root, { recursive: true, force: true });
+});
+
+describe('WarmExecutor', () => {
+  it('runs the test as python would: same argv, __main__, cwd, sys.path[0] and module origins as cold', async () => {
+    const probe = [
+      'import os, sys, unittest',
+      "print('PROBE', sys.argv, os.getcwd(), sys.path[0], __name__, sys.modules['__main__'].__file__)",
+      "print('UID', os.getuid() != 0, 'FDS', sorted(int(f) for f in os.listdir('/proc/self/fd'))[:4])",
+    ].join('\n');
+    const source = modelSource(CORRECT_BODY, probe);
+
+    const [w] = await warm.run([paper.candidate('tiny/add', source)]);
+    const [c] = await cold.run([paper.candidate('tiny/add', source)]);
+
+    expect(w.stdout.text).toContain("PROBE ['paper2code_test.py'] /workspace /workspace model /workspace/paper2code_test.py");
+    expect(w.stdout.text).toEqual(c.stdout.text);
+    expect(w.exitCode).toBe(0);
+  });
+
+  it('gives a candidate nothing of the one before it: files, /tmp, modules, environment', async () => {
+    const mark = `rcbwarm${randomBytes(4).toString('hex')}`;
+    const first = modelSource(
+      CORRECT_BODY,
+      [
+        'import json, os',
+        `json.${mark} = True`,
+        `os.environ['${mark}'] = '1'`,
+        `open('/tmp/${mark}', 'w').write('x')`,
+        `open('${mark}.txt', 'w').write('x')`,
+      ].join('\n'),
+    );
+    const second = modelSource(
+      CORRECT_BODY,
+      [
+        'import json, os',
+        `print('SEEN', hasattr(json, '${mark}'), '${mark}' in os.environ, os.path.exists('/tmp/${mark}'), os.path.exists('${mark}.txt'))`,
+      ].join('\n'),
+    );
+
+    await runWarm(first);
+    const r = await runWarm(second);
+
+    expect(r.stdout.text).toContain('SEEN False False False False');
+    expect(r.exitCode).toBe(0);
+  });
+
+  it('imports the paper modules fresh for every candidate', async () => {
+    const wrong = await runWarm(modelSource('    return a - b'));
+    const right = await runWarm(modelSource(CORRECT_BODY));
+
+    expect(wrong.exitCode).toBe(1);
+    expect(right.exitCode).toBe(0);
+  });
+
+  it('keeps a hardlinked base file unchanged for the pset and the next candidate', async () => {
+    const original = readFileSync(join(paper.paperDir, BIG_FILE));
+    const attack = modelSource(
+      CORRECT_BODY,
+      [
+        'import os',
+        'try:',
+        `    os.chmod('${BIG_FILE}', 0o666)`,
+        'except OSError:',
+        '    pass',
+        'try:',
+        `    open('${BIG_FILE}', 'r+b').write(b'pwned')`,
+        'except OSError:',
+        '    pass',
+      ].join('\n'),
+    );
+    const check = modelSource(CORRECT_BODY, `print('HEAD', open('${BIG_FILE}', 'rb').read(5))`);
+
+    const attacked = await runWarm(attack);
+    const next = await runWarm(check);
+
+    expect(readFileSync(join(paper.paperDir, BIG_FILE)).equals(original)).toBe(true);
+    expect(next.stdout.text).toContain("HEAD b'\\x07\\x07\\x07\\x07\\x07'");
+    // Either the write was refused (root: the base is root-owned) or it was seen as tampering.
+    if (attacked.tamperedFiles.length === 0) expect(attacked.exitCode).toBe(0);
+    else expect(attacked.tamperedFiles).toEqual([BIG_FILE]);
+  });
+
+  it('replaces a worker whose candidate left a process behind, and leaves none running', async () => {
+    const marker = `${300 + Math.floor(Math.random() * 600)}.${randomBytes(2).readUInt16BE()}`;
+    const stray = modelSource(
+      CORRECT_BODY,
+      ['import subprocess', `subprocess.Popen(['sleep', '${marker}'], start_new_session=True)`].join('\n'),
+    );
+
+    const r = await runWarm(stray);
+    const after = await runWarm(modelSource(CORRECT_BODY));
+
+    expect(r.infraError).toBeUndefined();
+    expect(after.exitCode).toBe(0);
+    expect(processesWith(`sleep\0${marker}`)).toEqual([]);
+  });
+
+  it('fails a candidate that kills its server, and carries on with a new worker', async () => {
+    const r = await runWarm(modelSource(CORRECT_BODY, 'import os, signal\nos.kill(os.getppid(), signal.SIGKILL)'));
+    const after = await runWarm(modelSource(CORRECT_BODY));
+
+    expect(r.exitCode === 0 && r.driver !== null).toBe(false);
+    expect(after.exitCode).toBe(0);
+    expect(after.driver?.testsRun).toBe(2);
+  });
+
+  it('stops a candidate at the time limit', async () => {
+    const quick = await createWarmExecutor({ jobs: 1, limits: { timeoutSec: 1 }, uidBase: 342_000, warn: () => undefined });
+    try {
+      const [r] = await quick.run([paper.candidate('tiny/add', modelSource('    while True:\n        pass'))]);
+      const [next] = await quick.run([paper.candidate('tiny/add', modelSource(CORRECT_BODY))]);
+
+      expect(r.killedFor).toBe('timeout');
+      expect(r.driver).toBeNull();
+      expect(next.exitCode).toBe(0);
+    } finally {
+      await quick.close();
+    }
+  });
+
+  it('runs coldOnly papers through the cold executor', async () => {
+    const mixed = await createWarmExecutor({ jobs: 1, limits: LIMITS, uidBase: 343_000, coldOnly: ['tiny-paper'], warn: () => undefined });
+    try {
+      const [r] = await mixed.run([paper.candidate('tiny/add', modelSource(CORRECT_BODY))]);
+
+      expect(r.executor).toBe('cold');
+      expect(r.exitCode).toBe(0);
+    } finally {
+      await mixed.close();
+    }
+  });
+});
+
+describe('detectPreloadModules', () => {
+  it('finds the third-party modules of the example pset and not the papers own', () => {
+    const dirs = ['adamlite', 'grouprms', 'smoothfocal', 'temperedattn'].map((p) => join(PSET_MINI, p));
+
+    const modules = detectPreloadModules(dirs);
+
+    expect(modules).toContain('numpy');
+    expect(modules).not.toContain('norm');
+    expect(modules).not.toContain('norm_ref');
+  });
+});
