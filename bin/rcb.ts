@@ -67,11 +67,39 @@ async function main(argv: string[]): Promise<number> {
     .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
     .option('--budget <usd>', 'hard cap on model spend for the run, USD')
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
+    .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (model-written code then runs with your user\'s rights)'))
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
       const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');
-      code = await runCommand(o, null);
+      const { hostedModels } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+      code = await runCommand(o, hostedModels(o.modelsFile));
+    });
+
+  program
+    .command('models')
+    .description('list the model registry (shipped resources/models.yaml, merged with --models-file)')
+    .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
+    .action((o) => {
+      const { modelsCommand } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+      code = modelsCommand(o);
+    });
+
+  program
+    .command('estimate')
+    .description('calls, input tokens and expected cost of a run with hosted models, before paying for it')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--model <id>', 'registry model id (repeatable)', collect, [])
+    .option('--samples <n>', 'completions per task', '1')
+    .option('--temperature <t>', 'sampling temperature')
+    .option('--no-paper', 'leave the paper text out of prompts')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .option('--budget <usd>', 'compare the estimate with this budget')
+    .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
+    .action((o) => {
+      const { estimateCommand } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+      code = estimateCommand(o);
     });
 
   program

@@ -9,7 +9,9 @@ import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { createLocalExecutor } from '../../adapters/local/executor';
 import { defaultPython, loadPromptTemplate, loadPsetOrFail, openRunDir, parseList, parseNumber, parsePositiveInt, UsageError, writeRunId } from './common';
-import { resolveModels, type HostedModelResolver } from './model-clients';
+import { resolveModels } from './model-clients';
+import type { HostedModels } from '../../adapters/models/hosted-models';
+import { estimateRun, formatEstimates } from './model-commands';
 
 export interface RunOptions {
   pset?: string;
@@ -26,9 +28,10 @@ export interface RunOptions {
   budget?: string;
   unsafeNoSandbox?: boolean;
   concurrency: string;
+  modelsFile?: string;
 }
 
-export async function runCommand(opts: RunOptions, hosted: HostedModelResolver | null): Promise<number> {
+export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
   const papers = parseList(opts.papers);
   const pset = loadPsetOrFail(opts.pset, papers);
   const template = loadPromptTemplate(opts.promptTemplate);
@@ -59,8 +62,13 @@ export async function runCommand(opts: RunOptions, hosted: HostedModelResolver |
   }
   writeRunId(dir, runId);
   const paid = models.costs.size > 0;
-  if (paid && budgetUsd === null) {
-    process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
+  if (paid) {
+    const missing = await hosted.checkKeys([...models.costs.keys()]);
+    if (missing.length) throw new UsageError(`missing API keys: ${missing.join('; ')}`);
+    // The summary before every paid run: what it will cost, before the first call.
+    const ids = [...models.costs.keys()];
+    process.stderr.write(formatEstimates(estimateRun(hosted, ids, pset, template, opts.paper, samples, temperature), budgetUsd));
+    if (budgetUsd === null) process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
   }
 
   const executor = await createLocalExecutor({

@@ -1,0 +1,109 @@
+/** `rcb models`, `rcb estimate`, and the registry behind hosted `--model` ids. */
+import { resolve } from 'node:path';
+import type { Pset } from '../../core/types';
+import { envKeySource } from '../../core/keys';
+import { buildPrompt, type PromptTemplate } from '../../core/prompt/template';
+import { loadRegistry, formatModelList, type ModelEntry } from '../../adapters/models/registry';
+import { HostedModels } from '../../adapters/models/hosted-models';
+import { estimateModel, type ModelEstimate, type PromptGroup } from '../../adapters/models/estimate';
+import { describeTokenCount } from '../../adapters/models/tokens';
+import { loadPromptTemplate, loadPsetOrFail, parseList, parseNumber, parsePositiveInt, UsageError } from './common';
+
+export function loadEntries(modelsFile?: string): ModelEntry[] {
+  try {
+    return loadRegistry({ userFile: modelsFile ? resolve(modelsFile) : undefined });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** Hosted models from the shipped registry merged with `--models-file`, keys from the environment. */
+export function hostedModels(modelsFile?: string): HostedModels {
+  return new HostedModels(loadEntries(modelsFile), envKeySource());
+}
+
+export function modelsCommand(opts: { modelsFile?: string }): number {
+  process.stdout.write(formatModelList(loadEntries(opts.modelsFile)));
+  return 0;
+}
+
+/** One prompt group per paper: the shared prefix and each task x sample's own suffix. */
+function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number): PromptGroup[] {
+  return pset.papers.map((paper) => {
+    let prefix = '';
+    const suffixes: string[] = [];
+    for (const snippet of paper.snippets) {
+      const p = buildPrompt(template, paper, snippet, withPaper);
+      prefix = p.text.slice(0, p.sharedPrefixChars);
+      for (let i = 0; i < samples; i++) suffixes.push(p.text.slice(p.sharedPrefixChars));
+    }
+    return { prefix, suffixes };
+  });
+}
+
+const usd = (x: number) => `$${x.toFixed(x < 1 ? 4 : 2)}`;
+
+export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | null): string {
+  const header = ['model', 'calls', 'input tokens', 'cached', 'output tokens', 'expected', 'no caching', 'saving', 'worst case'];
+  const rows = estimates.map((e) => [
+    e.modelId,
+    String(e.calls),
+    String(e.inputTokens),
+    String(e.cachedInputTokens),
+    String(e.outputTokens),
+    usd(e.usd),
+    usd(e.usdWithoutCaching),
+    usd(e.savingUsd),
+    usd(e.worstCaseUsd),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
+  const out = [line(header), ...rows.map(line), ''];
+  const methods = [...new Set(estimates.map((e) => `${e.modelId}: ${describeTokenCount(e.tokenCount)}, ${e.outputTokensPerCall} output tokens assumed per call`))];
+  out.push('input tokens counted per model:', ...methods.map((m) => `  ${m}`));
+  const expected = estimates.reduce((a, e) => a + e.usd, 0);
+  const worst = estimates.reduce((a, e) => a + e.worstCaseUsd, 0);
+  out.push(`total expected ${usd(expected)}; worst case (every call at its output limit) ${usd(worst)}`);
+  if (budgetUsd !== null) {
+    out.push(
+      expected > budgetUsd
+        ? `the expected cost exceeds the budget of ${usd(budgetUsd)}: the run will stop in state budget_exhausted before finishing`
+        : `budget ${usd(budgetUsd)}: ${worst <= budgetUsd ? 'covers even the worst case' : 'covers the expected cost; the worst case would exceed it'}`,
+    );
+  }
+  return out.join('\n') + '\n';
+}
+
+/** Estimates for the hosted models of a run (offline models cost nothing). */
+export function estimateRun(hosted: HostedModels, ids: string[], pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number, temperature?: number): ModelEstimate[] {
+  const groups = promptGroups(pset, template, withPaper, samples);
+  return ids
+    .map((id) => hosted.entry(id, { temperature }))
+    .filter((e): e is ModelEntry => !!e)
+    .map((entry) => estimateModel(entry, groups));
+}
+
+export interface EstimateOptions {
+  pset?: string;
+  model: string[];
+  samples: string;
+  temperature?: string;
+  paper: boolean;
+  papers?: string;
+  promptTemplate?: string;
+  budget?: string;
+  modelsFile?: string;
+}
+
+export function estimateCommand(opts: EstimateOptions): number {
+  const pset = loadPsetOrFail(opts.pset, parseList(opts.papers));
+  const template = loadPromptTemplate(opts.promptTemplate);
+  const hosted = hostedModels(opts.modelsFile);
+  const unknown = opts.model.filter((id) => !hosted.entry(id));
+  if (!opts.model.length) throw new UsageError('name at least one registry model with --model (see `rcb models`)');
+  if (unknown.length) throw new UsageError(`not registry models (offline models cost nothing): ${unknown.join(', ')}`);
+  const temperature = opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined;
+  const estimates = estimateRun(hosted, opts.model, pset, template, opts.paper, parsePositiveInt('--samples', opts.samples), temperature);
+  process.stdout.write(formatEstimates(estimates, opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null));
+  return 0;
+}

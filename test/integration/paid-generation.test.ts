@@ -1,0 +1,172 @@
+/**
+ * Paid generation end to end in one process: the generate use case, a registry entry of
+ * provider openai-compatible, the real resilient client and rate lanes, the SQLite store,
+ * and a local HTTP endpoint in the Chat Completions wire format that fails on purpose.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { loadPset } from '../../core/pset/read-pset';
+import { planTasks } from '../../core/run/plan';
+import { generate } from '../../core/run/generate';
+import { loadTemplate } from '../../core/prompt/template';
+import { staticKeySource } from '../../core/keys';
+import { costOf } from '../../core/cost';
+import { SqliteRunStore } from '../../adapters/local/sqlite-store';
+import { HostedModels } from '../../adapters/models/hosted-models';
+import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
+import { PSET_MINI, REPO } from '../helpers/cli';
+
+const USAGE = { prompt_tokens: 1000, completion_tokens: 200 };
+
+interface FakeEndpoint {
+  server: Server;
+  url: string;
+  /** Successful (billed) responses, by the task marker in the prompt. */
+  billed: number;
+  requests: number;
+  failureRate: number;
+}
+
+async function startEndpoint(failureRate: number): Promise<FakeEndpoint> {
+  const ep: FakeEndpoint = { server: createServer(), url: '', billed: 0, requests: 0, failureRate };
+  ep.server.on('request', (req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      ep.requests++;
+      if (Math.random() < ep.failureRate) {
+        const limited = Math.random() < 0.5;
+        res.writeHead(limited ? 429 : 500, { 'content-type': 'application/json', ...(limited ? { 'retry-after': '0' } : {}) });
+        res.end(JSON.stringify({ error: { message: limited ? 'rate limited' : 'server error', type: 'server_error' } }));
+        return;
+      }
+      ep.billed++;
+      JSON.parse(body);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: `chatcmpl-${ep.billed}`,
+          object: 'chat.completion',
+          created: 0,
+          model: 'fake',
+          choices: [{ index: 0, message: { role: 'assistant', content: '```python\n    pass\n```' }, finish_reason: 'stop' }],
+          usage: { ...USAGE, total_tokens: USAGE.prompt_tokens + USAGE.completion_tokens },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => ep.server.listen(0, '127.0.0.1', resolve));
+  ep.url = `http://127.0.0.1:${(ep.server.address() as AddressInfo).port}/v1`;
+  return ep;
+}
+
+function entryFor(url: string): ModelEntry {
+  return parseModelEntry({
+    id: 'fake-model',
+    provider: 'openai-compatible',
+    model: 'fake',
+    base_url: url,
+    api_key_env: 'FAKE_ENDPOINT_KEY',
+    params: { max_output_tokens: 500, temperature: 0 },
+    prices: { input: 1, cached_input: 0.1, output: 4, as_of: '2026-11-29' },
+    knowledge_cutoff: '2024-01',
+    context_window: 100000,
+    rate: { max_in_flight: 8 },
+  });
+}
+
+function setup(url: string) {
+  const pset = loadPset(PSET_MINI);
+  const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
+  const entry = entryFor(url);
+  const hosted = new HostedModels([entry], staticKeySource({ FAKE_ENDPOINT_KEY: 'k' }), { retry: { baseDelayMs: 2, maxDelayMs: 10 } });
+  const resolved = hosted.resolve('fake-model')!;
+  const store = new SqliteRunStore(':memory:');
+  const tasks = planTasks(pset, { models: [{ id: 'fake-model', params: resolved.client.params }], samples: 8, withPaper: true, promptTemplateDigest: template.digest });
+  return { pset, template, entry, resolved, store, tasks };
+}
+
+async function createRun(store: SqliteRunStore, runId: string, budgetUsd: number | null) {
+  const stamp = new Date().toISOString();
+  await store.createRun({
+    runId,
+    spec: { psetDigest: 'x', psetRoot: '', models: [], samples: 8, withPaper: true, papers: null, promptTemplateDigest: '', timeoutSec: 60, budgetUsd },
+    source: 'rcb',
+    papers: [],
+    models: {},
+    status: 'generating',
+    createdAt: stamp,
+    updatedAt: stamp,
+    spentUsd: 0,
+    reservedUsd: 0,
+  });
+}
+
+describe('paid generation against a failing endpoint', () => {
+  it('completes every task once, and records exactly the billed spend', async () => {
+    // Prepare: 224 tasks, 30% of calls answered 429 or 500.
+    const ep = await startEndpoint(0.3);
+    const { pset, template, entry, resolved, store, tasks } = setup(ep.url);
+    await createRun(store, 'r', null);
+    try {
+      // Act
+      const result = await generate(
+        { store, clients: new Map([['fake-model', resolved.client]]), costs: new Map([['fake-model', resolved.cost]]) },
+        { runId: 'r', pset, template, withPaper: true, tasks, concurrency: 16 },
+      );
+      // Assess
+      expect(tasks.length).toBeGreaterThanOrEqual(200);
+      expect(result.failed).toBe(0);
+      const completions = await store.getCompletions(tasks.map((t) => t.taskId));
+      expect(completions.size).toBe(tasks.length);
+      expect(ep.billed).toBe(tasks.length);
+      expect(ep.requests).toBeGreaterThan(tasks.length);
+      const perCall = costOf({ inputTokens: 1000, cachedInputTokens: 0, outputTokens: 200, reasoningTokens: 0 }, entry.prices);
+      const run = (await store.getRun('r'))!;
+      expect(run.spentUsd).toBeCloseTo(perCall * ep.billed, 9);
+      expect(run.reservedUsd).toBeCloseTo(0, 9);
+    } finally {
+      await store.close();
+      ep.server.close();
+    }
+  }, 120_000);
+});
+
+describe('a run under a budget', () => {
+  it('never spends more than its budget, stops budget_exhausted, and resumes without repeating a call', async () => {
+    const ep = await startEndpoint(0);
+    const { pset, template, resolved, store, tasks } = setup(ep.url);
+    // Budget for about half the tasks at their billed cost (reservations use the worst case).
+    const perCallWorst = resolved.cost.worstCase({ text: 'x'.repeat(4000), sharedPrefixChars: 0 });
+    const budget = (tasks.length / 2) * resolved.cost.billed({ inputTokens: 1000, cachedInputTokens: 0, outputTokens: 200, reasoningTokens: 0 });
+    expect(perCallWorst).toBeGreaterThan(0);
+    await createRun(store, 'b', budget);
+    const deps = { store, clients: new Map([['fake-model', resolved.client]]), costs: new Map([['fake-model', resolved.cost]]) };
+    try {
+      // Act: 8 workers against the budget.
+      const first = await generate(deps, { runId: 'b', pset, template, withPaper: true, tasks, concurrency: 8 });
+      const afterFirst = (await store.getRun('b'))!;
+      // Assess
+      expect(first.budgetExhausted).toBe(true);
+      expect(afterFirst.spentUsd).toBeLessThanOrEqual(budget + 1e-9);
+      expect(afterFirst.reservedUsd).toBeCloseTo(0, 9);
+      const done = (await store.getCompletions(tasks.map((t) => t.taskId))).size;
+      expect(done).toBeGreaterThan(0);
+      expect(done).toBeLessThan(tasks.length);
+      expect(ep.billed).toBe(done);
+
+      // Act: the same run with a higher budget.
+      await store.setRunBudget('b', budget * 10);
+      const second = await generate(deps, { runId: 'b', pset, template, withPaper: true, tasks, concurrency: 8 });
+      // Assess: finished, and no task was asked twice.
+      expect(second.budgetExhausted).toBe(false);
+      expect(second.reused).toBe(done);
+      expect(second.called).toBe(tasks.length - done);
+      expect(ep.billed).toBe(tasks.length);
+    } finally {
+      await store.close();
+      ep.server.close();
+    }
+  }, 120_000);
+});
