@@ -3,7 +3,7 @@
  * store the answer by task id. Finished tasks (in the run or in the cross-run cache) are
  * never asked again.
  */
-import type { Pset, TokenUsage } from '../types';
+import type { Paper, Pset, TokenUsage } from '../types';
 import type { ModelClient, Prompt } from '../model';
 import { ModelError } from '../model';
 import type { CompletionCache, CompletionRecord, RunStore, TaskRecord } from '../store';
@@ -55,9 +55,94 @@ export interface GenerateResult {
 
 const ZERO_USAGE: TokenUsage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 };
 
+/** What one task's generation came to. */
+export type TaskGeneration =
+  | { outcome: 'called'; completion: CompletionRecord }
+  | { outcome: 'reused'; completion: CompletionRecord }
+  | { outcome: 'failed'; completion: CompletionRecord }
+  | { outcome: 'budget_exhausted' }
+  | { outcome: 'aborted' };
+
+export interface GenerateOneInput {
+  runId: string;
+  /** The task's paper, as read from the pset. */
+  paper: Paper;
+  template: PromptTemplate;
+  withPaper: boolean;
+  task: TaskRecord;
+  signal?: AbortSignal;
+}
+
+/**
+ * One task: the cross-run cache, else reserve budget, call the model, settle, store the
+ * completion (first write wins). Does not look in the run store: callers skip tasks that
+ * already have a completion. Shared by the local pool and the cloud generator.
+ */
+export async function generateOne(
+  deps: Pick<GenerateDeps, 'store' | 'clients' | 'costs' | 'cache' | 'now'>,
+  input: GenerateOneInput,
+): Promise<TaskGeneration> {
+  const now = deps.now ?? (() => new Date());
+  const { task } = input;
+  const client = deps.clients.get(task.model);
+  if (!client) throw new Error(`no model client for "${task.model}"`);
+  const cached = client.offline ? null : await deps.cache?.get(task.taskId);
+  if (cached) {
+    await deps.store.putCompletion(cached);
+    return { outcome: 'reused', completion: cached };
+  }
+  const prompt = buildPrompt(input.template, input.paper, findSnippet(input.paper, task.snippet, task.file), input.withPaper);
+  const cost = client.offline ? undefined : deps.costs?.get(task.model);
+  const reserved = cost ? cost.worstCase(prompt) : 0;
+  if (cost && !(await deps.store.reserveBudget(input.runId, reserved))) return { outcome: 'budget_exhausted' };
+  const started = Date.now();
+  let record: CompletionRecord;
+  let failed = false;
+  try {
+    const res = await client.complete({
+      prompt,
+      sample: task.sample,
+      task: { paper: task.paper, file: task.file, snippet: task.snippet },
+      signal: input.signal,
+    });
+    record = {
+      taskId: task.taskId,
+      model: task.model,
+      text: res.text,
+      usage: res.usage,
+      costUsd: cost ? cost.billed(res.usage) : 0,
+      finishReason: res.finishReason,
+      latencyMs: Date.now() - started,
+      createdAt: now().toISOString(),
+    };
+  } catch (err) {
+    if (input.signal?.aborted) {
+      if (cost) await deps.store.settleBudget(input.runId, reserved, 0);
+      return { outcome: 'aborted' };
+    }
+    const e = err instanceof ModelError ? err : new ModelError('other', err instanceof Error ? err.message : String(err));
+    record = {
+      taskId: task.taskId,
+      model: task.model,
+      text: '',
+      usage: ZERO_USAGE,
+      costUsd: 0,
+      finishReason: 'error',
+      error: { kind: e.kind, message: e.message, status: e.status },
+      latencyMs: Date.now() - started,
+      createdAt: now().toISOString(),
+    };
+    failed = true;
+  }
+  // Settle before storing, so spend is never under-counted if the store write fails.
+  if (cost) await deps.store.settleBudget(input.runId, reserved, record.costUsd);
+  await deps.store.putCompletion(record);
+  if (!client.offline && !record.error) await deps.cache?.put(record);
+  return failed ? { outcome: 'failed', completion: record } : { outcome: 'called', completion: record };
+}
+
 export async function generate(deps: GenerateDeps, input: GenerateInput): Promise<GenerateResult> {
   const progress = deps.progress ?? silentProgress;
-  const now = deps.now ?? (() => new Date());
   const result: GenerateResult = { called: 0, reused: 0, failed: 0, budgetExhausted: false };
   const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
 
@@ -77,72 +162,25 @@ export async function generate(deps: GenerateDeps, input: GenerateInput): Promis
   const worker = async () => {
     while (next < todo.length && !input.signal?.aborted) {
       const task = todo[next++];
-      const client = deps.clients.get(task.model);
-      if (!client) throw new Error(`no model client for "${task.model}"`);
-      const cached = client.offline ? null : await deps.cache?.get(task.taskId);
-      if (cached) {
-        await deps.store.putCompletion(cached);
-        result.reused++;
-        input.onCompletion?.(task, cached);
-        progress.advance('generate', 1);
-        continue;
-      }
       const paper = papers.get(task.paper);
       if (!paper) throw new Error(`task ${task.taskId} names paper "${task.paper}", which is not in the pset`);
-      const prompt = buildPrompt(input.template, paper, findSnippet(paper, task.snippet, task.file), input.withPaper);
-      const cost = client.offline ? undefined : deps.costs?.get(task.model);
-      const reserved = cost ? cost.worstCase(prompt) : 0;
-      if (cost && !(await deps.store.reserveBudget(input.runId, reserved))) {
+      const done = await generateOne(deps, { runId: input.runId, paper, template: input.template, withPaper: input.withPaper, task, signal: input.signal });
+      if (done.outcome === 'aborted') break;
+      if (done.outcome === 'budget_exhausted') {
         // Nothing more may start; calls already in flight finish and settle.
         result.budgetExhausted = true;
         next = todo.length;
         break;
       }
-      const started = Date.now();
-      let record: CompletionRecord;
-      try {
-        const res = await client.complete({
-          prompt,
-          sample: task.sample,
-          task: { paper: task.paper, file: task.file, snippet: task.snippet },
-          signal: input.signal,
-        });
-        record = {
-          taskId: task.taskId,
-          model: task.model,
-          text: res.text,
-          usage: res.usage,
-          costUsd: cost ? cost.billed(res.usage) : 0,
-          finishReason: res.finishReason,
-          latencyMs: Date.now() - started,
-          createdAt: now().toISOString(),
-        };
-        result.called++;
-      } catch (err) {
-        if (input.signal?.aborted) {
-          if (cost) await deps.store.settleBudget(input.runId, reserved, 0);
-          break;
-        }
-        const e = err instanceof ModelError ? err : new ModelError('other', err instanceof Error ? err.message : String(err));
-        record = {
-          taskId: task.taskId,
-          model: task.model,
-          text: '',
-          usage: ZERO_USAGE,
-          costUsd: 0,
-          finishReason: 'error',
-          error: { kind: e.kind, message: e.message, status: e.status },
-          latencyMs: Date.now() - started,
-          createdAt: now().toISOString(),
-        };
-        result.called++;
-        result.failed++;
+      if (done.outcome === 'reused') {
+        result.reused++;
+        input.onCompletion?.(task, done.completion);
+        progress.advance('generate', 1);
+        continue;
       }
-      // Settle before storing, so spend is never under-counted if the store write fails.
-      if (cost) await deps.store.settleBudget(input.runId, reserved, record.costUsd);
-      await deps.store.putCompletion(record);
-      if (!client.offline && !record.error) await deps.cache?.put(record);
-      input.onCompletion?.(task, record);
+      result.called++;
+      if (done.outcome === 'failed') result.failed++;
+      input.onCompletion?.(task, done.completion);
       progress.advance('generate', 1, task.model);
     }
   };

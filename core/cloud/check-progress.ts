@@ -1,0 +1,40 @@
+/**
+ * CheckProgress: is generation over? It is when every task of the run has a completion
+ * (an answer or a final failure), or when the run stopped generating (budget spent,
+ * cancelled); evaluation then judges what there is.
+ */
+import type { RunStore } from '../store';
+import type { CheckProgressResult } from './payloads';
+import { RunInputError } from './pset-bundle';
+
+export interface CheckProgressOptions {
+  /** Longest generation may run, from the run's creation, before the run is failed; ms. */
+  deadlineMs?: number;
+  now?: () => Date;
+}
+
+/** Generation outlived its deadline: the run goes to the failure path. */
+export class GenerationTimeoutError extends Error {
+  constructor(runId: string, settled: number, total: number) {
+    super(`run ${runId}: generation passed its deadline with ${total - settled} of ${total} task(s) unanswered`);
+    this.name = 'GenerationTimeoutError';
+  }
+}
+
+export async function checkProgress(store: RunStore, runId: string, options: CheckProgressOptions = {}): Promise<CheckProgressResult> {
+  const run = await store.getRun(runId);
+  if (!run) throw new RunInputError(`no run ${runId} in the run store`);
+  const tasks = await store.listTasks(runId);
+  const completions = await store.getCompletions(tasks.map((t) => t.taskId));
+  const settled = completions.size;
+  const failed = [...completions.values()].filter((c) => c.error).length;
+  const stopped = run.status === 'budget_exhausted' || run.status === 'cancelled';
+  const done = settled === tasks.length || stopped;
+  if (!done && options.deadlineMs !== undefined) {
+    const now = (options.now ?? (() => new Date()))().getTime();
+    if (now - Date.parse(run.createdAt) > options.deadlineMs) throw new GenerationTimeoutError(runId, settled, tasks.length);
+  }
+  // Evaluation is next; a stopped run keeps the status that says why.
+  if (done && (run.status === 'planned' || run.status === 'generating')) await store.setRunStatus(runId, 'evaluating');
+  return { done, total: tasks.length, settled, failed };
+}

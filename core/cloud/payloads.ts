@@ -1,0 +1,183 @@
+/**
+ * Payloads of the cloud flow: the workflow's input, what each Step Functions task takes and
+ * returns, the SQS generation message, and the plan manifest kept in the blob store. Each
+ * is a zod schema (checked at the boundary: handler, container, CLI) and its inferred type.
+ */
+import { z } from 'zod';
+
+/** A model as a run uses it (core/store.ts ModelSpec). */
+export const modelSpecSchema = z.object({
+  /** The rcb model id (registry id, `oracle`, `empty`, ...). */
+  id: z.string().min(1),
+  /** Parameters that change answers; part of every task id. */
+  params: z.record(z.unknown()),
+});
+
+/** The run spec (core/store.ts RunSpec). In the cloud `psetRoot` is the pset bundle's blob key. */
+export const runSpecSchema = z.object({
+  /** Digest of the selected papers (Pset.digest); checked against the bundle on every load. */
+  psetDigest: z.string().min(1),
+  /** Blob key of the pset bundle (`psets/<digest>.json`); not part of the run's identity. */
+  psetRoot: z.string().min(1),
+  models: z.array(modelSpecSchema).min(1),
+  samples: z.number().int().min(1),
+  withPaper: z.boolean(),
+  /** Papers in scope, or null for all. */
+  papers: z.array(z.string().min(1)).nullable(),
+  /** sha256 of the prompt template's text; the template is at `promptTemplateKey(digest)`. */
+  promptTemplateDigest: z.string().min(1),
+  /** Wall-clock limit of one test run, seconds. */
+  timeoutSec: z.number().positive(),
+  /** Hard cap on model spend, USD; null for none. */
+  budgetUsd: z.number().nonnegative().nullable(),
+});
+
+/** What reports need to know of a model (core/store.ts ModelInfo). */
+export const modelInfoSchema = z.object({
+  /** Knowledge cutoff month, YYYY-MM. */
+  knowledgeCutoff: z.string().optional(),
+  /** The model's configuration as run. */
+  config: z.record(z.unknown()),
+});
+
+/** Execution input of the run workflow, as `rcb cloud run` starts it; PlanRun receives it whole. */
+export const runWorkflowInputSchema = z.object({
+  /** Id of the run (core/ids.ts runId(spec)); also the execution name. */
+  runId: z.string().min(1),
+  spec: runSpecSchema,
+  /** Report metadata of each model of the spec, by model id. */
+  models: z.record(modelInfoSchema),
+  /** Plan even when the cost estimate exceeds the budget. */
+  force: z.boolean().optional(),
+});
+export type RunWorkflowInput = z.infer<typeof runWorkflowInputSchema>;
+
+/** One evaluation shard: every candidate of one paper, all models. */
+export const shardRefSchema = z.object({
+  /** Paper id. */
+  paper: z.string().min(1),
+});
+export type ShardRef = z.infer<typeof shardRefSchema>;
+
+/** What PlanRun returns; the workflow keeps it at `$.plan` and maps over `$.plan.shards`. */
+export const planRunResultSchema = z.object({
+  runId: z.string().min(1),
+  /** Tasks of the run (snippets x models x samples). */
+  taskCount: z.number().int().nonnegative(),
+  /** Generation messages sent by this invocation (tasks without a completion). */
+  enqueued: z.number().int().nonnegative(),
+  /** Worst-case cost of the tasks still to generate, USD (what the budget is checked against). */
+  estimatedCostUsd: z.number().nonnegative(),
+  shards: z.array(shardRefSchema),
+});
+export type PlanRunResult = z.infer<typeof planRunResultSchema>;
+
+/** Body of one SQS lane message: generate the completion of one task. */
+export const generationMessageSchema = z
+  .object({
+    /** The run the task belongs to; budget is reserved on this run. */
+    runId: z.string().min(1),
+    /** The task to answer; looked up in the run's plan manifest. */
+    taskId: z.string().min(1),
+  })
+  .strict();
+export type GenerationMessage = z.infer<typeof generationMessageSchema>;
+
+/** Input of the CheckProgress, Aggregate and (with a failure) MarkRunFailed tasks. */
+export const runRefSchema = z.object({
+  runId: z.string().min(1),
+});
+export type RunRef = z.infer<typeof runRefSchema>;
+
+/** What CheckProgress returns; kept at `$.progress`, the Choice state reads `$.progress.done`. */
+export const checkProgressResultSchema = z.object({
+  /** True when generation is over: every task has a completion, or the run stopped generating (budget spent, cancelled). */
+  done: z.boolean(),
+  total: z.number().int().nonnegative(),
+  /** Tasks with a completion (an answer or a final failure). */
+  settled: z.number().int().nonnegative(),
+  /** Settled tasks whose model call failed for good. */
+  failed: z.number().int().nonnegative(),
+});
+export type CheckProgressResult = z.infer<typeof checkProgressResultSchema>;
+
+/** Input of one shard task (the Map item; the container reads it from RCB_RUN_ID and RCB_SHARD). */
+export const shardInputSchema = z.object({
+  runId: z.string().min(1),
+  paper: z.string().min(1),
+});
+export type ShardInput = z.infer<typeof shardInputSchema>;
+
+/** Final statuses Aggregate sets; any other ending goes through MarkRunFailed. */
+export const aggregateStatusSchema = z.enum(['succeeded', 'budget_exhausted', 'cancelled']);
+
+/** What Aggregate returns; kept at `$.summary`. */
+export const aggregateResultSchema = z.object({
+  runId: z.string().min(1),
+  status: aggregateStatusSchema,
+  /** Blob prefix holding the reports (`runs/<runId>/reports/`). */
+  reportPrefix: z.string(),
+});
+export type AggregateResult = z.infer<typeof aggregateResultSchema>;
+
+/** Step Functions' error object, as a Catch with ResultPath `$.failure` stores it. */
+export const stateFailureSchema = z.object({ Error: z.string(), Cause: z.string().optional() });
+
+/** Input of MarkRunFailed. */
+export const markRunFailedInputSchema = z.object({
+  runId: z.string().min(1),
+  failure: stateFailureSchema,
+});
+export type MarkRunFailedInput = z.infer<typeof markRunFailedInputSchema>;
+
+/** A task as planned (core/store.ts TaskRecord). */
+export const taskRecordSchema = z.object({
+  taskId: z.string().min(1),
+  paper: z.string().min(1),
+  file: z.string().min(1),
+  snippet: z.string().min(1),
+  loc: z.number().int().nonnegative(),
+  model: z.string().min(1),
+  sample: z.number().int().nonnegative(),
+});
+
+/**
+ * The plan manifest, `runs/<runId>/plan.json`, written by PlanRun: where the run's inputs
+ * are and its tasks by id. The generator reads it (once per warm instance and run) instead
+ * of querying the store per message.
+ */
+export const planManifestSchema = z.object({
+  runId: z.string().min(1),
+  /** Blob key of the pset bundle. */
+  psetKey: z.string().min(1),
+  /** Blob key of the prompt template. */
+  promptTemplateKey: z.string().min(1),
+  tasks: z.array(taskRecordSchema),
+});
+export type PlanManifest = z.infer<typeof planManifestSchema>;
+
+/** Where run artifacts live in the blob store. */
+export const cloudKeys = {
+  planManifest: (runId: string) => `runs/${runId}/plan.json`,
+  reportPrefix: (runId: string) => `runs/${runId}/reports/`,
+  /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
+  shardVerdicts: (runId: string, paper: string) => `runs/${runId}/evaluation/${paper}/verdicts.json`,
+  promptTemplate: (digest: string) => `psets/templates/${digest}.txt`,
+  psetBundle: (digest: string) => `psets/${digest}.json`,
+} as const;
+
+/** Parses a payload or throws an error naming the payload and each bad field. */
+export function parsePayload<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, value: unknown, what: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+  throw new PayloadError(`${what} is malformed: ${issues}`);
+}
+
+/** A payload that does not match its schema: retrying it cannot help. */
+export class PayloadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PayloadError';
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * PlanRun: a run spec and its uploaded inputs become the run record, its tasks and one
+ * generation message per task still to answer. Planning the same run again (a retried
+ * Lambda, a resumed run) writes nothing new and re-sends only unanswered tasks, which the
+ * idempotent generator ignores if a first copy got there.
+ */
+import type { BlobStore, RunRecord, RunStore } from '../store';
+import type { CostModel } from '../run/generate';
+import { planTasks } from '../run/plan';
+import { runId as computeRunId } from '../ids';
+import { buildPrompt } from '../prompt/template';
+import { findSnippet } from '../prompt/mask';
+import type { TaskQueue } from './ports';
+import { cloudKeys, type PlanManifest, type PlanRunResult, type RunWorkflowInput } from './payloads';
+import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';
+
+export interface PlanCloudRunDeps {
+  store: RunStore;
+  blobs: BlobStore;
+  queue: TaskQueue;
+  /** Prices of the paid models, by model id; offline models have none. */
+  costs?: Map<string, CostModel>;
+  scratchDir: string;
+  now?: () => Date;
+}
+
+/** The worst-case cost of the run's unanswered tasks exceeds its budget, and planning was not forced. */
+export class BudgetExceededError extends Error {
+  constructor(readonly estimatedUsd: number, readonly budgetUsd: number) {
+    super(`estimated worst-case cost $${estimatedUsd.toFixed(4)} exceeds the budget of $${budgetUsd.toFixed(2)} (plan with force to run anyway)`);
+    this.name = 'BudgetExceededError';
+  }
+}
+
+export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInput): Promise<PlanRunResult> {
+  const now = deps.now ?? (() => new Date());
+  const { spec } = input;
+  const expectedId = computeRunId(spec);
+  if (expectedId !== input.runId) throw new RunInputError(`run id ${input.runId} does not match its spec (expected ${expectedId})`);
+  const promptTemplateKey = cloudKeys.promptTemplate(spec.promptTemplateDigest);
+  const [pset, template] = await Promise.all([
+    loadBundledPset(deps.blobs, spec.psetRoot, deps.scratchDir, { psetDigest: spec.psetDigest, papers: spec.papers }),
+    loadPromptTemplateBlob(deps.blobs, promptTemplateKey, spec.promptTemplateDigest),
+  ]);
+  const missing = spec.models.filter((m) => !input.models[m.id]).map((m) => m.id);
+  if (missing.length) throw new RunInputError(`no model info for ${missing.join(', ')}`);
+
+  const tasks = planTasks(pset, spec);
+  const stamp = now().toISOString();
+  const record: RunRecord = {
+    runId: input.runId,
+    spec,
+    source: 'rcb',
+    papers: pset.papers.map((p) => p.meta),
+    models: input.models,
+    status: 'planned',
+    createdAt: stamp,
+    updatedAt: stamp,
+    spentUsd: 0,
+    reservedUsd: 0,
+  };
+  const existing = await deps.store.createRun(record);
+  if (existing.spec.budgetUsd !== spec.budgetUsd) await deps.store.setRunBudget(input.runId, spec.budgetUsd);
+
+  const answered = await deps.store.getCompletions(tasks.map((t) => t.taskId));
+  const todo = tasks.filter((t) => !answered.has(t.taskId));
+  const papers = new Map(pset.papers.map((p) => [p.meta.id, p]));
+  let estimatedCostUsd = 0;
+  for (const t of todo) {
+    const cost = deps.costs?.get(t.model);
+    if (!cost) continue;
+    const paper = papers.get(t.paper)!;
+    estimatedCostUsd += cost.worstCase(buildPrompt(template, paper, findSnippet(paper, t.snippet, t.file), spec.withPaper));
+  }
+  const budget = spec.budgetUsd;
+  if (budget !== null && !input.force && estimatedCostUsd > budget - existing.spentUsd) {
+    throw new BudgetExceededError(estimatedCostUsd, budget);
+  }
+
+  await deps.store.putTasks(input.runId, tasks);
+  const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks };
+  await deps.blobs.put(cloudKeys.planManifest(input.runId), JSON.stringify(manifest), 'application/json');
+  await deps.store.setRunStatus(input.runId, 'generating');
+  // Messages go last: a generator may start at once and needs the manifest and the run.
+  await deps.queue.send(todo.map((t) => ({ message: { runId: input.runId, taskId: t.taskId }, model: t.model })));
+
+  const shards = [...new Set(tasks.map((t) => t.paper))].map((paper) => ({ paper }));
+  return { runId: input.runId, taskCount: tasks.length, enqueued: todo.length, estimatedCostUsd, shards };
+}
