@@ -1,0 +1,52 @@
+/** The AWS adapters a cloud function or the container uses, built from its StorageConfig. */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../../adapters/aws/clients';
+import { DynamoCompletionCache, DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
+import { S3BlobStore } from '../../adapters/aws/s3-blob-store';
+import { SqsTaskQueue, type LaneRouting } from '../../adapters/aws/sqs-task-queue';
+import type { BlobStore, CompletionCache, RunStore } from '../../core/store';
+import type { QueuedGeneration, TaskQueue } from '../../core/cloud/ports';
+import type { StorageConfig } from './cloud-config';
+
+export interface StorageAdapters {
+  store: RunStore;
+  blobs: BlobStore;
+  cache: CompletionCache;
+  scratchDir: string;
+}
+
+export function createStorageAdapters(
+  config: StorageConfig,
+  clients: { doc?: DynamoDBDocumentClient; s3?: S3Client; credentials?: AwsStaticCredentials } = {},
+): StorageAdapters {
+  const doc = clients.doc ?? createDynamoDocumentClient({ region: config.region, endpoint: config.dynamoEndpoint, credentials: clients.credentials });
+  const s3 =
+    clients.s3 ?? createS3Client({ region: config.region, endpoint: config.s3Endpoint, forcePathStyle: !!config.s3Endpoint, credentials: clients.credentials });
+  return {
+    store: new DynamoRunStore(doc, { tableName: config.table }),
+    blobs: new S3BlobStore(s3, { bucket: config.bucket }),
+    cache: new DynamoCompletionCache(doc, { tableName: config.table }),
+    scratchDir: config.scratchDir,
+  };
+}
+
+/**
+ * The core TaskQueue port on SQS lanes: each message goes to the lane of its model's
+ * provider (offline models and unknown providers to the default lane).
+ */
+export class LaneTaskQueue implements TaskQueue {
+  private readonly sqs: SqsTaskQueue;
+  constructor(
+    client: SQSClient,
+    routing: LaneRouting,
+    private readonly providerOf: (model: string) => string,
+  ) {
+    this.sqs = new SqsTaskQueue(client, routing);
+  }
+
+  async send(messages: QueuedGeneration[]): Promise<void> {
+    await this.sqs.enqueue(messages.map((m) => ({ message: m.message, provider: this.providerOf(m.model) })));
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * The model clients of a cloud run, rebuilt from its spec: offline models by name, hosted
+ * models from the registry with the spec's parameters. A hosted model whose registry
+ * parameters no longer match the spec is refused: its answers would not be the run's.
+ */
+import type { ModelClient } from '../../core/model';
+import type { RunSpec } from '../../core/store';
+import type { Pset } from '../../core/types';
+import type { CostModel } from '../../core/run/generate';
+import { canonicalJson } from '../../core/ids';
+import { EmptyModel, OracleModel } from '../../adapters/models/offline';
+import type { HostedModels } from '../../adapters/models/hosted-models';
+
+export const OFFLINE_MODELS = new Set(['oracle', 'empty']);
+
+export interface RunModels {
+  clients: Map<string, ModelClient>;
+  costs: Map<string, CostModel>;
+}
+
+export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, hosted: () => HostedModels): RunModels {
+  const out: RunModels = { clients: new Map(), costs: new Map() };
+  for (const m of spec.models) {
+    if (m.id === 'oracle') out.clients.set(m.id, new OracleModel(pset));
+    else if (m.id === 'empty') out.clients.set(m.id, new EmptyModel());
+    else {
+      const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
+      const hit = hosted().resolve(m.id, { temperature });
+      if (!hit) throw new Error(`model "${m.id}" is not in the model registry of this deployment`);
+      if (canonicalJson(hit.client.params) !== canonicalJson(m.params)) {
+        throw new Error(`model "${m.id}": the registry's parameters ${canonicalJson(hit.client.params)} differ from the run's ${canonicalJson(m.params)}`);
+      }
+      out.clients.set(m.id, hit.client);
+      out.costs.set(m.id, hit.cost);
+    }
+  }
+  return out;
+}
