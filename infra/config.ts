@@ -1,0 +1,188 @@
+/**
+ * Deployment configuration of the rcb stack: what a team may change with `cdk.json`
+ * context or `-c key=value` on the command line, validated once, with the failing key
+ * named. Tests build the same object directly and skip the context.
+ */
+import type { Node } from 'constructs';
+
+/** A provider lane: one SQS queue feeding the generator at its own concurrency. */
+export interface LaneConfig {
+  /** Lane name, usually the model provider (`openai`, `anthropic`, ...): lower-case letters, digits, dashes. */
+  readonly name: string;
+  /**
+   * Most generator invocations the lane runs at once (SQS event source maximum
+   * concurrency, 2..1000). With a batch size of 1 this is the number of model calls in flight.
+   */
+  readonly maxConcurrency: number;
+  /**
+   * Messages handed to one generator invocation (1..10).
+   * @default 1
+   */
+  readonly batchSize?: number;
+}
+
+/**
+ * Lanes used when `rcb:lanes` is absent: one per provider family of the model registry
+ * (adapters/models/registry.ts; `openai-responses` shares the `openai` lane).
+ */
+export const DEFAULT_LANES: readonly LaneConfig[] = [
+  { name: 'openai', maxConcurrency: 8 },
+  { name: 'anthropic', maxConcurrency: 4 },
+  { name: 'gemini', maxConcurrency: 4 },
+  { name: 'bedrock', maxConcurrency: 4 },
+];
+
+/** Everything the stack reads from context; every member is optional and defaulted by the constructs. */
+export interface RcbDeployConfig {
+  readonly stackName: string;
+  readonly account?: string;
+  readonly region?: string;
+  readonly lanes?: LaneConfig[];
+  readonly alarmEmail?: string;
+  readonly evaluationMaxConcurrency?: number;
+  readonly taskCpu?: number;
+  readonly taskMemoryMiB?: number;
+  readonly cpuArchitecture?: 'X86_64' | 'ARM64';
+  readonly interfaceEndpoints?: boolean;
+  readonly artifactRetentionDays?: number;
+  readonly retainData?: boolean;
+  readonly generatorTimeoutSec?: number;
+  readonly maxMessageAgeSec?: number;
+  readonly bedrockResourceArns?: string[];
+}
+
+/** Context keys, in one place so that docs, cdk.json and code agree. */
+export const CONTEXT_KEYS = {
+  stackName: 'rcb:stackName',
+  account: 'rcb:account',
+  region: 'rcb:region',
+  lanes: 'rcb:lanes',
+  alarmEmail: 'rcb:alarmEmail',
+  evaluationMaxConcurrency: 'rcb:evaluationMaxConcurrency',
+  taskCpu: 'rcb:taskCpu',
+  taskMemoryMiB: 'rcb:taskMemoryMiB',
+  cpuArchitecture: 'rcb:cpuArchitecture',
+  interfaceEndpoints: 'rcb:interfaceEndpoints',
+  artifactRetentionDays: 'rcb:artifactRetentionDays',
+  retainData: 'rcb:retainData',
+  generatorTimeoutSec: 'rcb:generatorTimeoutSec',
+  maxMessageAgeSec: 'rcb:maxMessageAgeSec',
+  bedrockResourceArns: 'rcb:bedrockResourceArns',
+} as const;
+
+const LANE_NAME = /^[a-z][a-z0-9-]{0,30}$/;
+
+/** Fails with the offending key, so a typo in cdk.json is found at synth, not at deploy. */
+export class ConfigError extends Error {
+  constructor(key: string, message: string) {
+    super(`rcb config: ${key}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Checks a lane list: names unique and well formed, concurrency and batch size in SQS/Lambda's ranges. */
+export function validateLanes(lanes: readonly LaneConfig[], key = CONTEXT_KEYS.lanes): LaneConfig[] {
+  if (!Array.isArray(lanes) || lanes.length === 0) throw new ConfigError(key, 'needs at least one lane');
+  const seen = new Set<string>();
+  return lanes.map((lane, i) => {
+    const at = `${key}[${i}]`;
+    if (typeof lane !== 'object' || lane === null) throw new ConfigError(at, 'must be an object { name, maxConcurrency }');
+    if (typeof lane.name !== 'string' || !LANE_NAME.test(lane.name)) {
+      throw new ConfigError(`${at}.name`, `must match ${LANE_NAME} (got ${JSON.stringify(lane.name)})`);
+    }
+    if (seen.has(lane.name)) throw new ConfigError(`${at}.name`, `duplicate lane "${lane.name}"`);
+    seen.add(lane.name);
+    // SQS event sources accept a maximum concurrency of 2..1000 (AWS::Lambda::EventSourceMapping ScalingConfig).
+    if (!Number.isInteger(lane.maxConcurrency) || lane.maxConcurrency < 2 || lane.maxConcurrency > 1000) {
+      throw new ConfigError(`${at}.maxConcurrency`, `must be an integer in 2..1000 (got ${JSON.stringify(lane.maxConcurrency)})`);
+    }
+    const batchSize = lane.batchSize ?? 1;
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10) {
+      throw new ConfigError(`${at}.batchSize`, `must be an integer in 1..10 (got ${JSON.stringify(lane.batchSize)})`);
+    }
+    return { name: lane.name, maxConcurrency: lane.maxConcurrency, batchSize };
+  });
+}
+
+function parseJsonish(key: string, raw: unknown): unknown {
+  if (typeof raw !== 'string') return raw;
+  const text = raw.trim();
+  if (text === '') return undefined;
+  if (/^[[{]/.test(text)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ConfigError(key, `is not valid JSON: ${text}`);
+    }
+  }
+  return text;
+}
+
+function readString(node: Node, key: string): string | undefined {
+  const raw = parseJsonish(key, node.tryGetContext(key));
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== 'string') throw new ConfigError(key, `must be a string (got ${JSON.stringify(raw)})`);
+  return raw;
+}
+
+function readStringList(node: Node, key: string): string[] | undefined {
+  const raw = parseJsonish(key, node.tryGetContext(key));
+  if (raw === undefined || raw === null) return undefined;
+  if (!Array.isArray(raw) || raw.some((v) => typeof v !== 'string' || !v.startsWith('arn:'))) {
+    throw new ConfigError(key, `must be a list of ARNs (got ${JSON.stringify(raw)})`);
+  }
+  return raw as string[];
+}
+
+function readInt(node: Node, key: string, min: number, max: number): number | undefined {
+  const raw = parseJsonish(key, node.tryGetContext(key));
+  if (raw === undefined || raw === null) return undefined;
+  const value = typeof raw === 'string' ? Number(raw) : raw;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(key, `must be an integer in ${min}..${max} (got ${JSON.stringify(raw)})`);
+  }
+  return value;
+}
+
+function readBool(node: Node, key: string): boolean | undefined {
+  const raw = parseJsonish(key, node.tryGetContext(key));
+  if (raw === undefined || raw === null) return undefined;
+  if (raw === true || raw === 'true') return true;
+  if (raw === false || raw === 'false') return false;
+  throw new ConfigError(key, `must be true or false (got ${JSON.stringify(raw)})`);
+}
+
+/** Reads and validates the `rcb:*` context of an app. Absent keys stay undefined (construct defaults apply). */
+export function configFromContext(node: Node): RcbDeployConfig {
+  const lanesRaw = parseJsonish(CONTEXT_KEYS.lanes, node.tryGetContext(CONTEXT_KEYS.lanes));
+  const lanes = lanesRaw === undefined || lanesRaw === null ? undefined : validateLanes(lanesRaw as LaneConfig[]);
+  const arch = readString(node, CONTEXT_KEYS.cpuArchitecture);
+  if (arch !== undefined && arch !== 'X86_64' && arch !== 'ARM64') {
+    throw new ConfigError(CONTEXT_KEYS.cpuArchitecture, `must be X86_64 or ARM64 (got ${JSON.stringify(arch)})`);
+  }
+  const alarmEmail = readString(node, CONTEXT_KEYS.alarmEmail);
+  if (alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(alarmEmail)) {
+    throw new ConfigError(CONTEXT_KEYS.alarmEmail, `is not an e-mail address: ${alarmEmail}`);
+  }
+  const stackName = readString(node, CONTEXT_KEYS.stackName) ?? 'Rcb';
+  if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(stackName)) {
+    throw new ConfigError(CONTEXT_KEYS.stackName, `is not a valid CloudFormation stack name: ${stackName}`);
+  }
+  return {
+    stackName,
+    account: readString(node, CONTEXT_KEYS.account),
+    region: readString(node, CONTEXT_KEYS.region),
+    lanes,
+    alarmEmail,
+    evaluationMaxConcurrency: readInt(node, CONTEXT_KEYS.evaluationMaxConcurrency, 1, 1000),
+    taskCpu: readInt(node, CONTEXT_KEYS.taskCpu, 256, 16384),
+    taskMemoryMiB: readInt(node, CONTEXT_KEYS.taskMemoryMiB, 512, 122880),
+    cpuArchitecture: arch as RcbDeployConfig['cpuArchitecture'],
+    interfaceEndpoints: readBool(node, CONTEXT_KEYS.interfaceEndpoints),
+    artifactRetentionDays: readInt(node, CONTEXT_KEYS.artifactRetentionDays, 0, 36500),
+    retainData: readBool(node, CONTEXT_KEYS.retainData),
+    generatorTimeoutSec: readInt(node, CONTEXT_KEYS.generatorTimeoutSec, 10, 900),
+    maxMessageAgeSec: readInt(node, CONTEXT_KEYS.maxMessageAgeSec, 60, 1209600),
+    bedrockResourceArns: readStringList(node, CONTEXT_KEYS.bedrockResourceArns),
+  };
+}

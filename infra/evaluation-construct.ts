@@ -1,0 +1,317 @@
+import { Aws, Duration, IgnoreMode, RemovalPolicy } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { PROJECT_ROOT } from './rcb-function';
+import { ARTIFACT_PREFIXES, EVALUATION_OUTPUT_PATTERN, StorageConstruct, TABLE_KEYS } from './storage-construct';
+
+/** Name of the evaluator container: the orchestrator's containerOverrides refer to it. */
+export const EVALUATOR_CONTAINER_NAME = 'evaluator';
+/** Where the scratch volume is mounted: the only writable path of the container. */
+export const SCRATCH_PATH = '/scratch';
+/** The non-root user the image creates (container/Dockerfile) and the task runs as. */
+export const EVALUATOR_USER = '10001:10001';
+
+/**
+ * Paths kept out of the Docker build context. Besides size, each one would change the
+ * asset hash (and force an image rebuild) without changing the image.
+ */
+export const CONTAINER_ASSET_EXCLUDES = [
+  '.git',
+  'node_modules',
+  '**/node_modules',
+  'cdk.out',
+  'dist',
+  'runs',
+  '.rcb',
+  'coverage',
+  'test',
+  'infra',
+  'bin',
+  'functions',
+  'docs',
+  'bench',
+  '*.md',
+  '.ci',
+  'cdk.json',
+  'cdk.context.json',
+  'jest.config.js',
+];
+
+export interface EvaluationConstructProps {
+  /** Where the container reads its inputs and writes its verdicts. */
+  readonly storage: StorageConstruct;
+  /**
+   * vCPU units of one shard task (1024 = 1 vCPU); must pair with memoryMiB as Fargate allows.
+   * @default 2048
+   */
+  readonly cpu?: number;
+  /**
+   * Memory of one shard task, MiB.
+   * @default 8192
+   */
+  readonly memoryMiB?: number;
+  /**
+   * CPU architecture of the image and the task. X86_64 builds natively on most CI hosts
+   * and has the longest Fargate Spot track record; ARM64 is about 20% cheaper per vCPU-hour.
+   * @default ecs.CpuArchitecture.X86_64
+   */
+  readonly cpuArchitecture?: ecs.CpuArchitecture;
+  /**
+   * Create the ECR and CloudWatch Logs interface endpoints that let a task start without
+   * internet. They are the only fixed cost of the stack; `false` parks it (runs cannot
+   * start tasks until the endpoints are deployed again).
+   * @default true
+   */
+  readonly interfaceEndpoints?: boolean;
+  /**
+   * Number of availability zones holding an interface endpoint network interface. One is
+   * enough (tasks in the other zone reach it across zones); two survive a zone outage at
+   * twice the hourly price.
+   * @default 1
+   */
+  readonly endpointAzCount?: number;
+  /**
+   * CloudWatch Container Insights on the cluster (billed per task metric).
+   * @default false
+   */
+  readonly containerInsights?: boolean;
+  /**
+   * Retention of the container and VPC flow log groups.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+/**
+ * Evaluation: an isolated VPC (no NAT, no internet gateway, no public IP), the endpoints a
+ * Fargate task needs to start and to reach S3 and DynamoDB, an ECS cluster with Fargate
+ * Spot and Fargate capacity providers, and the shard task definition.
+ */
+export class EvaluationConstruct extends Construct {
+  public readonly vpc: ec2.Vpc;
+  public readonly cluster: ecs.Cluster;
+  public readonly taskDefinition: ecs.FargateTaskDefinition;
+  public readonly container: ecs.ContainerDefinition;
+  public readonly taskRole: iam.Role;
+  /** Attached to every shard task: HTTPS out (only endpoints are routable), nothing in. */
+  public readonly taskSecurityGroup: ec2.SecurityGroup;
+  public readonly taskSubnets: ec2.SubnetSelection;
+  public readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: EvaluationConstructProps) {
+    super(scope, id);
+    const { storage } = props;
+    const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    const arch = props.cpuArchitecture ?? ecs.CpuArchitecture.X86_64;
+
+    this.vpc = new ec2.Vpc(this, 'Vpc', {
+      ipAddresses: ec2.IpAddresses.cidr('10.64.0.0/16'),
+      maxAzs: 2,
+      natGateways: 0,
+      subnetConfiguration: [{ name: 'evaluation', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 20 }],
+      restrictDefaultSecurityGroup: true,
+    });
+    this.taskSubnets = { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
+
+    const flowLogGroup = new logs.LogGroup(this, 'FlowLogGroup', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    // Rejected flows are the interesting ones here: generated code trying to reach anything
+    // but the endpoints. Accepted flows would only log image pulls and verdict writes.
+    this.vpc.addFlowLog('RejectedFlows', {
+      destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup),
+      trafficType: ec2.FlowLogTrafficType.REJECT,
+    });
+
+    this.taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', {
+      vpc: this.vpc,
+      description: 'rcb shard tasks: HTTPS to VPC endpoints only (the subnets have no route elsewhere)',
+      allowAllOutbound: false,
+    });
+    // The S3 and DynamoDB gateway endpoints are reached through prefix lists whose ids an
+    // environment-agnostic template cannot know; the route tables, which hold no internet
+    // route, are what confine this rule to the endpoints.
+    this.taskSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to gateway and interface endpoints');
+
+    this.addGatewayEndpoints(storage);
+    if (props.interfaceEndpoints ?? true) this.addInterfaceEndpoints(props.endpointAzCount ?? 1);
+
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc: this.vpc,
+      enableFargateCapacityProviders: true,
+      containerInsightsV2: props.containerInsights ? ecs.ContainerInsights.ENABLED : ecs.ContainerInsights.DISABLED,
+    });
+    this.cluster.addDefaultCapacityProviderStrategy([{ capacityProvider: 'FARGATE_SPOT', weight: 1 }]);
+    if (!props.containerInsights) {
+      NagSuppressions.addResourceSuppressions(this.cluster, [
+        {
+          id: 'AwsSolutions-ECS4',
+          reason:
+            'Container Insights bills per task metric; shard outcomes are tracked by Step Functions (failed executions alarm) and the task logs. Enable with containerInsights: true.',
+        },
+      ]);
+    }
+
+    this.taskRole = new iam.Role(this, 'TaskRole', {
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'rcb shard task: reads a run\'s inputs, writes its verdicts and evaluation logs',
+    });
+    // Inputs: the run item, the shard's tasks (gsi1) and their completions.
+    storage.grantTable(this.taskRole, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'], { index: true });
+    // Results: verdict items and run counters, all under the run's partition.
+    storage.grantTable(this.taskRole, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], { leadingKeys: ['RUN#*'] });
+    storage.grantArtifacts(this.taskRole, {
+      read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
+      list: [`${ARTIFACT_PREFIXES.psets}*`],
+      write: [EVALUATION_OUTPUT_PATTERN],
+    });
+
+    this.logGroup = new logs.LogGroup(this, 'TaskLogGroup', { retention, removalPolicy: RemovalPolicy.DESTROY });
+
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'ShardTask', {
+      cpu: props.cpu ?? 2048,
+      memoryLimitMiB: props.memoryMiB ?? 8192,
+      runtimePlatform: { cpuArchitecture: arch, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+      taskRole: this.taskRole,
+      volumes: [{ name: 'scratch' }],
+    });
+
+    const linuxParameters = new ecs.LinuxParameters(this, 'LinuxParameters', { initProcessEnabled: true });
+    linuxParameters.dropCapabilities(ecs.Capability.ALL);
+
+    this.container = this.taskDefinition.addContainer('Evaluator', {
+      containerName: EVALUATOR_CONTAINER_NAME,
+      image: ecs.ContainerImage.fromAsset(PROJECT_ROOT, {
+        file: 'container/Dockerfile',
+        exclude: CONTAINER_ASSET_EXCLUDES,
+        ignoreMode: IgnoreMode.DOCKER,
+        platform: arch === ecs.CpuArchitecture.ARM64 ? ecrAssets.Platform.LINUX_ARM64 : ecrAssets.Platform.LINUX_AMD64,
+      }),
+      user: EVALUATOR_USER,
+      readonlyRootFilesystem: true,
+      linuxParameters,
+      essential: true,
+      // Fargate Spot gives two minutes' notice; the entry point flushes finished verdicts on SIGTERM.
+      stopTimeout: Duration.seconds(120),
+      logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'shard', logGroup: this.logGroup }),
+      environment: {
+        RCB_TABLE: storage.table.tableName,
+        RCB_BUCKET: storage.bucket.bucketName,
+        RCB_SCRATCH: SCRATCH_PATH,
+        AWS_REGION: Aws.REGION,
+      },
+    });
+    this.container.addMountPoints({ sourceVolume: 'scratch', containerPath: SCRATCH_PATH, readOnly: false });
+
+    NagSuppressions.addResourceSuppressions(this.taskDefinition, [
+      {
+        id: 'AwsSolutions-ECS2',
+        reason: 'The environment holds resource names (table, bucket, scratch path) only; no secret is passed to the container.',
+      },
+    ]);
+    NagSuppressions.addResourceSuppressions(
+      this.taskDefinition,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Execution role: ecr:GetAuthorizationToken supports no resource-level permission (CDK grants it on "*" to pull the asset image).',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.taskRole,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Object-key wildcards: the task reads psets/* and runs/* (its run id is only known at run time) and writes runs/*/evaluation/* only; its DynamoDB writes are limited to RUN#* partitions.',
+          appliesTo: [
+            { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' },
+            { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/runs\\/\\*\\/evaluation\\/\\*$/g' },
+          ],
+        },
+      ],
+      true,
+    );
+  }
+
+  /** Free gateway endpoints whose policies admit only this stack's bucket and table (and ECR's layer bucket). */
+  private addGatewayEndpoints(storage: StorageConstruct): void {
+    const s3Endpoint = this.vpc.addGatewayEndpoint('S3Endpoint', {
+      service: ec2.GatewayVpcEndpointAwsService.S3,
+      subnets: [this.taskSubnets],
+    });
+    // Without a policy the endpoint would carry requests to any bucket, including an
+    // attacker's public one: generated code could exfiltrate through it.
+    s3Endpoint.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'EcrImageLayers',
+        principals: [new iam.AnyPrincipal()],
+        actions: ['s3:GetObject'],
+        resources: [`arn:${Aws.PARTITION}:s3:::prod-${Aws.REGION}-starport-layer-bucket/*`],
+      }),
+    );
+    s3Endpoint.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'RcbArtifacts',
+        principals: [new iam.AnyPrincipal()],
+        actions: ['s3:GetObject', 's3:PutObject', 's3:ListBucket'],
+        resources: [storage.bucket.bucketArn, storage.bucket.arnForObjects('*')],
+      }),
+    );
+
+    const dynamoEndpoint = this.vpc.addGatewayEndpoint('DynamoDbEndpoint', {
+      service: ec2.GatewayVpcEndpointAwsService.DYNAMODB,
+      subnets: [this.taskSubnets],
+    });
+    dynamoEndpoint.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'RcbTable',
+        principals: [new iam.AnyPrincipal()],
+        actions: [
+          'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:Query',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
+        resources: [storage.table.tableArn, `${storage.table.tableArn}/index/${TABLE_KEYS.gsi1Name}`],
+      }),
+    );
+  }
+
+  /**
+   * ECR (API and registry) and CloudWatch Logs interface endpoints: what a Fargate task in a
+   * subnet without internet needs to pull its image and ship its logs. Reachable from the
+   * task security group only.
+   */
+  private addInterfaceEndpoints(azCount: number): void {
+    const subnets = this.vpc.isolatedSubnets.slice(0, Math.max(1, Math.min(azCount, this.vpc.isolatedSubnets.length)));
+    const endpointSecurityGroup = new ec2.SecurityGroup(this, 'EndpointSecurityGroup', {
+      vpc: this.vpc,
+      description: 'rcb interface endpoints: HTTPS from shard tasks only',
+      allowAllOutbound: false,
+    });
+    endpointSecurityGroup.addIngressRule(this.taskSecurityGroup, ec2.Port.tcp(443), 'HTTPS from shard tasks');
+    const services: Array<[string, ec2.InterfaceVpcEndpointAwsService]> = [
+      ['EcrApiEndpoint', ec2.InterfaceVpcEndpointAwsService.ECR],
+      ['EcrDockerEndpoint', ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER],
+      ['LogsEndpoint', ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS],
+    ];
+    for (const [id, service] of services) {
+      this.vpc.addInterfaceEndpoint(id, {
+        service,
+        subnets: { subnets },
+        securityGroups: [endpointSecurityGroup],
+        open: false,
+        privateDnsEnabled: true,
+      });
+    }
+  }
+}

@@ -1,0 +1,219 @@
+import { Aws, Duration } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambdaEventSources from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { DEFAULT_LANES, type LaneConfig, validateLanes } from './config';
+import { RcbFunction } from './rcb-function';
+import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
+
+/** One provider lane as built: its queue, its dead-letter queue and its configuration. */
+export interface GenerationLane {
+  readonly config: Required<LaneConfig>;
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+}
+
+export interface GenerationConstructProps {
+  /** Where runs, tasks, completions and artifacts live. */
+  readonly storage: StorageConstruct;
+  /**
+   * Provider lanes: one queue each, drained at the lane's maximum concurrency.
+   * @default DEFAULT_LANES (openai 8, anthropic 4, gemini 4, bedrock 4)
+   */
+  readonly lanes?: readonly LaneConfig[];
+  /**
+   * Generator function timeout: one batch of model calls, retries included.
+   * The lane queues' visibility timeout is six times this.
+   * @default Duration.minutes(10)
+   */
+  readonly generatorTimeout?: Duration;
+  /**
+   * Generator memory, MiB.
+   * @default 512
+   */
+  readonly generatorMemorySize?: number;
+  /**
+   * Deliveries of a message before it moves to the lane's DLQ. The generator retries
+   * retryable provider errors itself and stores a failed completion for final ones, so a
+   * message is redelivered only when an invocation crashed or timed out.
+   * @default 3
+   */
+  readonly maxReceiveCount?: number;
+  /**
+   * Bedrock models and inference profiles the generator may invoke (bedrock:InvokeModel,
+   * which the Converse API needs). Bedrock takes no API key: IAM is its key.
+   * @default - when a lane is named `bedrock`: every foundation model and this account's
+   * inference profiles; otherwise none
+   */
+  readonly bedrockResourceArns?: string[];
+}
+
+/**
+ * Generation: SQS lanes fanning tasks to the generator Lambda, which calls model APIs with
+ * keys from the one secret only it can read.
+ */
+export class GenerationConstruct extends Construct {
+  public readonly lanes: GenerationLane[];
+  public readonly generator: RcbFunction;
+  /** Provider API keys, a JSON object `{ "OPENAI_API_KEY": "...", ... }`. */
+  public readonly keysSecret: secretsmanager.Secret;
+
+  constructor(scope: Construct, id: string, props: GenerationConstructProps) {
+    super(scope, id);
+    const lanes = validateLanes(props.lanes ?? DEFAULT_LANES) as Required<LaneConfig>[];
+    const timeout = props.generatorTimeout ?? Duration.minutes(10);
+    const maxReceiveCount = props.maxReceiveCount ?? 3;
+    const { storage } = props;
+
+    this.keysSecret = new secretsmanager.Secret(this, 'ProviderKeys', {
+      description: 'rcb model provider API keys: a JSON object of KEY_NAME -> value, read only by the generator',
+      // Starts as an empty JSON object; the team writes the real keys with put-secret-value.
+      secretObjectValue: {},
+    });
+
+    this.generator = new RcbFunction(this, 'Generator', {
+      functionDir: 'generate',
+      description: 'rcb: calls one model per task message and stores the completion (SQS lanes)',
+      memorySize: props.generatorMemorySize ?? 512,
+      timeout,
+      environment: {
+        RCB_TABLE: storage.table.tableName,
+        RCB_BUCKET: storage.bucket.bucketName,
+        RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
+      },
+    });
+    const generatorRole = this.generator.role;
+
+    // Reserve and settle budget on the run item, read tasks, write completions (first write wins).
+    storage.grantTable(generatorRole, [
+      'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ]);
+    storage.grantArtifacts(generatorRole, {
+      read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
+      write: [`${ARTIFACT_PREFIXES.runs}*`],
+    });
+
+    const bedrockArns =
+      props.bedrockResourceArns ??
+      (lanes.some((l) => l.name === 'bedrock')
+        ? [
+            `arn:${Aws.PARTITION}:bedrock:*::foundation-model/*`,
+            `arn:${Aws.PARTITION}:bedrock:*:${Aws.ACCOUNT_ID}:inference-profile/*`,
+          ]
+        : []);
+    if (bedrockArns.length > 0) {
+      generatorRole.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
+          resources: bedrockArns,
+        }),
+      );
+    }
+
+    this.keysSecret.grantRead(generatorRole);
+    // "Only the generator": an explicit deny for every other principal of the account, so
+    // that a later broad grant (an admin role, another function) cannot read the keys either.
+    // Writing the secret (PutSecretValue) stays with IAM administrators.
+    this.keysSecret.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'OnlyTheGeneratorReadsProviderKeys',
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: ['*'],
+        conditions: { StringNotEquals: { 'aws:PrincipalArn': generatorRole.roleArn } },
+      }),
+    );
+    NagSuppressions.addResourceSuppressions(this.keysSecret, [
+      {
+        id: 'AwsSolutions-SMG4',
+        reason:
+          'Model provider API keys are issued by third parties (OpenAI, Anthropic, Google) and cannot be rotated by a Lambda here; the team rotates them at the provider and writes the new value with put-secret-value.',
+      },
+    ]);
+
+    this.lanes = lanes.map((lane) => {
+      const laneId = pascal(lane.name);
+      const deadLetterQueue = new sqs.Queue(this, `${laneId}DeadLetterQueue`, {
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: Duration.days(14),
+      });
+      const queue = new sqs.Queue(this, `${laneId}Queue`, {
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        // AWS guidance for SQS-triggered functions: at least six times the function timeout,
+        // so that retries by the event source never see a message still being processed.
+        visibilityTimeout: Duration.seconds(timeout.toSeconds() * 6),
+        retentionPeriod: Duration.days(4),
+        receiveMessageWaitTime: Duration.seconds(20),
+        deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount },
+      });
+      NagSuppressions.addResourceSuppressions(deadLetterQueue, [
+        {
+          id: 'Serverless-SQSRedrivePolicy',
+          reason: `This queue is the dead-letter queue of the ${lane.name} lane: a DLQ of a DLQ would only hide failures, so its depth is alarmed on instead.`,
+        },
+      ]);
+      this.generator.function.addEventSource(
+        new lambdaEventSources.SqsEventSource(queue, {
+          batchSize: lane.batchSize,
+          maxConcurrency: lane.maxConcurrency,
+          reportBatchItemFailures: true,
+        }),
+      );
+      return { config: lane, queue, deadLetterQueue };
+    });
+
+    NagSuppressions.addResourceSuppressions(
+      generatorRole,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Object-key wildcards: the generator reads psets/* and runs/* and writes runs/* (run ids are only known at run time). Bedrock: model and inference-profile ids are chosen per run from the model registry; only InvokeModel actions are granted, and bedrockResourceArns narrows them.',
+          appliesTo: [
+            { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' },
+            { regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile)\\/\\*$/g' },
+          ],
+        },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.generator.function,
+      [
+        {
+          id: 'Serverless-LambdaEventSourceMappingDestination',
+          reason:
+            'SQS event source mappings do not support on-failure destinations; failed messages go to each lane queue\'s dead-letter queue through its redrive policy.',
+        },
+      ],
+      true,
+    );
+  }
+
+  /** Lane name -> queue URL, the map PlanRun uses to route a task to its provider's lane. */
+  public laneQueueUrls(): Record<string, string> {
+    return Object.fromEntries(this.lanes.map((l) => [l.config.name, l.queue.queueUrl]));
+  }
+
+  /** Lane name -> dead-letter queue URL, for progress checks that count dead-lettered tasks. */
+  public laneDeadLetterQueueUrls(): Record<string, string> {
+    return Object.fromEntries(this.lanes.map((l) => [l.config.name, l.deadLetterQueue.queueUrl]));
+  }
+}
+
+/** `open-ai` -> `OpenAi`, for construct ids. */
+export function pascal(name: string): string {
+  return name
+    .split('-')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}

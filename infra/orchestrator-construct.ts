@@ -1,0 +1,366 @@
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { EvaluationConstruct } from './evaluation-construct';
+import { GenerationConstruct } from './generation-construct';
+import { RcbFunction } from './rcb-function';
+import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
+
+/**
+ * State names of the run workflow. They are part of the contract: the local runner
+ * executes this exact definition with aws-local-stepfunctions and binds Task states by name.
+ */
+export const STATE_NAMES = {
+  planRun: 'PlanRun',
+  waitForGeneration: 'WaitForGeneration',
+  checkProgress: 'CheckProgress',
+  generationDone: 'GenerationDone?',
+  evaluateShards: 'EvaluateShards',
+  evaluateShard: 'EvaluateShard',
+  evaluateShardOnDemand: 'EvaluateShardOnDemand',
+  aggregate: 'Aggregate',
+  markRunFailed: 'MarkRunFailed',
+  succeeded: 'RunSucceeded',
+  failed: 'RunFailed',
+} as const;
+
+/**
+ * Errors that mean "no Fargate (Spot) capacity right now" or a throttled RunTask call:
+ * `AmazonECS.Unknown` is what a `.sync` RunTask raises when the response carries
+ * `failures` (e.g. RESOURCE:FARGATE); the ECS.* ones are API exceptions.
+ */
+export const CAPACITY_ERRORS = [
+  'AmazonECS.Unknown',
+  'ECS.AmazonECSException',
+  'ECS.ServerException',
+  'ECS.LimitExceededException',
+];
+
+export interface OrchestratorConstructProps {
+  readonly storage: StorageConstruct;
+  readonly generation: GenerationConstruct;
+  readonly evaluation: EvaluationConstruct;
+  /**
+   * Shards (papers) evaluated at once: the Map's MaxConcurrency, i.e. Fargate tasks in flight per run.
+   * @default 10
+   */
+  readonly evaluationMaxConcurrency?: number;
+  /**
+   * Pause between two generation progress checks.
+   * @default Duration.seconds(30)
+   */
+  readonly generationPollInterval?: Duration;
+  /**
+   * How long CheckProgress lets generation run before it fails the run (it receives this
+   * as RCB_GENERATION_TIMEOUT_SEC and decides; the loop itself has no counter).
+   * @default Duration.hours(24)
+   */
+  readonly generationTimeout?: Duration;
+  /**
+   * Longest one shard task may run before Step Functions stops it.
+   * @default Duration.hours(2)
+   */
+  readonly shardTimeout?: Duration;
+  /**
+   * Backstop for the whole execution; a timed-out execution skips the catch path, so it is
+   * alarmed on separately.
+   * @default Duration.days(3)
+   */
+  readonly runTimeout?: Duration;
+  /**
+   * Whether the evaluation network can start tasks (interface endpoints deployed). Passed to
+   * PlanRun as RCB_EVALUATION_READY so that it refuses a run early on a parked stack.
+   * @default true
+   */
+  readonly evaluationReady?: boolean;
+}
+
+/**
+ * The run workflow (standard Step Functions): PlanRun, a Wait/CheckProgress/Choice loop
+ * while the lanes generate, a Map of Fargate RunTask `.sync` over the shards, Aggregate;
+ * any failure goes to MarkRunFailed, which records the error and keeps what finished.
+ */
+export class OrchestratorConstruct extends Construct {
+  public readonly stateMachine: sfn.StateMachine;
+  public readonly planRun: RcbFunction;
+  public readonly checkProgress: RcbFunction;
+  public readonly aggregate: RcbFunction;
+  public readonly markRunFailed: RcbFunction;
+  public readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: OrchestratorConstructProps) {
+    super(scope, id);
+    const { storage, generation } = props;
+    const common = { RCB_TABLE: storage.table.tableName, RCB_BUCKET: storage.bucket.bucketName };
+    const stack = Stack.of(this);
+
+    this.planRun = new RcbFunction(this, 'PlanRunFunction', {
+      functionDir: 'plan-run',
+      description: 'rcb: validates a run spec, writes its tasks, checks the budget, enqueues generation',
+      memorySize: 1024,
+      timeout: Duration.minutes(5),
+      environment: {
+        ...common,
+        RCB_LANE_QUEUES: stack.toJsonString(generation.laneQueueUrls()),
+        RCB_EVALUATION_READY: String(props.evaluationReady ?? true),
+      },
+    });
+    storage.grantTable(this.planRun.role, [
+      'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:Query',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:BatchWriteItem',
+    ]);
+    storage.grantArtifacts(this.planRun.role, {
+      read: [`${ARTIFACT_PREFIXES.psets}*`],
+      list: [`${ARTIFACT_PREFIXES.psets}*`],
+      write: [`${ARTIFACT_PREFIXES.runs}*`],
+    });
+    for (const lane of generation.lanes) lane.queue.grantSendMessages(this.planRun.role);
+
+    this.checkProgress = new RcbFunction(this, 'CheckProgressFunction', {
+      functionDir: 'check-progress',
+      description: 'rcb: reports whether every task of a run has a completion',
+      timeout: Duration.minutes(1),
+      environment: {
+        ...common,
+        RCB_LANE_QUEUES: stack.toJsonString(generation.laneQueueUrls()),
+        RCB_LANE_DLQS: stack.toJsonString(generation.laneDeadLetterQueueUrls()),
+        RCB_GENERATION_TIMEOUT_SEC: String((props.generationTimeout ?? Duration.hours(24)).toSeconds()),
+      },
+    });
+    storage.grantTable(this.checkProgress.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    for (const lane of generation.lanes) {
+      lane.queue.grant(this.checkProgress.role, 'sqs:GetQueueAttributes');
+      lane.deadLetterQueue.grant(this.checkProgress.role, 'sqs:GetQueueAttributes');
+    }
+
+    this.aggregate = new RcbFunction(this, 'AggregateFunction', {
+      functionDir: 'aggregate',
+      description: 'rcb: scores a run, writes its reports and summary, sets its final status',
+      memorySize: 1024,
+      timeout: Duration.minutes(10),
+      environment: common,
+    });
+    storage.grantTable(this.aggregate.role, [
+      'dynamodb:GetItem',
+      'dynamodb:BatchGetItem',
+      'dynamodb:Query',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ]);
+    storage.grantArtifacts(this.aggregate.role, {
+      read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
+      list: [`${ARTIFACT_PREFIXES.runs}*`],
+      write: [`${ARTIFACT_PREFIXES.runs}*`],
+    });
+
+    this.markRunFailed = new RcbFunction(this, 'MarkRunFailedFunction', {
+      functionDir: 'mark-failed',
+      description: 'rcb: marks a run failed with its error; finished completions and verdicts stay',
+      timeout: Duration.seconds(30),
+      environment: common,
+    });
+    storage.grantTable(this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: ['RUN#*'] });
+
+    for (const fn of [this.planRun, this.checkProgress, this.aggregate, this.markRunFailed]) {
+      NagSuppressions.addResourceSuppressions(
+        fn.role,
+        [
+          {
+            id: 'AwsSolutions-IAM5',
+            reason:
+              'Object-key wildcards under the bucket\'s psets/ and runs/ prefixes only: run ids and pset digests are known at run time, not at deploy time.',
+            appliesTo: [{ regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' }],
+          },
+        ],
+        true,
+      );
+    }
+
+    this.logGroup = new logs.LogGroup(this, 'LogGroup', {
+      logGroupName: `/aws/vendedlogs/states/${stack.stackName}-run-workflow`,
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    this.stateMachine = new sfn.StateMachine(this, 'RunWorkflow', {
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      comment: 'rcb run: plan, generate (SQS lanes), evaluate shards (Fargate), aggregate',
+      definitionBody: sfn.DefinitionBody.fromChainable(this.buildDefinition(props)),
+      timeout: props.runTimeout ?? Duration.days(3),
+      tracingEnabled: true,
+      logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
+    });
+    NagSuppressions.addResourceSuppressions(
+      this.stateMachine,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Generated by CDK for the service integrations: lambda:InvokeFunction on "<fn>:*" (the four workflow functions, any version), and ecs:StopTask/DescribeTasks, X-Ray and CloudWatch Logs delivery actions, which support no resource-level permission.',
+          appliesTo: [{ regex: '/^Resource::<Orchestrator[A-Za-z]+Function[0-9A-F]+\\.Arn>:\\*$/g' }, 'Resource::*'],
+        },
+      ],
+      true,
+    );
+  }
+
+  private buildDefinition(props: OrchestratorConstructProps): sfn.IChainable {
+    const failurePath = this.failurePhase();
+    const catchToFailed = (state: sfn.TaskStateBase | sfn.Map): void => {
+      state.addCatch(failurePath, { errors: [sfn.Errors.ALL], resultPath: '$.failure' });
+    };
+
+    const planRun = new tasks.LambdaInvoke(this, 'PlanRun', {
+      stateName: STATE_NAMES.planRun,
+      comment: 'Validate the spec, write tasks, refuse a spec over budget, enqueue generation',
+      lambdaFunction: this.planRun.function,
+      // No payload: the whole execution input ({ runId, spec, force? }) is the event.
+      payloadResponseOnly: true,
+      resultPath: '$.plan',
+    });
+    catchToFailed(planRun);
+
+    const evaluateShards = this.evaluationPhase(props);
+    catchToFailed(evaluateShards);
+
+    const aggregate = new tasks.LambdaInvoke(this, 'Aggregate', {
+      stateName: STATE_NAMES.aggregate,
+      comment: 'Scores, reports to S3, summary item, final run status',
+      lambdaFunction: this.aggregate.function,
+      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId') }),
+      payloadResponseOnly: true,
+      resultPath: '$.summary',
+    });
+    catchToFailed(aggregate);
+
+    const succeeded = new sfn.Succeed(this, 'RunSucceeded', { stateName: STATE_NAMES.succeeded });
+    const afterGeneration = evaluateShards.next(aggregate).next(succeeded);
+    return planRun.next(this.generationPhase(props, afterGeneration, catchToFailed));
+  }
+
+  /**
+   * Wait → CheckProgress → GenerationDone?, looping until CheckProgress reports every task
+   * of the run settled (completed or failed for good). CheckProgress owns the deadline.
+   */
+  private generationPhase(
+    props: OrchestratorConstructProps,
+    whenDone: sfn.IChainable,
+    catchToFailed: (state: sfn.TaskStateBase) => void,
+  ): sfn.IChainable {
+    const wait = new sfn.Wait(this, 'WaitForGeneration', {
+      stateName: STATE_NAMES.waitForGeneration,
+      time: sfn.WaitTime.duration(props.generationPollInterval ?? Duration.seconds(30)),
+    });
+    const check = new tasks.LambdaInvoke(this, 'CheckProgress', {
+      stateName: STATE_NAMES.checkProgress,
+      comment: 'Count settled tasks of the run; fail it past the generation deadline',
+      lambdaFunction: this.checkProgress.function,
+      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId') }),
+      payloadResponseOnly: true,
+      resultPath: '$.progress',
+    });
+    catchToFailed(check);
+    const done = new sfn.Choice(this, 'GenerationDone', { stateName: STATE_NAMES.generationDone })
+      .when(sfn.Condition.booleanEquals('$.progress.done', true), whenDone)
+      .otherwise(wait);
+    return wait.next(check).next(done);
+  }
+
+  /**
+   * Map over the shards PlanRun listed (one paper each), each an ECS RunTask `.sync` on
+   * Fargate Spot; capacity errors are retried with backoff, and a shard Spot cannot run
+   * (no capacity, or interrupted twice) moves to on-demand Fargate.
+   */
+  private evaluationPhase(props: OrchestratorConstructProps): sfn.Map {
+    const { evaluation } = props;
+    const runShard = (id: string, stateName: string, capacityProvider: 'FARGATE_SPOT' | 'FARGATE'): tasks.EcsRunTask =>
+      new tasks.EcsRunTask(this, id, {
+        stateName,
+        comment: `Evaluate one paper's candidates on ${capacityProvider}`,
+        integrationPattern: sfn.IntegrationPattern.RUN_JOB,
+        cluster: evaluation.cluster,
+        taskDefinition: evaluation.taskDefinition,
+        launchTarget: new tasks.EcsFargateLaunchTarget({
+          platformVersion: ecs.FargatePlatformVersion.LATEST,
+          capacityProviderOptions: tasks.CapacityProviderOptions.custom([{ capacityProvider, weight: 1 }]),
+        }),
+        assignPublicIp: false,
+        subnets: evaluation.taskSubnets,
+        securityGroups: [evaluation.taskSecurityGroup],
+        propagatedTagSource: ecs.PropagatedTagSource.TASK_DEFINITION,
+        containerOverrides: [
+          {
+            containerDefinition: evaluation.container,
+            environment: [
+              { name: 'RCB_RUN_ID', value: sfn.JsonPath.stringAt('$.runId') },
+              { name: 'RCB_SHARD', value: sfn.JsonPath.stringAt('$.paper') },
+            ],
+          },
+        ],
+        taskTimeout: sfn.Timeout.duration(props.shardTimeout ?? Duration.hours(2)),
+        resultPath: sfn.JsonPath.DISCARD,
+      });
+    const capacityRetry: sfn.RetryProps = {
+      errors: CAPACITY_ERRORS,
+      interval: Duration.seconds(30),
+      maxAttempts: 4,
+      backoffRate: 2,
+      maxDelay: Duration.minutes(5),
+      jitterStrategy: sfn.JitterType.FULL,
+    };
+
+    const onSpot = runShard('EvaluateShard', STATE_NAMES.evaluateShard, 'FARGATE_SPOT');
+    onSpot.addRetry(capacityRetry);
+    // A stopped task (Spot interruption, lost host) fails the .sync state with States.TaskFailed;
+    // verdicts are written first-wins, so a rerun redoes only the candidates not yet judged.
+    onSpot.addRetry({ errors: ['States.TaskFailed'], interval: Duration.seconds(60), maxAttempts: 2, backoffRate: 2 });
+
+    const onDemand = runShard('EvaluateShardOnDemand', STATE_NAMES.evaluateShardOnDemand, 'FARGATE');
+    onDemand.addRetry(capacityRetry);
+    onSpot.addCatch(onDemand, { errors: [...CAPACITY_ERRORS, 'States.TaskFailed'], resultPath: '$.spotFailure' });
+
+    const map = new sfn.Map(this, 'EvaluateShards', {
+      stateName: STATE_NAMES.evaluateShards,
+      comment: 'One Fargate task per paper; MaxConcurrency bounds tasks in flight per run',
+      itemsPath: '$.plan.shards',
+      itemSelector: {
+        runId: sfn.JsonPath.stringAt('$.runId'),
+        paper: sfn.JsonPath.stringAt('$$.Map.Item.Value.paper'),
+      },
+      maxConcurrency: props.evaluationMaxConcurrency ?? 10,
+      resultPath: sfn.JsonPath.DISCARD,
+    });
+    map.itemProcessor(onSpot);
+    return map;
+  }
+
+  /** MarkRunFailed then RunFailed, reporting the original error even if marking fails. */
+  private failurePhase(): sfn.IChainable {
+    const failed = new sfn.Fail(this, 'RunFailed', {
+      stateName: STATE_NAMES.failed,
+      errorPath: '$.failure.Error',
+      causePath: '$.failure.Cause',
+    });
+    const mark = new tasks.LambdaInvoke(this, 'MarkRunFailed', {
+      stateName: STATE_NAMES.markRunFailed,
+      comment: 'Record the error on the run item; completions and verdicts already written stay',
+      lambdaFunction: this.markRunFailed.function,
+      payload: sfn.TaskInput.fromObject({
+        runId: sfn.JsonPath.stringAt('$.runId'),
+        failure: sfn.JsonPath.objectAt('$.failure'),
+      }),
+      payloadResponseOnly: true,
+      resultPath: sfn.JsonPath.DISCARD,
+    });
+    mark.addCatch(failed, { errors: [sfn.Errors.ALL], resultPath: '$.markFailure' });
+    return mark.next(failed);
+  }
+}

@@ -1,0 +1,127 @@
+import * as path from 'node:path';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+
+const NODE_22_REASON =
+  'Node.js 22 is a supported LTS Lambda runtime and the one this project pins: the bundles are built for node22 and tested on that line. Moving to a newer runtime is a change of RcbFunction only.';
+
+/** Repository root: the folder holding package.json, package-lock.json and functions/. */
+export const PROJECT_ROOT = path.resolve(__dirname, '..');
+
+export interface RcbFunctionProps {
+  /** Folder name under functions/ whose `handler.ts` exports `handler`. */
+  readonly functionDir: string;
+  /** What the function does, shown in the console. */
+  readonly description: string;
+  /**
+   * Memory, MiB.
+   * @default 256
+   */
+  readonly memorySize?: number;
+  /**
+   * Function timeout.
+   * @default Duration.minutes(1)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Environment variables besides the Powertools ones this construct sets.
+   * @default - none
+   */
+  readonly environment?: Record<string, string>;
+  /**
+   * How long the function's log group keeps events.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+/**
+ * One Lambda function of the pipeline, built the same way for all: Node.js 22 on arm64,
+ * bundled by the local esbuild (never Docker), X-Ray tracing, its own log group with a
+ * retention, and a role that starts with no permission at all (no AWS managed policy):
+ * every grant is added by the construct that uses the function.
+ */
+export class RcbFunction extends Construct {
+  public readonly function: nodejs.NodejsFunction;
+  public readonly role: iam.Role;
+  public readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: RcbFunctionProps) {
+    super(scope, id);
+
+    this.logGroup = new logs.LogGroup(this, 'LogGroup', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `rcb ${props.functionDir} function`,
+    });
+    // Instead of AWSLambdaBasicExecutionRole (logs:* on every log group): write to this group only.
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [this.logGroup.logGroupArn],
+      }),
+    );
+
+    this.function = new nodejs.NodejsFunction(this, 'Function', {
+      entry: path.join(PROJECT_ROOT, 'functions', props.functionDir, 'handler.ts'),
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      description: props.description,
+      memorySize: props.memorySize ?? 256,
+      timeout: props.timeout ?? Duration.minutes(1),
+      role: this.role,
+      logGroup: this.logGroup,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      tracing: lambda.Tracing.ACTIVE,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: `rcb-${props.functionDir}`,
+        POWERTOOLS_METRICS_NAMESPACE: 'rcb',
+        NODE_OPTIONS: '--enable-source-maps',
+        ...props.environment,
+      },
+      bundling: {
+        // The SDK is bundled so that the pinned client versions run, not the runtime's copy.
+        bundleAwsSDK: true,
+        minify: true,
+        sourceMap: true,
+        target: 'node22',
+        format: nodejs.OutputFormat.CJS,
+        forceDockerBundling: false,
+      },
+    });
+
+    NagSuppressions.addResourceSuppressions(
+      this.role,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'X-Ray PutTraceSegments/PutTelemetryRecords do not support resource-level permissions; CDK adds them with Resource "*" for active tracing.',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(this.function, [
+      {
+        id: 'Serverless-LambdaDLQ',
+        reason:
+          'The function is never invoked asynchronously: Step Functions invokes it synchronously (with Retry/Catch) or an SQS event source mapping does, and the source queue has its own DLQ.',
+      },
+      { id: 'AwsSolutions-L1', reason: NODE_22_REASON },
+      { id: 'Serverless-LambdaLatestVersion', reason: NODE_22_REASON },
+    ]);
+  }
+}

@@ -1,0 +1,159 @@
+import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import type { Construct } from 'constructs';
+import type { LaneConfig, RcbDeployConfig } from './config';
+import { EvaluationConstruct } from './evaluation-construct';
+import { GenerationConstruct, pascal } from './generation-construct';
+import { MonitoringConstruct } from './monitoring-construct';
+import { OrchestratorConstruct } from './orchestrator-construct';
+import { StorageConstruct } from './storage-construct';
+
+export interface RcbStackProps extends StackProps {
+  /**
+   * Provider lanes (one SQS queue and DLQ each).
+   * @default DEFAULT_LANES
+   */
+  readonly lanes?: readonly LaneConfig[];
+  /**
+   * E-mail address for alarm notifications.
+   * @default - no SNS topic
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Shards evaluated at once per run (Map MaxConcurrency).
+   * @default 10
+   */
+  readonly evaluationMaxConcurrency?: number;
+  /**
+   * CPU units of a shard task.
+   * @default 2048
+   */
+  readonly taskCpu?: number;
+  /**
+   * Memory of a shard task, MiB.
+   * @default 8192
+   */
+  readonly taskMemoryMiB?: number;
+  /**
+   * CPU architecture of the evaluation image and tasks.
+   * @default 'X86_64'
+   */
+  readonly cpuArchitecture?: 'X86_64' | 'ARM64';
+  /**
+   * Deploy the ECR and Logs interface endpoints (the stack's only fixed cost); `false`
+   * parks evaluation.
+   * @default true
+   */
+  readonly interfaceEndpoints?: boolean;
+  /**
+   * Days before run artifacts (`runs/` in the bucket) expire; 0 keeps them.
+   * @default 180
+   */
+  readonly artifactRetentionDays?: number;
+  /**
+   * Keep the bucket and table when the stack is deleted.
+   * @default true
+   */
+  readonly retainData?: boolean;
+  /**
+   * Generator function timeout, seconds (lane visibility timeout is six times this).
+   * @default 600
+   */
+  readonly generatorTimeoutSec?: number;
+  /**
+   * Oldest-message age, seconds, that raises a lane's alarm.
+   * @default 21600
+   */
+  readonly maxMessageAgeSec?: number;
+  /**
+   * Bedrock resources the generator may invoke.
+   * @default - see GenerationConstructProps.bedrockResourceArns
+   */
+  readonly bedrockResourceArns?: string[];
+}
+
+/** Builds the stack props from the validated context, environment-agnostic unless account/region are given. */
+export function stackPropsFromConfig(config: RcbDeployConfig): RcbStackProps {
+  const { stackName, account, region, ...rest } = config;
+  return {
+    stackName,
+    description: 'rcb: ResearchCodeBench cloud pipeline (Step Functions, SQS lanes, Lambda, Fargate, DynamoDB, S3)',
+    ...(account || region ? { env: { account, region } } : {}),
+    ...rest,
+  };
+}
+
+/** The rcb cloud pipeline of ARCHITECTURE.md, composed from one construct per concern. */
+export class RcbStack extends Stack {
+  public readonly storage: StorageConstruct;
+  public readonly generation: GenerationConstruct;
+  public readonly evaluation: EvaluationConstruct;
+  public readonly orchestrator: OrchestratorConstruct;
+  public readonly monitoring: MonitoringConstruct;
+
+  constructor(scope: Construct, id: string, props: RcbStackProps = {}) {
+    super(scope, id, props);
+    const interfaceEndpoints = props.interfaceEndpoints ?? true;
+
+    this.storage = new StorageConstruct(this, 'Storage', {
+      artifactRetentionDays: props.artifactRetentionDays,
+      retainData: props.retainData,
+    });
+    this.generation = new GenerationConstruct(this, 'Generation', {
+      storage: this.storage,
+      lanes: props.lanes,
+      generatorTimeout: props.generatorTimeoutSec ? Duration.seconds(props.generatorTimeoutSec) : undefined,
+      bedrockResourceArns: props.bedrockResourceArns,
+    });
+    this.evaluation = new EvaluationConstruct(this, 'Evaluation', {
+      storage: this.storage,
+      cpu: props.taskCpu,
+      memoryMiB: props.taskMemoryMiB,
+      cpuArchitecture: props.cpuArchitecture === 'ARM64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
+      interfaceEndpoints,
+    });
+    this.orchestrator = new OrchestratorConstruct(this, 'Orchestrator', {
+      storage: this.storage,
+      generation: this.generation,
+      evaluation: this.evaluation,
+      evaluationMaxConcurrency: props.evaluationMaxConcurrency,
+      evaluationReady: interfaceEndpoints,
+    });
+    this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
+      lanes: this.generation.lanes,
+      stateMachine: this.orchestrator.stateMachine,
+      functions: [
+        { name: 'generate', fn: this.generation.generator },
+        { name: 'plan-run', fn: this.orchestrator.planRun },
+        { name: 'check-progress', fn: this.orchestrator.checkProgress },
+        { name: 'aggregate', fn: this.orchestrator.aggregate },
+        { name: 'mark-failed', fn: this.orchestrator.markRunFailed },
+      ],
+      alarmEmail: props.alarmEmail,
+      maxMessageAge: props.maxMessageAgeSec ? Duration.seconds(props.maxMessageAgeSec) : undefined,
+    });
+
+    this.addOutputs();
+  }
+
+  private addOutputs(): void {
+    new CfnOutput(this, 'ArtifactsBucketName', { value: this.storage.bucket.bucketName, description: 'Artifacts bucket (psets/, runs/)' });
+    new CfnOutput(this, 'RunsTableName', { value: this.storage.table.tableName, description: 'Single-table run store' });
+    new CfnOutput(this, 'RunWorkflowArn', { value: this.orchestrator.stateMachine.stateMachineArn, description: 'Run workflow state machine' });
+    new CfnOutput(this, 'ProviderKeysSecretArn', {
+      value: this.generation.keysSecret.secretArn,
+      description: 'Provider API keys (JSON); set with aws secretsmanager put-secret-value',
+    });
+    for (const lane of this.generation.lanes) {
+      new CfnOutput(this, `LaneQueueUrl${pascal(lane.config.name)}`, {
+        value: lane.queue.queueUrl,
+        description: `Generation queue of the ${lane.config.name} lane (max concurrency ${lane.config.maxConcurrency})`,
+      });
+      new CfnOutput(this, `LaneDeadLetterQueueUrl${pascal(lane.config.name)}`, {
+        value: lane.deadLetterQueue.queueUrl,
+        description: `Dead-letter queue of the ${lane.config.name} lane`,
+      });
+    }
+    new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
+  }
+}

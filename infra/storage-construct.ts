@@ -1,0 +1,201 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+
+/**
+ * Key prefixes of the artifacts bucket. The blob store adapter writes under these and
+ * nothing else; IAM grants and lifecycle rules are written against them.
+ */
+export const ARTIFACT_PREFIXES = {
+  /** Pset archives, uploaded by `rcb cloud run`, keyed by content digest: `psets/<digest>/...`. Kept. */
+  psets: 'psets/',
+  /** Everything one run produces: `runs/<runId>/...` (prompts, logs, reports). Expires. */
+  runs: 'runs/',
+} as const;
+
+/**
+ * Where the evaluation container writes inside a run: `runs/<runId>/evaluation/<paper>/...`.
+ * The task role can write there and nowhere else.
+ */
+export const EVALUATION_OUTPUT_PATTERN = 'runs/*/evaluation/*';
+
+/** Names of the single-table keys, shared by the construct, the tests and the DynamoDB adapter. */
+export const TABLE_KEYS = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  gsi1Name: 'gsi1',
+  gsi1PartitionKey: 'gsi1pk',
+  gsi1SortKey: 'gsi1sk',
+  ttlAttribute: 'expiresAt',
+} as const;
+
+/** DynamoDB item actions a grantee may receive (never table management or Scan). */
+export type TableItemAction =
+  | 'dynamodb:GetItem'
+  | 'dynamodb:BatchGetItem'
+  | 'dynamodb:Query'
+  | 'dynamodb:PutItem'
+  | 'dynamodb:UpdateItem'
+  | 'dynamodb:BatchWriteItem'
+  | 'dynamodb:ConditionCheckItem'
+  | 'dynamodb:DeleteItem';
+
+export interface TableGrantOptions {
+  /** Also allow the actions on the gsi1 index (only meaningful for Query). */
+  readonly index?: boolean;
+  /**
+   * Restrict the items to partition keys matching these patterns (`dynamodb:LeadingKeys`,
+   * StringLike), e.g. `['RUN#*']`.
+   * @default - any partition key
+   */
+  readonly leadingKeys?: string[];
+}
+
+export interface ArtifactGrantOptions {
+  /** Object key patterns the grantee may read (s3:GetObject), e.g. `psets/*`. */
+  readonly read?: string[];
+  /** Object key patterns the grantee may write (s3:PutObject), e.g. `runs/*`. */
+  readonly write?: string[];
+  /** Key prefixes the grantee may list (s3:ListBucket with an s3:prefix condition), e.g. `psets/*`. */
+  readonly list?: string[];
+}
+
+export interface StorageConstructProps {
+  /**
+   * Days after which objects under `runs/` expire; 0 keeps them forever.
+   * @default 180
+   */
+  readonly artifactRetentionDays?: number;
+  /**
+   * Days after which a replaced or deleted object version is removed.
+   * @default 30
+   */
+  readonly noncurrentVersionRetentionDays?: number;
+  /**
+   * Keep the bucket and table (and protect the table from deletion) when the stack is
+   * deleted. `false` suits throw-away stacks; the bucket must then be emptied before
+   * `cdk destroy`.
+   * @default true
+   */
+  readonly retainData?: boolean;
+}
+
+/**
+ * The run store and the blob store of the cloud pipeline: one S3 bucket for artifacts and
+ * one DynamoDB table holding every record of the RunStore port.
+ */
+export class StorageConstruct extends Construct {
+  public readonly bucket: s3.Bucket;
+  public readonly table: dynamodb.Table;
+
+  constructor(scope: Construct, id: string, props: StorageConstructProps = {}) {
+    super(scope, id);
+    const retain = props.retainData ?? true;
+    const removalPolicy = retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const artifactDays = props.artifactRetentionDays ?? 180;
+    const noncurrentDays = props.noncurrentVersionRetentionDays ?? 30;
+
+    this.bucket = new s3.Bucket(this, 'Artifacts', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      versioned: true,
+      removalPolicy,
+      lifecycleRules: [
+        ...(artifactDays > 0
+          ? [{ id: 'run-artifacts', prefix: ARTIFACT_PREFIXES.runs, expiration: Duration.days(artifactDays) }]
+          : []),
+        {
+          id: 'housekeeping',
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+          noncurrentVersionExpiration: Duration.days(noncurrentDays),
+          expiredObjectDeleteMarker: true,
+        },
+      ],
+    });
+    NagSuppressions.addResourceSuppressions(this.bucket, [
+      {
+        id: 'AwsSolutions-S1',
+        reason:
+          'Artifacts are benchmark inputs and outputs written only by this stack\'s roles; server access logs would double the request count of every test log written. CloudTrail data events can be enabled by the account owner if required.',
+      },
+    ]);
+
+    /*
+     * Single-table layout of the RunStore port (adapters/aws/dynamo-run-store.ts writes it;
+     * all keys are strings, `expiresAt` is epoch seconds for the TTL):
+     *
+     *   item          pk               sk                 gsi1pk   gsi1sk
+     *   run           RUN#<runId>      META               RUNS     <createdAt>#<runId>
+     *   task          RUN#<runId>      TASK#<taskId>      -        -
+     *   task counter  RUN#<runId>      TASKSEQ            -        -
+     *   verdict       RUN#<runId>      VERDICT#<taskId>   -        -
+     *   completion    TASK#<taskId>    COMPLETION         -        -
+     *
+     * - The run item holds the spec, status and the budget amounts; a reservation is one
+     *   conditional UpdateItem on it.
+     * - listTasks / listVerdicts: Query pk = RUN#<runId> with begins_with(sk, 'TASK#' | 'VERDICT#').
+     * - Runs newest first: Query gsi1 on gsi1pk = RUNS (a sparse index: only run items carry
+     *   gsi1pk; further item kinds may overload it with their own gsi1pk values).
+     * - Completions are keyed by task id alone, so they are the cross-run cache of paid
+     *   answers and never expire; run-scoped items may carry expiresAt.
+     * - Every repeatable write is a PutItem with attribute_not_exists(pk): first write wins.
+     * - Everything a run owns lives under RUN#<runId>, which lets IAM confine writers with
+     *   dynamodb:LeadingKeys (the evaluation task and MarkRunFailed write RUN#* only).
+     */
+    this.table = new dynamodb.Table(this, 'Runs', {
+      partitionKey: { name: TABLE_KEYS.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE_KEYS.sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      timeToLiveAttribute: TABLE_KEYS.ttlAttribute,
+      deletionProtection: retain,
+      removalPolicy,
+    });
+    this.table.addGlobalSecondaryIndex({
+      indexName: TABLE_KEYS.gsi1Name,
+      partitionKey: { name: TABLE_KEYS.gsi1PartitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE_KEYS.gsi1SortKey, type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+  }
+
+  /** Grants exactly the listed item actions on the table (and its index when asked). */
+  public grantTable(grantee: iam.IGrantable, actions: TableItemAction[], options: TableGrantOptions = {}): iam.Grant {
+    const resources = [this.table.tableArn];
+    if (options.index) resources.push(`${this.table.tableArn}/index/${TABLE_KEYS.gsi1Name}`);
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions,
+      resourceArns: resources,
+      conditions: options.leadingKeys
+        ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': options.leadingKeys } }
+        : undefined,
+    });
+  }
+
+  /** Grants object reads, writes and listings under the given key patterns only. */
+  public grantArtifacts(grantee: iam.IGrantable, options: ArtifactGrantOptions): void {
+    const objectArns = (patterns: string[]) => patterns.map((p) => this.bucket.arnForObjects(p));
+    if (options.read?.length) {
+      iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: objectArns(options.read) });
+    }
+    if (options.write?.length) {
+      iam.Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: objectArns(options.write) });
+    }
+    if (options.list?.length) {
+      iam.Grant.addToPrincipal({
+        grantee,
+        actions: ['s3:ListBucket'],
+        resourceArns: [this.bucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': options.list } },
+      });
+    }
+  }
+}

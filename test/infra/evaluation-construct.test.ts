@@ -1,0 +1,202 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Match } from 'aws-cdk-lib/assertions';
+import { buildStack, flatten, logicalIdStartingWith, resourcesOfType, roleActions, roleStatements, actionsOf } from './helpers';
+
+describe('EvaluationConstruct', () => {
+  describe('network', () => {
+    it('has no NAT gateway, no internet gateway and no egress-only gateway', () => {
+      const { template } = buildStack();
+      template.resourceCountIs('AWS::EC2::NatGateway', 0);
+      template.resourceCountIs('AWS::EC2::InternetGateway', 0);
+      template.resourceCountIs('AWS::EC2::VPCGatewayAttachment', 0);
+      template.resourceCountIs('AWS::EC2::EgressOnlyInternetGateway', 0);
+    });
+
+    it('has only isolated subnets, which never assign public IPs', () => {
+      const { template } = buildStack();
+      const subnets = Object.values(resourcesOfType(template, 'AWS::EC2::Subnet'));
+      expect(subnets).toHaveLength(2);
+      for (const s of subnets) {
+        expect(s.Properties?.MapPublicIpOnLaunch).toBe(false);
+        expect(s.Properties?.Tags).toEqual(expect.arrayContaining([{ Key: 'aws-cdk:subnet-type', Value: 'Isolated' }]));
+      }
+      // No route to anywhere but the VPC and the gateway endpoints.
+      template.resourceCountIs('AWS::EC2::Route', 0);
+    });
+
+    it('has S3 and DynamoDB gateway endpoints whose policies admit only the stack bucket and table', () => {
+      const { template } = buildStack();
+      const bucket = logicalIdStartingWith(template, 'AWS::S3::Bucket', 'StorageArtifacts');
+      const table = logicalIdStartingWith(template, 'AWS::DynamoDB::Table', 'StorageRuns');
+      const gateways = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter(
+        (e) => e.Properties?.VpcEndpointType === 'Gateway',
+      );
+      const byService = Object.fromEntries(gateways.map((e) => [flatten(e.Properties?.ServiceName).split('.').pop(), e]));
+      expect(Object.keys(byService).sort()).toEqual(['dynamodb', 's3']);
+
+      const s3Resources = (byService.s3.Properties?.PolicyDocument.Statement as Array<{ Resource: unknown }>).map((s) => flatten(s.Resource));
+      expect(s3Resources).toEqual([
+        'arn:${AWS::Partition}:s3:::prod-${AWS::Region}-starport-layer-bucket/*',
+        `\${${bucket}.Arn},\${${bucket}.Arn}/*`,
+      ]);
+      const dynamoResources = (byService.dynamodb.Properties?.PolicyDocument.Statement as Array<{ Resource: unknown }>).map((s) =>
+        flatten(s.Resource),
+      );
+      expect(dynamoResources).toEqual([`\${${table}.Arn},\${${table}.Arn}/index/gsi1`]);
+    });
+
+    it('has ECR API, ECR registry and CloudWatch Logs interface endpoints in one AZ, reachable from shard tasks only', () => {
+      const { template } = buildStack();
+      const interfaces = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter(
+        (e) => e.Properties?.VpcEndpointType === 'Interface',
+      );
+      expect(interfaces.map((e) => flatten(e.Properties?.ServiceName).replace('com.amazonaws.${AWS::Region}.', '')).sort()).toEqual([
+        'ecr.api',
+        'ecr.dkr',
+        'logs',
+      ]);
+      for (const e of interfaces) {
+        expect(e.Properties?.PrivateDnsEnabled).toBe(true);
+        expect(e.Properties?.SubnetIds).toHaveLength(1);
+      }
+      const taskSg = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup');
+      const endpointSg = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationEndpointSecurityGroup');
+      template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', {
+        GroupId: { 'Fn::GetAtt': [endpointSg, 'GroupId'] },
+        SourceSecurityGroupId: { 'Fn::GetAtt': [taskSg, 'GroupId'] },
+        IpProtocol: 'tcp',
+        FromPort: 443,
+        ToPort: 443,
+      });
+      expect(resourcesOfType(template, 'AWS::EC2::SecurityGroup')[endpointSg].Properties?.SecurityGroupIngress).toBeUndefined();
+    });
+
+    it('drops the interface endpoints when parked', () => {
+      const { template } = buildStack({ interfaceEndpoints: false });
+      const types = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).map((e) => e.Properties?.VpcEndpointType);
+      expect(types).toEqual(['Gateway', 'Gateway']);
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: Match.stringLikeRegexp('validates a run spec'),
+        Environment: { Variables: Match.objectLike({ RCB_EVALUATION_READY: 'false' }) },
+      });
+    });
+
+    it('lets shard tasks out on HTTPS only and never in', () => {
+      const { template } = buildStack();
+      const taskSg = resourcesOfType(template, 'AWS::EC2::SecurityGroup')[
+        logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup')
+      ];
+      expect(taskSg.Properties?.SecurityGroupIngress).toBeUndefined();
+      expect(taskSg.Properties?.SecurityGroupEgress).toEqual([
+        { CidrIp: '0.0.0.0/0', Description: 'HTTPS to gateway and interface endpoints', FromPort: 443, IpProtocol: 'tcp', ToPort: 443 },
+      ]);
+    });
+
+    it('logs rejected flows to a log group with a retention', () => {
+      const { template } = buildStack();
+      template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'REJECT', LogDestinationType: 'cloud-watch-logs' });
+      const [flowLog] = Object.values(resourcesOfType(template, 'AWS::EC2::FlowLog'));
+      const group = (flowLog.Properties?.LogGroupName as { Ref: string }).Ref;
+      expect(resourcesOfType(template, 'AWS::Logs::LogGroup')[group].Properties?.RetentionInDays).toBe(30);
+    });
+  });
+
+  describe('cluster and task definition', () => {
+    it('associates the FARGATE_SPOT and FARGATE capacity providers, Spot by default', () => {
+      const { template } = buildStack();
+      template.hasResourceProperties('AWS::ECS::ClusterCapacityProviderAssociations', {
+        CapacityProviders: Match.arrayWith(['FARGATE', 'FARGATE_SPOT']),
+        DefaultCapacityProviderStrategy: [{ CapacityProvider: 'FARGATE_SPOT', Weight: 1 }],
+      });
+    });
+
+    it('runs the evaluator non-root on a read-only root file system with a scratch volume', () => {
+      const { template } = buildStack();
+      template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+        RequiresCompatibilities: ['FARGATE'],
+        NetworkMode: 'awsvpc',
+        Volumes: [{ Name: 'scratch' }],
+        ContainerDefinitions: [
+          Match.objectLike({
+            Name: 'evaluator',
+            User: '10001:10001',
+            ReadonlyRootFilesystem: true,
+            MountPoints: [{ ContainerPath: '/scratch', ReadOnly: false, SourceVolume: 'scratch' }],
+            LinuxParameters: { Capabilities: { Drop: ['ALL'] }, InitProcessEnabled: true },
+            StopTimeout: 120,
+            LogConfiguration: Match.objectLike({ LogDriver: 'awslogs' }),
+            Environment: Match.arrayWith([
+              { Name: 'RCB_TABLE', Value: Match.anyValue() },
+              { Name: 'RCB_BUCKET', Value: Match.anyValue() },
+              { Name: 'RCB_SCRATCH', Value: '/scratch' },
+            ]),
+          }),
+        ],
+      });
+    });
+
+    it('takes CPU, memory and architecture from props (2 vCPU / 8 GiB / X86_64 by default)', () => {
+      buildStack().template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+        Cpu: '2048',
+        Memory: '8192',
+        RuntimePlatform: { CpuArchitecture: 'X86_64', OperatingSystemFamily: 'LINUX' },
+      });
+      buildStack({ taskCpu: 4096, taskMemoryMiB: 16384, cpuArchitecture: 'ARM64' }).template.hasResourceProperties(
+        'AWS::ECS::TaskDefinition',
+        { Cpu: '4096', Memory: '16384', RuntimePlatform: { CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' } },
+      );
+    });
+
+    it('builds the image from container/Dockerfile with a build context free of node_modules, cdk.out, .git, dist and runs', () => {
+      const { app } = buildStack();
+      const assembly = app.synth();
+      const manifest = JSON.parse(readFileSync(join(assembly.directory, 'RcbTest.assets.json'), 'utf8')) as {
+        dockerImages: Record<string, { source: { directory: string; dockerFile?: string; platform?: string } }>;
+      };
+      const images = Object.values(manifest.dockerImages);
+      expect(images).toHaveLength(1);
+      expect(images[0].source.dockerFile).toBe('container/Dockerfile');
+      expect(images[0].source.platform).toBe('linux/amd64');
+      const context = join(assembly.directory, images[0].source.directory);
+      expect(existsSync(join(context, 'container', 'Dockerfile'))).toBe(true);
+      expect(existsSync(join(context, 'container', 'requirements.txt'))).toBe(true);
+      expect(existsSync(join(context, 'package-lock.json'))).toBe(true);
+      expect(existsSync(join(context, 'core'))).toBe(true);
+      for (const excluded of ['node_modules', 'cdk.out', '.git', 'dist', 'runs', 'infra', 'test']) {
+        expect({ excluded, present: existsSync(join(context, excluded)) }).toEqual({ excluded, present: false });
+      }
+    });
+  });
+
+  describe('task role', () => {
+    it('can read the run inputs and write verdicts and evaluation logs, nothing else', () => {
+      const { template } = buildStack();
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'EvaluationTaskRole');
+      expect(roleActions(template, role)).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        's3:GetObject',
+        's3:ListBucket',
+        's3:PutObject',
+      ]);
+      const statements = roleStatements(template, role);
+      const writes = statements.filter((s) => actionsOf(s).includes('s3:PutObject'));
+      expect(writes.map((s) => flatten(s.Resource))).toEqual([expect.stringMatching(/\/runs\/\*\/evaluation\/\*$/)]);
+      const tableWrites = statements.filter((s) => actionsOf(s).includes('dynamodb:PutItem'));
+      expect(tableWrites).toHaveLength(1);
+      expect(tableWrites[0].Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RUN#*'] } });
+      const listing = statements.find((s) => actionsOf(s).includes('s3:ListBucket'));
+      expect(listing?.Condition).toEqual({ StringLike: { 's3:prefix': ['psets/*'] } });
+    });
+
+    it('cannot touch the provider keys secret', () => {
+      const { template } = buildStack();
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'EvaluationTaskRole');
+      expect(roleActions(template, role).some((a) => a.startsWith('secretsmanager:'))).toBe(false);
+    });
+  });
+});

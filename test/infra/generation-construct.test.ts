@@ -1,0 +1,183 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { DEFAULT_LANES } from '../../infra/config';
+import {
+  actionsOf,
+  buildStack,
+  flatten,
+  logicalIdStartingWith,
+  resourcesOfType,
+  roleActions,
+  roleStatements,
+} from './helpers';
+
+describe('GenerationConstruct', () => {
+  describe('lanes', () => {
+    it('creates one queue and one dead-letter queue per default lane', () => {
+      const { template } = buildStack();
+      template.resourceCountIs('AWS::SQS::Queue', DEFAULT_LANES.length * 2);
+    });
+
+    it('gives every lane queue a redrive policy to its own DLQ after 3 receives', () => {
+      const { template } = buildStack();
+      for (const lane of DEFAULT_LANES) {
+        const id = lane.name.charAt(0).toUpperCase() + lane.name.slice(1);
+        const dlq = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}DeadLetterQueue`);
+        const queue = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}Queue`);
+        expect(resourcesOfType(template, 'AWS::SQS::Queue')[queue].Properties?.RedrivePolicy).toEqual({
+          deadLetterTargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] },
+          maxReceiveCount: 3,
+        });
+      }
+    });
+
+    it('sets each lane queue visibility timeout to six times the generator timeout', () => {
+      const { template } = buildStack();
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: Match.stringLikeRegexp('calls one model'),
+        Timeout: 600,
+      });
+      const queues = Object.entries(resourcesOfType(template, 'AWS::SQS::Queue')).filter(([id]) => !id.includes('DeadLetter'));
+      expect(queues).toHaveLength(DEFAULT_LANES.length);
+      for (const [, q] of queues) expect(q.Properties?.VisibilityTimeout).toBe(3600);
+
+      const short = buildStack({ generatorTimeoutSec: 120 }).template;
+      const shortQueues = Object.entries(resourcesOfType(short, 'AWS::SQS::Queue')).filter(([id]) => !id.includes('DeadLetter'));
+      for (const [, q] of shortQueues) expect(q.Properties?.VisibilityTimeout).toBe(720);
+    });
+
+    it('encrypts every queue and keeps dead letters for 14 days', () => {
+      const { template } = buildStack();
+      for (const [id, q] of Object.entries(resourcesOfType(template, 'AWS::SQS::Queue'))) {
+        expect(q.Properties?.SqsManagedSseEnabled).toBe(true);
+        if (id.includes('DeadLetter')) expect(q.Properties?.MessageRetentionPeriod).toBe(14 * 24 * 3600);
+      }
+    });
+
+    it('denies non-TLS access to every queue', () => {
+      const { template } = buildStack();
+      const policies = Object.values(resourcesOfType(template, 'AWS::SQS::QueuePolicy'));
+      expect(policies).toHaveLength(DEFAULT_LANES.length * 2);
+      for (const p of policies) {
+        expect(p.Properties?.PolicyDocument.Statement).toEqual(
+          expect.arrayContaining([
+            expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ]),
+        );
+      }
+    });
+
+    it('drains each lane with its batch size, maximum concurrency and partial batch failures', () => {
+      const { template } = buildStack();
+      template.resourceCountIs('AWS::Lambda::EventSourceMapping', DEFAULT_LANES.length);
+      for (const lane of DEFAULT_LANES) {
+        const id = lane.name.charAt(0).toUpperCase() + lane.name.slice(1);
+        const queue = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}Queue`);
+        template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+          EventSourceArn: { 'Fn::GetAtt': [queue, 'Arn'] },
+          BatchSize: 1,
+          ScalingConfig: { MaximumConcurrency: lane.maxConcurrency },
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+        });
+      }
+    });
+
+    it('builds the lanes given in props, with their own concurrency and batch size', () => {
+      const { template } = buildStack({ lanes: [{ name: 'openai', maxConcurrency: 20, batchSize: 5 }] });
+      template.resourceCountIs('AWS::SQS::Queue', 2);
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        BatchSize: 5,
+        ScalingConfig: { MaximumConcurrency: 20 },
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+    });
+  });
+
+  describe('generator function', () => {
+    it('runs Node.js 22 on arm64 with active tracing', () => {
+      const { template } = buildStack();
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: Match.stringLikeRegexp('calls one model'),
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        TracingConfig: { Mode: 'Active' },
+        Environment: {
+          Variables: Match.objectLike({
+            RCB_TABLE: Match.anyValue(),
+            RCB_BUCKET: Match.anyValue(),
+            RCB_KEYS_SECRET_ARN: { Ref: logicalIdStartingWith(template, 'AWS::SecretsManager::Secret', 'GenerationProviderKeys') },
+          }),
+        },
+      });
+    });
+
+    it('has exactly the permissions generation needs', () => {
+      const { template } = buildStack();
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      expect(roleActions(template, role)).toEqual([
+        'bedrock:InvokeModel',
+        'bedrock:InvokeModelWithResponseStream',
+        'dynamodb:BatchGetItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        's3:GetObject',
+        's3:PutObject',
+        'secretsmanager:DescribeSecret',
+        'secretsmanager:GetSecretValue',
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+      ]);
+      const s3Writes = roleStatements(template, role).filter((s) => actionsOf(s).includes('s3:PutObject'));
+      expect(s3Writes.map((s) => flatten(s.Resource))).toEqual([expect.stringMatching(/\/runs\/\*$/)]);
+    });
+
+    it('gets no Bedrock permission when no lane is named bedrock', () => {
+      const { template } = buildStack({ lanes: [{ name: 'openai', maxConcurrency: 2 }] });
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      expect(roleActions(template, role).filter((a) => a.startsWith('bedrock:'))).toEqual([]);
+    });
+  });
+
+  describe('provider keys secret', () => {
+    it('is readable by the generator role and by no other role of the stack', () => {
+      const { template } = buildStack();
+      const generatorRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      const readers = Object.keys(resourcesOfType(template, 'AWS::IAM::Role')).filter((role) =>
+        roleActions(template, role).includes('secretsmanager:GetSecretValue'),
+      );
+      expect(readers).toEqual([generatorRole]);
+    });
+
+    it('denies GetSecretValue to every principal but the generator role in its resource policy', () => {
+      const { template } = buildStack();
+      const generatorRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      template.hasResourceProperties('AWS::SecretsManager::ResourcePolicy', {
+        ResourcePolicy: {
+          Statement: [
+            {
+              Effect: 'Deny',
+              Principal: { AWS: '*' },
+              Action: 'secretsmanager:GetSecretValue',
+              Resource: '*',
+              Condition: { StringNotEquals: { 'aws:PrincipalArn': { 'Fn::GetAtt': [generatorRole, 'Arn'] } } },
+              Sid: 'OnlyTheGeneratorReadsProviderKeys',
+            },
+          ],
+        },
+      });
+    });
+
+    it('starts as an empty JSON object, so no key value is ever in the template', () => {
+      const { template } = buildStack();
+      template.hasResourceProperties('AWS::SecretsManager::Secret', { SecretString: '{}' });
+    });
+  });
+});

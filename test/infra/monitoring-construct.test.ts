@@ -1,0 +1,85 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { DEFAULT_LANES } from '../../infra/config';
+import { buildStack, logicalIdStartingWith, resourcesOfType } from './helpers';
+
+type Alarm = { Properties?: Record<string, any> };
+
+/** Alarms on a metric (by name), with the dimension value they watch resolved to a logical id. */
+function alarmsOn(alarms: Alarm[], metricName: string): Array<{ watched: string; threshold: number; operator: string; actions: unknown }> {
+  const metricOf = (a: Alarm) => a.Properties?.Metrics?.[0]?.MetricStat?.Metric ?? a.Properties;
+  return alarms
+    .filter((a) => metricOf(a)?.MetricName === metricName)
+    .map((a) => {
+      const value = metricOf(a)?.Dimensions?.[0]?.Value;
+      const watched = value?.Ref ?? value?.['Fn::GetAtt']?.[0] ?? JSON.stringify(value);
+      return { watched, threshold: a.Properties?.Threshold, operator: a.Properties?.ComparisonOperator, actions: a.Properties?.AlarmActions };
+    });
+}
+
+describe('MonitoringConstruct', () => {
+  const alarms = (props = {}) => Object.values(resourcesOfType(buildStack(props).template, 'AWS::CloudWatch::Alarm')) as Alarm[];
+
+  it('alarms as soon as any lane DLQ holds a message', () => {
+    const { template } = buildStack();
+    const onDlqDepth = alarmsOn(alarms(), 'ApproximateNumberOfMessagesVisible');
+    const dlqs = DEFAULT_LANES.map((l) => {
+      const id = l.name.charAt(0).toUpperCase() + l.name.slice(1);
+      return logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}DeadLetterQueue`);
+    });
+    expect(onDlqDepth.map((a) => a.watched).sort()).toEqual(dlqs.sort());
+    for (const a of onDlqDepth) expect([a.threshold, a.operator]).toEqual([0, 'GreaterThanThreshold']);
+  });
+
+  it('alarms when a lane oldest message is older than six hours', () => {
+    const { template } = buildStack();
+    const onAge = alarmsOn(alarms(), 'ApproximateAgeOfOldestMessage');
+    const queues = DEFAULT_LANES.map((l) => {
+      const id = l.name.charAt(0).toUpperCase() + l.name.slice(1);
+      return logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}Queue`);
+    });
+    expect(onAge.map((a) => a.watched).sort()).toEqual(queues.sort());
+    for (const a of onAge) expect([a.threshold, a.operator]).toEqual([21600, 'GreaterThanThreshold']);
+  });
+
+  it('alarms on any failed or timed-out run workflow execution', () => {
+    const { template } = buildStack();
+    const machine = logicalIdStartingWith(template, 'AWS::StepFunctions::StateMachine', 'OrchestratorRunWorkflow');
+    for (const metric of ['ExecutionsFailed', 'ExecutionsTimedOut']) {
+      expect(alarmsOn(alarms(), metric)).toEqual([{ watched: machine, threshold: 0, operator: 'GreaterThanThreshold', actions: undefined }]);
+    }
+  });
+
+  it('alarms on errors and throttles of every pipeline function', () => {
+    const { template } = buildStack();
+    const functions = Object.keys(resourcesOfType(template, 'AWS::Lambda::Function')).filter(
+      (id) => id.startsWith('Generation') || id.startsWith('Orchestrator'),
+    );
+    expect(functions).toHaveLength(5);
+    for (const metric of ['Errors', 'Throttles']) {
+      const watched = alarmsOn(alarms(), metric);
+      expect(watched.map((a) => a.watched).sort()).toEqual([...functions].sort());
+      for (const a of watched) expect([a.threshold, a.operator]).toEqual([0, 'GreaterThanThreshold']);
+    }
+  });
+
+  it('creates one dashboard and no SNS topic without an alarm e-mail', () => {
+    const { template } = buildStack();
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+  });
+
+  it('publishes every alarm to an SSL-only topic with an e-mail subscription when an address is given', () => {
+    const { template } = buildStack({ alarmEmail: 'team@example.org' });
+    const topic = logicalIdStartingWith(template, 'AWS::SNS::Topic', 'MonitoringAlarmTopic');
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'team@example.org', TopicArn: { Ref: topic } });
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [{ Ref: topic }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+      },
+    });
+    const all = Object.values(resourcesOfType(template, 'AWS::CloudWatch::Alarm'));
+    expect(all.length).toBeGreaterThan(0);
+    for (const a of all) expect(a.Properties?.AlarmActions).toEqual([{ Ref: topic }]);
+  });
+});

@@ -1,0 +1,248 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { CAPACITY_ERRORS, STATE_NAMES } from '../../infra/orchestrator-construct';
+import {
+  actionsOf,
+  buildStack,
+  flatten,
+  logicalIdStartingWith,
+  resourcesOfType,
+  roleActions,
+  roleStatements,
+  stateMachineDefinition,
+} from './helpers';
+
+describe('OrchestratorConstruct', () => {
+  const definition = () => stateMachineDefinition(buildStack().template);
+  const shardStates = () => definition().States[STATE_NAMES.evaluateShards].ItemProcessor.States;
+
+  describe('state machine', () => {
+    it('is a standard workflow with ALL-level logging, execution data and X-Ray tracing', () => {
+      const { template } = buildStack();
+      template.hasResourceProperties('AWS::StepFunctions::StateMachine', {
+        StateMachineType: 'STANDARD',
+        TracingConfiguration: { Enabled: true },
+        LoggingConfiguration: {
+          Level: 'ALL',
+          IncludeExecutionData: true,
+          Destinations: [{ CloudWatchLogsLogGroup: { LogGroupArn: Match.anyValue() } }],
+        },
+      });
+    });
+
+    it('has the stable state names the local runner binds by', () => {
+      const top = Object.keys(definition().States).sort();
+      expect(top).toEqual(
+        [
+          STATE_NAMES.planRun,
+          STATE_NAMES.waitForGeneration,
+          STATE_NAMES.checkProgress,
+          STATE_NAMES.generationDone,
+          STATE_NAMES.evaluateShards,
+          STATE_NAMES.aggregate,
+          STATE_NAMES.markRunFailed,
+          STATE_NAMES.succeeded,
+          STATE_NAMES.failed,
+        ].sort(),
+      );
+      expect(Object.keys(shardStates()).sort()).toEqual([STATE_NAMES.evaluateShard, STATE_NAMES.evaluateShardOnDemand].sort());
+      expect(definition().StartAt).toBe('PlanRun');
+    });
+
+    it('loops Wait -> CheckProgress -> GenerationDone? until $.progress.done, then evaluates', () => {
+      const states = definition().States;
+      expect(states.PlanRun.Next).toBe('WaitForGeneration');
+      expect(states.WaitForGeneration).toEqual({ Type: 'Wait', Seconds: 30, Next: 'CheckProgress' });
+      expect(states.CheckProgress.Next).toBe('GenerationDone?');
+      expect(states.CheckProgress.ResultPath).toBe('$.progress');
+      expect(states['GenerationDone?']).toEqual({
+        Type: 'Choice',
+        Choices: [{ Variable: '$.progress.done', BooleanEquals: true, Next: 'EvaluateShards' }],
+        Default: 'WaitForGeneration',
+      });
+      expect(states.EvaluateShards.Next).toBe('Aggregate');
+      expect(states.Aggregate.Next).toBe('RunSucceeded');
+    });
+
+    it('invokes the Lambda tasks directly (payloadResponseOnly) with explicit payloads', () => {
+      const states = definition().States;
+      for (const name of ['PlanRun', 'CheckProgress', 'Aggregate', 'MarkRunFailed']) {
+        expect(states[name].Type).toBe('Task');
+        expect(states[name].Resource).toMatch(/^arn:aws:lambda:us-east-1:123456789012:function:Orchestrator/);
+      }
+      expect(states.PlanRun.Parameters).toBeUndefined();
+      expect(states.PlanRun.ResultPath).toBe('$.plan');
+      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId' });
+      expect(states.Aggregate.Parameters).toEqual({ 'runId.$': '$.runId' });
+      expect(states.MarkRunFailed.Parameters).toEqual({ 'runId.$': '$.runId', 'failure.$': '$.failure' });
+    });
+
+    it('maps over $.plan.shards with MaxConcurrency and hands each shard { runId, paper }', () => {
+      const map = definition().States.EvaluateShards;
+      expect(map.Type).toBe('Map');
+      expect(map.MaxConcurrency).toBe(10);
+      expect(map.ItemsPath).toBe('$.plan.shards');
+      expect(map.ItemSelector).toEqual({ 'runId.$': '$.runId', 'paper.$': '$$.Map.Item.Value.paper' });
+      expect(map.ResultPath).toBeNull();
+      expect(map.ItemProcessor.StartAt).toBe('EvaluateShard');
+      expect(stateMachineDefinition(buildStack({ evaluationMaxConcurrency: 3 }).template).States.EvaluateShards.MaxConcurrency).toBe(3);
+    });
+
+    it('runs each shard as an ECS RunTask .sync on Fargate Spot, private, with the shard in containerOverrides', () => {
+      const shard = shardStates().EvaluateShard;
+      expect(shard.Resource).toBe('arn:aws:states:::ecs:runTask.sync');
+      expect(shard.Parameters.CapacityProviderStrategy).toEqual([{ CapacityProvider: 'FARGATE_SPOT', Weight: 1 }]);
+      expect(shard.Parameters.LaunchType).toBeUndefined();
+      expect(shard.Parameters.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIp).toBeUndefined();
+      expect(shard.Parameters.Overrides).toEqual({
+        ContainerOverrides: [
+          {
+            Name: 'evaluator',
+            Environment: [
+              { Name: 'RCB_RUN_ID', 'Value.$': '$.runId' },
+              { Name: 'RCB_SHARD', 'Value.$': '$.paper' },
+            ],
+          },
+        ],
+      });
+      expect(shard.TimeoutSeconds).toBe(7200);
+      expect(shard.ResultPath).toBeNull();
+    });
+
+    it('places shard tasks in the isolated subnets with the task security group and no public IP', () => {
+      const { template } = buildStack();
+      const [machine] = Object.values(resourcesOfType(template, 'AWS::StepFunctions::StateMachine'));
+      const text = flatten(machine.Properties?.DefinitionString);
+      const subnets = Object.keys(resourcesOfType(template, 'AWS::EC2::Subnet')).sort();
+      const sg = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup');
+      expect(text).toContain(`"AwsvpcConfiguration":{"Subnets":["\${${subnets[0]}}","\${${subnets[1]}}"],"SecurityGroups":["\${${sg}.GroupId}"]}`);
+      expect(text).not.toContain('AssignPublicIp');
+    });
+
+    it('retries capacity errors with backoff and falls back from Spot to on-demand Fargate', () => {
+      const { EvaluateShard: spot, EvaluateShardOnDemand: onDemand } = shardStates();
+      expect(spot.Retry).toEqual([
+        {
+          ErrorEquals: CAPACITY_ERRORS,
+          IntervalSeconds: 30,
+          MaxAttempts: 4,
+          BackoffRate: 2,
+          MaxDelaySeconds: 300,
+          JitterStrategy: 'FULL',
+        },
+        { ErrorEquals: ['States.TaskFailed'], IntervalSeconds: 60, MaxAttempts: 2, BackoffRate: 2 },
+      ]);
+      expect(CAPACITY_ERRORS).toEqual(expect.arrayContaining(['AmazonECS.Unknown', 'ECS.AmazonECSException']));
+      expect(spot.Catch).toEqual([
+        { ErrorEquals: [...CAPACITY_ERRORS, 'States.TaskFailed'], ResultPath: '$.spotFailure', Next: 'EvaluateShardOnDemand' },
+      ]);
+      expect(onDemand.Resource).toBe('arn:aws:states:::ecs:runTask.sync');
+      expect(onDemand.Parameters.CapacityProviderStrategy).toEqual([{ CapacityProvider: 'FARGATE', Weight: 1 }]);
+      expect(onDemand.Retry[0].ErrorEquals).toEqual(CAPACITY_ERRORS);
+      expect(onDemand.Parameters.Overrides).toEqual(spot.Parameters.Overrides);
+    });
+
+    it('sends any failure of PlanRun, CheckProgress, EvaluateShards or Aggregate to MarkRunFailed, then RunFailed', () => {
+      const states = definition().States;
+      for (const name of ['PlanRun', 'CheckProgress', 'EvaluateShards', 'Aggregate']) {
+        expect(states[name].Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.failure', Next: 'MarkRunFailed' }]);
+      }
+      expect(states.MarkRunFailed.Next).toBe('RunFailed');
+      expect(states.MarkRunFailed.ResultPath).toBeNull();
+      expect(states.MarkRunFailed.Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.markFailure', Next: 'RunFailed' }]);
+      expect(states.RunFailed).toEqual({ Type: 'Fail', ErrorPath: '$.failure.Error', CausePath: '$.failure.Cause' });
+    });
+  });
+
+  describe('state machine role', () => {
+    it('may run the shard task definition and pass only the task and execution roles', () => {
+      const { template } = buildStack();
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'OrchestratorRunWorkflowRole');
+      const statements = roleStatements(template, role);
+      const runTask = statements.filter((s) => actionsOf(s).includes('ecs:RunTask'));
+      expect(runTask).toHaveLength(1);
+      expect(flatten(runTask[0].Resource)).toMatch(/^\$\{EvaluationShardTask[0-9A-F]+\}$/);
+      const passRole = statements.filter((s) => actionsOf(s).includes('iam:PassRole'));
+      expect(passRole).toHaveLength(1);
+      expect(flatten(passRole[0].Resource).split(',').sort()).toEqual(
+        [
+          `\${${logicalIdStartingWith(template, 'AWS::IAM::Role', 'EvaluationShardTaskExecutionRole')}.Arn}`,
+          `\${${logicalIdStartingWith(template, 'AWS::IAM::Role', 'EvaluationTaskRole')}.Arn}`,
+        ].sort(),
+      );
+      const invoke = statements.filter((s) => actionsOf(s).includes('lambda:InvokeFunction'));
+      const invoked = new Set(invoke.flatMap((s) => flatten(s.Resource).split(',')).map((r) => r.replace(/:\*$/, '')));
+      expect([...invoked].sort()).toEqual(
+        ['PlanRunFunction', 'CheckProgressFunction', 'AggregateFunction', 'MarkRunFailedFunction']
+          .map((f) => `\${${logicalIdStartingWith(template, 'AWS::Lambda::Function', `Orchestrator${f}`)}.Arn}`)
+          .sort(),
+      );
+    });
+  });
+
+  describe('workflow functions', () => {
+    const roleOf = (fn: string) => logicalIdStartingWith(buildStack().template, 'AWS::IAM::Role', `Orchestrator${fn}FunctionRole`);
+
+    it('PlanRun reads psets, writes run items and artifacts and sends to the lane queues', () => {
+      const { template } = buildStack();
+      expect(roleActions(template, roleOf('PlanRun'))).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:BatchWriteItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        's3:GetObject',
+        's3:ListBucket',
+        's3:PutObject',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:SendMessage',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+      ]);
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: Match.stringLikeRegexp('validates a run spec'),
+        Environment: {
+          Variables: Match.objectLike({ RCB_LANE_QUEUES: Match.anyValue(), RCB_EVALUATION_READY: 'true' }),
+        },
+      });
+    });
+
+    it('CheckProgress reads the run and queue depths, and cannot send or receive messages', () => {
+      const { template } = buildStack();
+      const actions = roleActions(template, roleOf('CheckProgress'));
+      expect(actions.filter((a) => a.startsWith('sqs:'))).toEqual(['sqs:GetQueueAttributes']);
+      expect(actions.filter((a) => a.startsWith('s3:'))).toEqual([]);
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        Description: Match.stringLikeRegexp('reports whether every task'),
+        Environment: {
+          Variables: Match.objectLike({
+            RCB_LANE_QUEUES: Match.anyValue(),
+            RCB_LANE_DLQS: Match.anyValue(),
+            RCB_GENERATION_TIMEOUT_SEC: '86400',
+          }),
+        },
+      });
+    });
+
+    it('MarkRunFailed may only read and update items under RUN# partitions', () => {
+      const { template } = buildStack();
+      const statements = roleStatements(template, roleOf('MarkRunFailed')).filter((s) =>
+        actionsOf(s).some((a) => a.startsWith('dynamodb:')),
+      );
+      expect(statements).toHaveLength(1);
+      expect(actionsOf(statements[0]).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+      expect(statements[0].Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RUN#*'] } });
+    });
+
+    it('no role of the stack is granted a wildcard action', () => {
+      const { template } = buildStack();
+      for (const role of Object.keys(resourcesOfType(template, 'AWS::IAM::Role'))) {
+        const wild = roleActions(template, role).filter((a) => a === '*' || a.endsWith(':*'));
+        expect({ role, wild }).toEqual({ role, wild: [] });
+      }
+    });
+  });
+});

@@ -1,0 +1,169 @@
+/**
+ * Executes the synthesized run workflow with aws-local-stepfunctions, every Task state
+ * bound by name to a local handler, as the local runner will. Pins the data flow between
+ * states (what each phase receives) and the failure paths, which template assertions alone
+ * cannot show.
+ */
+import { StateMachine } from 'aws-local-stepfunctions';
+import { STATE_NAMES } from '../../infra/orchestrator-construct';
+import { buildStack, stateMachineDefinition } from './helpers';
+
+// aws-local-stepfunctions 3 targets Node >= 22 (Promise.withResolvers); the project runs on 20.
+const promiseStatics = Promise as unknown as { withResolvers?: () => unknown };
+if (!promiseStatics.withResolvers) {
+  promiseStatics.withResolvers = () => {
+    let resolve!: (v: unknown) => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    return { promise, resolve, reject };
+  };
+}
+
+/** An error as Step Functions sees it: matched by name in Retry/Catch. */
+function stateError(name: string, message: string): Error {
+  const err = new Error(message);
+  err.name = name;
+  return err;
+}
+
+type Handler = (input: any) => Promise<any>;
+
+/**
+ * The environment a shard task would get: a local handler bound to an ECS state receives
+ * the rendered RunTask parameters, so the shard is read from its containerOverrides.
+ */
+function shardEnv(runTaskParameters: any): Record<string, string> {
+  const [override] = runTaskParameters.Overrides.ContainerOverrides;
+  return Object.fromEntries(override.Environment.map((e: { Name: string; Value: string }) => [e.Name, e.Value]));
+}
+
+function run(handlers: Partial<Record<string, Handler>>, input: Parameters<StateMachine['run']>[0]) {
+  const machine = new StateMachine(stateMachineDefinition(buildStack().template), {
+    validationOptions: { checkArn: false },
+  });
+  const execution = machine.run(input, {
+    overrides: {
+      taskResourceLocalHandlers: handlers as Record<string, Handler>,
+      waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: 0 },
+      retryIntervalOverrides: { [STATE_NAMES.evaluateShard]: 0, [STATE_NAMES.evaluateShardOnDemand]: 0 },
+    },
+  });
+  return execution.result;
+}
+
+describe('run workflow, executed locally', () => {
+  it('plans, polls until generation is done, evaluates every shard with its run id, then aggregates', async () => {
+    // Prepare
+    const calls: string[] = [];
+    const shards: Array<Record<string, string>> = [];
+    let polls = 0;
+    const handlers: Record<string, Handler> = {
+      PlanRun: async (input) => {
+        calls.push(`PlanRun:${input.runId}`);
+        return { runId: input.runId, taskCount: 4, estimatedCostUsd: 0.5, shards: [{ paper: 'alpha' }, { paper: 'beta' }] };
+      },
+      CheckProgress: async (input) => {
+        polls += 1;
+        calls.push(`CheckProgress:${input.runId}`);
+        return { done: polls >= 3, total: 4, settled: Math.min(4, polls + 1), failed: 0 };
+      },
+      EvaluateShard: async (input) => {
+        shards.push({ ...shardEnv(input), capacity: input.CapacityProviderStrategy[0].CapacityProvider });
+        return {};
+      },
+      Aggregate: async (input) => ({ runId: input.runId, status: 'succeeded', reportPrefix: `runs/${input.runId}/reports/` }),
+      MarkRunFailed: async () => {
+        throw new Error('MarkRunFailed must not run on the happy path');
+      },
+    };
+
+    // Act
+    const output = await run(handlers, { runId: 'run-1', spec: { samples: 1 } });
+
+    // Assess
+    expect(calls).toEqual(['PlanRun:run-1', 'CheckProgress:run-1', 'CheckProgress:run-1', 'CheckProgress:run-1']);
+    expect(shards.sort((a, b) => a.RCB_SHARD.localeCompare(b.RCB_SHARD))).toEqual([
+      { RCB_RUN_ID: 'run-1', RCB_SHARD: 'alpha', capacity: 'FARGATE_SPOT' },
+      { RCB_RUN_ID: 'run-1', RCB_SHARD: 'beta', capacity: 'FARGATE_SPOT' },
+    ]);
+    expect(output).toEqual({
+      runId: 'run-1',
+      spec: { samples: 1 },
+      plan: { runId: 'run-1', taskCount: 4, estimatedCostUsd: 0.5, shards: [{ paper: 'alpha' }, { paper: 'beta' }] },
+      progress: { done: true, total: 4, settled: 4, failed: 0 },
+      summary: { runId: 'run-1', status: 'succeeded', reportPrefix: 'runs/run-1/reports/' },
+    });
+  });
+
+  it('moves a shard Spot cannot place to on-demand Fargate after the capacity retries', async () => {
+    // Prepare
+    let spotAttempts = 0;
+    const onDemand: string[] = [];
+    const handlers: Record<string, Handler> = {
+      PlanRun: async (input) => ({ runId: input.runId, taskCount: 1, estimatedCostUsd: 0, shards: [{ paper: 'alpha' }] }),
+      CheckProgress: async () => ({ done: true, total: 1, settled: 1, failed: 0 }),
+      EvaluateShard: async () => {
+        spotAttempts += 1;
+        throw stateError('AmazonECS.Unknown', 'RESOURCE:FARGATE capacity is unavailable');
+      },
+      EvaluateShardOnDemand: async (input) => {
+        const env = shardEnv(input);
+        onDemand.push(`${env.RCB_RUN_ID}/${env.RCB_SHARD}/${input.CapacityProviderStrategy[0].CapacityProvider}`);
+        return {};
+      },
+      Aggregate: async (input) => ({ runId: input.runId, status: 'succeeded', reportPrefix: '' }),
+    };
+
+    // Act
+    await run(handlers, { runId: 'run-2', spec: {} });
+
+    // Assess: the first attempt plus four retries, then one on-demand run.
+    expect(spotAttempts).toBe(5);
+    expect(onDemand).toEqual(['run-2/alpha/FARGATE']);
+  });
+
+  it('marks the run failed with the original error when a phase fails, and fails the execution with it', async () => {
+    // Prepare
+    const marked: unknown[] = [];
+    const handlers: Record<string, Handler> = {
+      PlanRun: async (input) => ({ runId: input.runId, taskCount: 1, estimatedCostUsd: 0, shards: [{ paper: 'alpha' }] }),
+      CheckProgress: async () => ({ done: true, total: 1, settled: 1, failed: 0 }),
+      EvaluateShard: async () => ({}),
+      Aggregate: async () => {
+        throw stateError('ScoringError', 'no verdicts for task t1');
+      },
+      MarkRunFailed: async (input) => {
+        marked.push(input);
+        return null;
+      },
+    };
+
+    // Act
+    const result = run(handlers, { runId: 'run-3', spec: {} });
+
+    // Assess
+    await expect(result).rejects.toMatchObject({ cause: { name: 'ScoringError' } });
+    expect(marked).toEqual([{ runId: 'run-3', failure: { Error: 'ScoringError', Cause: 'no verdicts for task t1' } }]);
+  });
+
+  it('still fails with the original error when MarkRunFailed itself fails', async () => {
+    // Prepare
+    const handlers: Record<string, Handler> = {
+      PlanRun: async () => {
+        throw stateError('BudgetExceeded', 'estimate $12.00 exceeds budget $10.00');
+      },
+      MarkRunFailed: async () => {
+        throw stateError('StoreUnavailable', 'table not reachable');
+      },
+    };
+
+    // Act
+    const result = run(handlers, { runId: 'run-4', spec: {} });
+
+    // Assess
+    await expect(result).rejects.toMatchObject({ cause: { name: 'BudgetExceeded' } });
+  });
+});
