@@ -10,7 +10,7 @@ import { Construct } from 'constructs';
  * nothing else; IAM grants and lifecycle rules are written against them.
  */
 export const ARTIFACT_PREFIXES = {
-  /** Pset archives, uploaded by `rcb cloud run`, keyed by content digest: `psets/<digest>/...`. Kept. */
+  /** Pset bundles and prompt templates, uploaded by `rcb cloud run`, keyed by content digest (`psets/<digest>.json`). Kept. */
   psets: 'psets/',
   /** Everything one run produces: `runs/<runId>/...` (prompts, logs, reports). Expires. */
   runs: 'runs/',
