@@ -57,6 +57,26 @@ describe('WarmExecutor', () => {
     expect(w.exitCode).toBe(0);
   });
 
+  it.each([
+    ['an atexit handler', "import atexit\natexit.register(lambda: print('BYE from atexit'))"],
+    ['a finalizer at shutdown', "class _Late:\n    def __del__(self):\n        print('BYE from __del__')\n_late = _Late()"],
+    ['a non-daemon thread', "import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.3), print('BYE from thread'))).start()"],
+    ['a non-integer exit', "import sys\nsys.exit('leaving with a message')"],
+  ])('ends the interpreter as python does with %s', async (_what, top) => {
+    const source = modelSource(CORRECT_BODY, top);
+
+    const [w] = await warm.run([paper.candidate('tiny/add', source)]);
+    const [c] = await cold.run([paper.candidate('tiny/add', source)]);
+
+    const untimed = (text: string): string => text.replace(/ in \d+\.\d+s/g, ' in Ts');
+    expect({ exit: w.exitCode, out: w.stdout.text, err: untimed(w.stderr.text), driver: w.driver }).toEqual({
+      exit: c.exitCode,
+      out: c.stdout.text,
+      err: untimed(c.stderr.text),
+      driver: c.driver,
+    });
+  });
+
   it('gives a candidate nothing of the one before it: files, /tmp, modules, environment', async () => {
     const mark = `rcbwarm${randomBytes(4).toString('hex')}`;
     const first = modelSource(

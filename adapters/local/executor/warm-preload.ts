@@ -44,7 +44,17 @@ function localNames(dir: string): Set<string> {
   return names;
 }
 
-/** Third-party top-level modules imported by the papers' files, sorted. */
+/** `alias.attr.attr` chains, to find submodules reached by attribute (np.testing, torch.nn.functional). */
+const ATTRIBUTE_CHAIN = /\b([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)+)/g;
+/** `import a.b as c` and `from a import b as c`: the names a module is bound to. */
+const ALIAS = /^(?:import\s+([A-Za-z_][\w.]*)\s+as\s+(\w+)|from\s+([A-Za-z_][\w.]*)\s+import\s+(\w+)(?:\s+as\s+(\w+))?)/gm;
+
+/**
+ * Third-party modules imported by the papers' files, sorted: top-level packages, dotted
+ * modules named in imports, and dotted names reached by attribute from an imported name
+ * (`np.testing` gives numpy.testing). Names that are not modules fail to import in the
+ * server and are skipped there.
+ */
 export function detectPreloadModules(paperDirs: Iterable<string>): string[] {
   const modules = new Set<string>();
   for (const dir of new Set(paperDirs)) {
@@ -62,8 +72,23 @@ export function detectPreloadModules(paperDirs: Iterable<string>): string[] {
           : [match[2]];
         for (const name of names) {
           const top = name.split('.')[0];
-          if (top && !local.has(top) && !NEVER.has(top)) modules.add(top);
+          if (top && !local.has(top) && !NEVER.has(top)) {
+            modules.add(top);
+            if (name !== top) modules.add(name);
+          }
         }
+      }
+      const aliases = new Map<string, string>();
+      for (const match of text.matchAll(ALIAS)) {
+        if (match[1]) aliases.set(match[2], match[1]);
+        else aliases.set(match[5] ?? match[4], `${match[3]}.${match[4]}`);
+      }
+      for (const match of text.matchAll(ATTRIBUTE_CHAIN)) {
+        const base = aliases.get(match[1]) ?? match[1];
+        const top = base.split('.')[0];
+        if (!modules.has(top) || local.has(top)) continue;
+        // Only the first attribute step: deeper chains are mostly functions and classes.
+        modules.add(`${base}.${match[2].slice(1).split('.')[0]}`);
       }
     }
   }

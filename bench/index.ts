@@ -1,0 +1,54 @@
+/**
+ * `npm run bench -- <name> [args]`: runs the benchmark exported by bench/<name>.ts.
+ * Each bench module is loaded only when asked for, so one that is missing or broken does
+ * not stop the others.
+ */
+
+type Bench = (args: string[]) => Promise<void>;
+
+const BENCHES: Record<string, { module: string; exported: string; help: string }> = {
+  evaluation: {
+    module: './evaluation',
+    exported: 'benchEvaluation',
+    help: 'original-style harness vs cold executor vs warm pool [--pset DIR] [--python PATH] [--papers ID...] [--repeat N] [--jobs N]',
+  },
+  generation: {
+    module: './generation',
+    exported: 'benchGeneration',
+    help: 'generation throughput under a rate limit',
+  },
+};
+
+function usage(): string {
+  return ['usage: npm run bench -- <name> [args]', ...Object.entries(BENCHES).map(([n, b]) => `  ${n.padEnd(12)} ${b.help}`)].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  const bench = name ? BENCHES[name] : undefined;
+  if (!bench) {
+    process.stderr.write(`${name ? `rcb bench: unknown bench ${JSON.stringify(name)}\n` : ''}${usage()}\n`);
+    return 2;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const loaded = require(bench.module) as Record<string, unknown>;
+  const run = loaded[bench.exported];
+  if (typeof run !== 'function') {
+    process.stderr.write(`rcb bench: ${bench.module} does not export ${bench.exported}\n`);
+    return 2;
+  }
+  await (run as Bench)(args);
+  return 0;
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
