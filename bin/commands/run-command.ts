@@ -29,6 +29,7 @@ export interface RunOptions {
   unsafeNoSandbox?: boolean;
   concurrency: string;
   modelsFile?: string;
+  executor: string;
 }
 
 export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
@@ -71,7 +72,9 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     if (budgetUsd === null) process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
   }
 
+  if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
   const executor = await createLocalExecutor({
+    warm: opts.executor === 'warm',
     python: opts.python ?? defaultPython(),
     jobs,
     timeoutSec,
