@@ -1,6 +1,7 @@
 /**
  * Entry point of the evaluation container (`node dist/container/entry.js`): evaluate one
- * shard, i.e. every candidate of one paper in one run, and write the verdicts.
+ * shard, i.e. every answered task of one paper in one run, with the same executor as local
+ * runs, and write the verdicts (run store) and the shard's verdicts with logs (bucket).
  *
  * Environment (set by the task definition and by the workflow's containerOverrides):
  *   RCB_RUN_ID   run id                      (override, from the Map item)
@@ -8,14 +9,27 @@
  *   RCB_TABLE    DynamoDB run store table    (task definition)
  *   RCB_BUCKET   S3 artifacts bucket         (task definition)
  *   RCB_SCRATCH  the only writable directory (task definition; /scratch)
+ * Optional: RCB_PYTHON (interpreter, default python3 on PATH), RCB_JOBS (tests at once,
+ * default one per CPU), RCB_SANDBOX=none (no bubblewrap, where the host cannot nest
+ * namespaces), RCB_DYNAMODB_ENDPOINT / RCB_S3_ENDPOINT (the local emulator).
  *
- * Exit status: 0 when every candidate has a verdict (failing tests are verdicts, not
- * errors); non-zero only when the shard could not be evaluated, which fails the
- * EvaluateShard state (States.TaskFailed) and retries it.
+ * Exit status: 0 when every answered task of the shard has a verdict (failing tests are
+ * verdicts, not errors); 1 only when the shard could not be evaluated (store, bucket,
+ * executor failure), which fails the EvaluateShard state and retries it. Verdicts are
+ * first-write-wins, so a retry tests only what is not yet judged.
  *
- * Minimal until the runtime issue fills it in with the evaluate use case: it checks its
- * environment and exits non-zero, so a run fails visibly instead of succeeding empty.
+ * Test processes never see the task's credentials: the executor gives them an allow-listed
+ * environment (no AWS_* variable, so neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor keys)
+ * and, when it runs as root, a separate uid per slot. The image runs as uid 10001, so there
+ * the separation is the sandbox's (bubblewrap) plus the stripped environment.
  */
+import { cpus } from 'node:os';
+import { loadRunContext } from '../core/cloud/run-context';
+import { evaluateShard, type EvaluateShardResult } from '../core/cloud/evaluate-shard';
+import type { TestExecutor } from '../core/executor';
+import { createLocalExecutor } from '../adapters/local/executor';
+import { loadStorageConfig } from '../functions/shared/cloud-config';
+import { createStorageAdapters, type StorageAdapters } from '../functions/shared/cloud-adapters';
 
 /** What one shard task is told to do. */
 export interface ShardEnv {
@@ -41,21 +55,77 @@ export function loadShardEnv(env: NodeJS.ProcessEnv = process.env): ShardEnv {
   };
 }
 
+/** Variables that carry the task role's credentials; named so tests can check none reaches a test process. */
+export const CREDENTIAL_VARIABLES = [
+  'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+  'AWS_CONTAINER_CREDENTIALS_FULL_URI',
+  'AWS_CONTAINER_AUTHORIZATION_TOKEN',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+] as const;
+
+export interface ShardDeps extends StorageAdapters {
+  executor: TestExecutor;
+}
+
 function log(level: 'info' | 'error', message: string, extra: Record<string, unknown> = {}): void {
   process.stderr.write(`${JSON.stringify({ level, message, ...extra })}\n`);
 }
 
-async function main(): Promise<number> {
-  const shard = loadShardEnv();
-  log('error', 'shard evaluation is not implemented yet', { runId: shard.runId, paper: shard.paper });
-  return 3;
+/** Evaluates the shard; throws on an infrastructure failure. */
+export async function runShard(shard: ShardEnv, deps: ShardDeps): Promise<EvaluateShardResult> {
+  const ctx = await loadRunContext(deps, shard.runId);
+  return evaluateShard(
+    {
+      ...deps,
+      progress: {
+        start() {},
+        advance() {},
+        end() {},
+        note: (message) => log('error', message, { runId: shard.runId, paper: shard.paper }),
+      },
+    },
+    { runId: shard.runId, paper: shard.paper, pset: ctx.pset },
+  );
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const shard = loadShardEnv(env);
+  const storage = createStorageAdapters({ ...loadStorageConfig(env), scratchDir: shard.scratch });
+  const run = await storage.store.getRun(shard.runId);
+  if (!run) throw new Error(`no run ${shard.runId} in table ${shard.table}`);
+  const executor = await createLocalExecutor({
+    python: env.RCB_PYTHON || 'python3',
+    jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : cpus().length,
+    timeoutSec: run.spec.timeoutSec,
+    unsafeNoSandbox: env.RCB_SANDBOX === 'none',
+    tmpDir: shard.scratch,
+    // Nothing of this process's environment beyond the executor's own defaults.
+    envAllow: [],
+    warn: (message) => log('error', message),
+  });
+  const stop = () => {
+    // Spot interruption: verdicts already written stay; the retried shard does the rest.
+    log('error', 'SIGTERM: stopping; finished verdicts are kept', { runId: shard.runId, paper: shard.paper });
+    void executor.close().finally(() => process.exit(1));
+  };
+  process.once('SIGTERM', stop);
+  try {
+    const result = await runShard(shard, { ...storage, executor });
+    log('info', 'shard evaluated', { ...result });
+    return 0;
+  } finally {
+    process.off('SIGTERM', stop);
+    await executor.close();
+  }
 }
 
 if (require.main === module) {
   main().then(
     (code) => process.exit(code),
     (err: unknown) => {
-      log('error', err instanceof Error ? err.message : String(err));
+      log('error', err instanceof Error ? err.message : String(err), { stack: err instanceof Error ? err.stack : undefined });
       process.exit(1);
     },
   );

@@ -1,29 +1,58 @@
 /**
  * Aggregate (Step Functions task): score the run from its verdicts, write reports to
- * `runs/<runId>/reports/` in the bucket and the summary item, set the final run status.
- *
- * Minimal until the runtime issue fills it in.
+ * `runs/<runId>/reports/` in the bucket, set the final run status. A thin adapter over
+ * core/cloud/aggregate-run.ts; a run with unjudged tasks (and no budget or cancel to
+ * explain it) throws, which the workflow's catch path records.
  *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { z } from 'zod';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { aggregateRun } from '../../core/cloud/aggregate-run';
+import { parsePayload, runRefSchema, type AggregateResult, type RunRef } from '../../core/cloud/payloads';
+import type { BlobStore, RunStore } from '../../core/store';
+import { loadStorageConfig, once, type StorageConfig } from '../shared/cloud-config';
+import { createStorageAdapters } from '../shared/cloud-adapters';
 
-const logger = new Logger();
+export const aggregateInputSchema = runRefSchema;
+export type AggregateInput = RunRef;
+export type { AggregateResult };
 
-export const aggregateInputSchema = z.object({ runId: z.string().min(1) });
-export type AggregateInput = z.infer<typeof aggregateInputSchema>;
-
-/** Kept at `$.summary` in the execution output. */
-export interface AggregateResult {
-  runId: string;
-  status: 'succeeded' | 'budget_exhausted';
-  reportPrefix: string;
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
+  return { storage: loadStorageConfig(env) };
 }
 
-export async function handler(event: unknown): Promise<AggregateResult> {
-  const input = aggregateInputSchema.parse(event);
-  logger.appendKeys({ runId: input.runId });
-  logger.error('aggregate is not implemented yet');
-  throw new Error(`rcb: Aggregate is not implemented yet (run ${input.runId})`);
+export interface AggregateHandlerDeps {
+  store: RunStore;
+  blobs: BlobStore;
+  logger: Logger;
+  metrics: Metrics;
 }
+
+export function createHandler(getDeps: () => AggregateHandlerDeps): (event: unknown) => Promise<AggregateResult> {
+  return async (event) => {
+    const input = parsePayload(aggregateInputSchema, event, 'Aggregate input');
+    const deps = getDeps();
+    deps.logger.appendKeys({ runId: input.runId });
+    try {
+      const summary = await aggregateRun(deps, input.runId);
+      deps.logger.info('run aggregated', { ...summary });
+      deps.metrics.addMetric(`Runs_${summary.status}`, MetricUnit.Count, 1);
+      return summary;
+    } catch (err) {
+      deps.logger.error('aggregation failed', err as Error);
+      throw err;
+    } finally {
+      deps.metrics.publishStoredMetrics();
+      deps.logger.removeKeys(['runId']);
+    }
+  };
+}
+
+export const handler = createHandler(
+  once(() => ({
+    ...createStorageAdapters(loadConfig().storage),
+    logger: new Logger({ serviceName: 'rcb-aggregate' }),
+    metrics: new Metrics({ namespace: 'rcb', serviceName: 'aggregate' }),
+  })),
+);

@@ -1,33 +1,71 @@
 /**
  * CheckProgress (Step Functions task, in the Wait -> CheckProgress -> GenerationDone? loop):
- * report whether every task of the run is settled (a completion, or a final failure).
- * It owns the generation deadline: past RCB_GENERATION_TIMEOUT_SEC since the run started it
- * throws, which sends the run to MarkRunFailed.
- *
- * Minimal until the runtime issue fills it in.
+ * report whether generation is over (every task has a completion, or the run stopped
+ * generating). Owns the generation deadline: past RCB_GENERATION_TIMEOUT_SEC since the run
+ * was created it throws, which sends the run to MarkRunFailed. A thin adapter over
+ * core/cloud/check-progress.ts.
  *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES, RCB_LANE_DLQS (JSON lane -> URL),
  * RCB_GENERATION_TIMEOUT_SEC.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { z } from 'zod';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { checkProgress } from '../../core/cloud/check-progress';
+import { parsePayload, runRefSchema, type CheckProgressResult, type RunRef } from '../../core/cloud/payloads';
+import type { RunStore } from '../../core/store';
+import { loadStorageConfig, once, positiveNumberEnv, type StorageConfig } from '../shared/cloud-config';
+import { createStorageAdapters } from '../shared/cloud-adapters';
 
-const logger = new Logger();
+export const checkProgressInputSchema = runRefSchema;
+export type CheckProgressInput = RunRef;
+export type { CheckProgressResult };
 
-export const checkProgressInputSchema = z.object({ runId: z.string().min(1) });
-export type CheckProgressInput = z.infer<typeof checkProgressInputSchema>;
-
-/** Kept at `$.progress`; the Choice state reads `$.progress.done`. */
-export interface CheckProgressResult {
-  done: boolean;
-  total: number;
-  settled: number;
-  failed: number;
+export interface CheckProgressConfig {
+  storage: StorageConfig;
+  /** RCB_GENERATION_TIMEOUT_SEC. */
+  generationTimeoutSec: number;
 }
 
-export async function handler(event: unknown): Promise<CheckProgressResult> {
-  const input = checkProgressInputSchema.parse(event);
-  logger.appendKeys({ runId: input.runId });
-  logger.error('check-progress is not implemented yet');
-  throw new Error(`rcb: CheckProgress is not implemented yet (run ${input.runId})`);
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): CheckProgressConfig {
+  return { storage: loadStorageConfig(env), generationTimeoutSec: positiveNumberEnv(env, 'RCB_GENERATION_TIMEOUT_SEC') };
 }
+
+export interface CheckProgressHandlerDeps {
+  store: RunStore;
+  generationTimeoutSec: number;
+  logger: Logger;
+  metrics: Metrics;
+  now?: () => Date;
+}
+
+export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: unknown) => Promise<CheckProgressResult> {
+  return async (event) => {
+    const input = parsePayload(checkProgressInputSchema, event, 'CheckProgress input');
+    const deps = getDeps();
+    deps.logger.appendKeys({ runId: input.runId });
+    try {
+      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, now: deps.now });
+      deps.logger.info('generation progress', { ...progress });
+      deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
+      return progress;
+    } catch (err) {
+      deps.logger.error('progress check failed', err as Error);
+      throw err;
+    } finally {
+      deps.metrics.publishStoredMetrics();
+      deps.logger.removeKeys(['runId']);
+    }
+  };
+}
+
+export const handler = createHandler(
+  once(() => {
+    const config = loadConfig();
+    return {
+      store: createStorageAdapters(config.storage).store,
+      generationTimeoutSec: config.generationTimeoutSec,
+      logger: new Logger({ serviceName: 'rcb-check-progress' }),
+      metrics: new Metrics({ namespace: 'rcb', serviceName: 'check-progress' }),
+    };
+  }),
+);

@@ -1,30 +1,109 @@
 /**
- * Generate (SQS lanes -> Lambda, ReportBatchItemFailures): for each task message, reserve
- * budget on the run item, call the model with keys from the provider keys secret, store
- * the completion (first write wins), settle the actual cost.
- *
- * Minimal until the runtime issue fills it in with Powertools BatchProcessor and the
- * generate use case: every record is reported as failed, so nothing is acknowledged that
- * was not done; messages retry and then move to the lane's DLQ.
+ * Generate (SQS lanes -> Lambda, ReportBatchItemFailures): each task message becomes one
+ * completion through core/cloud/generate-task.ts: reserve budget on the run item, call the
+ * model with keys from the provider keys secret, store the completion (first write wins),
+ * settle the actual cost. Idempotent on the task id: a duplicate delivery does nothing.
+ * A record fails (and is redelivered, then dead-lettered) only on an error retrying can
+ * fix; a malformed message fails too, so it lands in the DLQ where it can be seen.
  *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_KEYS_SECRET_ARN.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { z } from 'zod';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
+import { generationMessageSchema, parsePayload, type GenerationMessage } from '../../core/cloud/payloads';
+import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
+import type { KeySource } from '../../core/keys';
+import { createSecretsManagerClient } from '../../adapters/aws/clients';
+import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
+import { HostedModels } from '../../adapters/models/hosted-models';
+import { loadRegistry } from '../../adapters/models/registry';
+import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../shared/cloud-config';
+import { createStorageAdapters, type StorageAdapters } from '../shared/cloud-adapters';
+import { resolveRunModels, type RunModels } from '../shared/run-models';
 
-const logger = new Logger();
+export { generationMessageSchema };
+export type { GenerationMessage };
 
-/** Body of one lane message, as PlanRun sends it. */
-export const generationMessageSchema = z.object({
-  runId: z.string().min(1),
-  taskId: z.string().min(1),
-});
-export type GenerationMessage = z.infer<typeof generationMessageSchema>;
-
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
-  logger.error('generate is not implemented yet; reporting the whole batch as failed', {
-    messages: event.Records.length,
-  });
-  return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+export interface GenerateConfig {
+  storage: StorageConfig;
+  /** RCB_KEYS_SECRET_ARN: the provider keys secret. */
+  keysSecretArn: string;
 }
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): GenerateConfig {
+  return { storage: loadStorageConfig(env), keysSecretArn: requiredEnv(env, 'RCB_KEYS_SECRET_ARN') };
+}
+
+export interface GenerateHandlerDeps extends StorageAdapters {
+  keys: KeySource;
+  logger: Logger;
+  metrics: Metrics;
+  /** Model clients of a run (built once per run and warm instance). @default from the registry and `keys` */
+  modelsFor?: (ctx: RunContext) => RunModels;
+}
+
+function defaultDeps(config: GenerateConfig): GenerateHandlerDeps {
+  return {
+    ...createStorageAdapters(config.storage),
+    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region }), { secretId: config.keysSecretArn }),
+    logger: new Logger({ serviceName: 'rcb-generate' }),
+    metrics: new Metrics({ namespace: 'rcb', serviceName: 'generate' }),
+  };
+}
+
+export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
+  let state: { contexts: RunContextCache; models: Map<string, RunModels>; hosted: () => HostedModels } | undefined;
+  return async (event, context) => {
+    const deps = getDeps();
+    state ??= {
+      contexts: new RunContextCache(deps),
+      models: new Map(),
+      hosted: once(() => new HostedModels(loadRegistry(), deps.keys)),
+    };
+    const { contexts, models, hosted } = state;
+    const processor = new BatchProcessor(EventType.SQS);
+
+    const recordHandler = async (record: SQSRecord): Promise<GenerateTaskResult> => {
+      let body: unknown;
+      try {
+        body = JSON.parse(record.body);
+      } catch {
+        body = record.body;
+      }
+      const message = parsePayload(generationMessageSchema, body, `SQS message ${record.messageId}`);
+      const ctx = await contexts.get(message.runId);
+      let runModels = models.get(message.runId);
+      if (!runModels) {
+        runModels = deps.modelsFor ? deps.modelsFor(ctx) : resolveRunModels(ctx.run.spec, ctx.pset, hosted);
+        models.set(message.runId, runModels);
+      }
+      const taskDeps: GenerateTaskDeps = { store: deps.store, cache: deps.cache, ...runModels };
+      const result = await generateTask(taskDeps, ctx, message);
+      deps.logger.info('task settled', { runId: message.runId, taskId: message.taskId, model: result.model, outcome: result.outcome, costUsd: result.costUsd });
+      deps.metrics.addMetric(`Tasks_${result.outcome}`, MetricUnit.Count, 1);
+      if (result.costUsd > 0) deps.metrics.addMetric('SpendUsd', MetricUnit.NoUnit, result.costUsd);
+      return result;
+    };
+
+    try {
+      // In order, not in parallel: a task delivered twice in one batch then finds its own
+      // completion instead of racing to a second paid call. A batch whose every record
+      // failed is reported like any other, not thrown: the failed ids are what SQS redelivers.
+      const response = await processPartialResponse(event, recordHandler, processor, {
+        context: context as Context,
+        processInParallel: false,
+        throwOnFullBatchFailure: false,
+      });
+      processor.errors.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
+      if (processor.errors.length) deps.metrics.addMetric('MessagesFailed', MetricUnit.Count, processor.errors.length);
+      return response;
+    } finally {
+      deps.metrics.publishStoredMetrics();
+    }
+  };
+}
+
+export const handler = createHandler(once(() => defaultDeps(loadConfig())));

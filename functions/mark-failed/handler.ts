@@ -3,27 +3,36 @@
  * error that stopped it. Completions and verdicts already written stay; a resumed run
  * reuses them.
  *
- * Minimal until the runtime issue fills it in.
- *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { z } from 'zod';
+import { markRunFailed } from '../../core/cloud/mark-run-failed';
+import { markRunFailedInputSchema, parsePayload, stateFailureSchema, type MarkRunFailedInput } from '../../core/cloud/payloads';
+import type { RunStore } from '../../core/store';
+import { loadStorageConfig, once, type StorageConfig } from '../shared/cloud-config';
+import { createStorageAdapters } from '../shared/cloud-adapters';
 
-const logger = new Logger();
+export { markRunFailedInputSchema, stateFailureSchema };
+export type { MarkRunFailedInput };
 
-/** Step Functions' error object, as a Catch with ResultPath `$.failure` stores it. */
-export const stateFailureSchema = z.object({ Error: z.string(), Cause: z.string().optional() });
-
-export const markRunFailedInputSchema = z.object({
-  runId: z.string().min(1),
-  failure: stateFailureSchema,
-});
-export type MarkRunFailedInput = z.infer<typeof markRunFailedInputSchema>;
-
-export async function handler(event: unknown): Promise<void> {
-  const input = markRunFailedInputSchema.parse(event);
-  logger.appendKeys({ runId: input.runId });
-  logger.error('mark-failed is not implemented yet', { failure: input.failure });
-  throw new Error(`rcb: MarkRunFailed is not implemented yet (run ${input.runId})`);
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
+  return { storage: loadStorageConfig(env) };
 }
+
+export function createHandler(getDeps: () => { store: RunStore; logger: Logger }): (event: unknown) => Promise<void> {
+  return async (event) => {
+    const input = parsePayload(markRunFailedInputSchema, event, 'MarkRunFailed input');
+    const deps = getDeps();
+    deps.logger.appendKeys({ runId: input.runId });
+    try {
+      deps.logger.error('run failed', { failure: input.failure });
+      await markRunFailed(deps.store, input);
+    } finally {
+      deps.logger.removeKeys(['runId']);
+    }
+  };
+}
+
+export const handler = createHandler(
+  once(() => ({ store: createStorageAdapters(loadConfig().storage).store, logger: new Logger({ serviceName: 'rcb-mark-failed' }) })),
+);

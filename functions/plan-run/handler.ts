@@ -1,46 +1,103 @@
 /**
  * PlanRun (Step Functions task): validate the run spec, write the run and its tasks,
  * refuse a spec whose estimate exceeds the budget (unless forced), enqueue one SQS message
- * per task on its provider's lane, and list the shards (papers) to evaluate.
- *
- * Minimal until the runtime issue fills it with the plan use case: it checks its input and
- * fails the run with a clear error instead of pretending to plan.
+ * per unanswered task on its provider's lane, and list the shards (papers) to evaluate.
+ * A thin adapter over core/cloud/plan-cloud-run.ts.
  *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES (JSON lane -> queue URL),
  * RCB_EVALUATION_READY ("true" | "false").
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { z } from 'zod';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { planCloudRun, type PlanCloudRunDeps } from '../../core/cloud/plan-cloud-run';
+import { parsePayload, runWorkflowInputSchema, type PlanRunResult, type RunWorkflowInput, type ShardRef } from '../../core/cloud/payloads';
+import type { CostModel } from '../../core/run/generate';
+import type { RunSpec } from '../../core/store';
+import { createSqsClient } from '../../adapters/aws/clients';
+import { HostedModels } from '../../adapters/models/hosted-models';
+import { loadRegistry } from '../../adapters/models/registry';
+import { envKeySource } from '../../core/keys';
+import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../shared/cloud-config';
+import { createStorageAdapters, LaneTaskQueue } from '../shared/cloud-adapters';
+import { OFFLINE_MODELS } from '../shared/run-models';
 
-const logger = new Logger();
+export { runWorkflowInputSchema };
+export type { RunWorkflowInput, ShardRef, PlanRunResult };
 
-/** Execution input of the run workflow, as `rcb cloud run` starts it. */
-export const runWorkflowInputSchema = z.object({
-  /** Id of the run; also the execution name. */
-  runId: z.string().min(1),
-  /** The RunSpec (core/store.ts), or where it is stored. */
-  spec: z.unknown(),
-  /** Plan even when the estimate exceeds the budget. */
-  force: z.boolean().optional(),
-});
-export type RunWorkflowInput = z.infer<typeof runWorkflowInputSchema>;
-
-/** One evaluation shard: the candidates of one paper, all models. */
-export interface ShardRef {
-  paper: string;
+export interface PlanRunConfig {
+  storage: StorageConfig;
+  /** RCB_LANE_QUEUES: lane name -> queue URL. */
+  laneQueues: Record<string, string>;
+  /** RCB_EVALUATION_READY: false on a parked stack (no interface endpoints), which refuses runs. */
+  evaluationReady: boolean;
 }
 
-/** What PlanRun returns; the workflow keeps it at `$.plan` and maps over `$.plan.shards`. */
-export interface PlanRunResult {
-  runId: string;
-  taskCount: number;
-  estimatedCostUsd: number;
-  shards: ShardRef[];
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): PlanRunConfig {
+  return {
+    storage: loadStorageConfig(env),
+    laneQueues: jsonRecordEnv(env, 'RCB_LANE_QUEUES'),
+    evaluationReady: env.RCB_EVALUATION_READY !== 'false',
+  };
 }
 
-export async function handler(event: unknown): Promise<PlanRunResult> {
-  const input = runWorkflowInputSchema.parse(event);
-  logger.appendKeys({ runId: input.runId });
-  logger.error('plan-run is not implemented yet');
-  throw new Error(`rcb: PlanRun is not implemented yet (run ${input.runId})`);
+export interface PlanRunHandlerDeps extends Omit<PlanCloudRunDeps, 'costs'> {
+  /** Prices of the spec's paid models. */
+  costsFor(spec: RunSpec): Map<string, CostModel>;
+  evaluationReady: boolean;
+  logger: Logger;
+  metrics: Metrics;
 }
+
+/** Prices from the shipped registry; offline models have none. */
+export function registryCosts(hosted: HostedModels, spec: RunSpec): Map<string, CostModel> {
+  const costs = new Map<string, CostModel>();
+  for (const m of spec.models) {
+    if (OFFLINE_MODELS.has(m.id)) continue;
+    const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
+    const hit = hosted.resolve(m.id, { temperature });
+    if (!hit) throw new Error(`model "${m.id}" is not in the model registry of this deployment`);
+    costs.set(m.id, hit.cost);
+  }
+  return costs;
+}
+
+function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
+  const storage = createStorageAdapters(config.storage);
+  // Registry for routing and prices only: PlanRun never calls a model, so no keys.
+  const hosted = new HostedModels(loadRegistry(), envKeySource({}));
+  const lanes = Object.keys(config.laneQueues);
+  return {
+    ...storage,
+    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => hosted.entry(model)?.provider ?? 'offline'),
+    costsFor: (spec) => registryCosts(hosted, spec),
+    evaluationReady: config.evaluationReady,
+    logger: new Logger({ serviceName: 'rcb-plan-run' }),
+    metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),
+  };
+}
+
+export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknown) => Promise<PlanRunResult> {
+  return async (event) => {
+    const input = parsePayload(runWorkflowInputSchema, event, 'run workflow input');
+    const deps = getDeps();
+    deps.logger.appendKeys({ runId: input.runId });
+    try {
+      if (!deps.evaluationReady) {
+        throw new Error('this stack is parked (interfaceEndpoints=false): evaluation cannot start tasks; redeploy with endpoints to run');
+      }
+      const plan = await planCloudRun({ ...deps, costs: deps.costsFor(input.spec) }, input);
+      deps.logger.info('run planned', { taskCount: plan.taskCount, enqueued: plan.enqueued, shards: plan.shards.length, estimatedCostUsd: plan.estimatedCostUsd });
+      deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);
+      deps.metrics.addMetric('TasksEnqueued', MetricUnit.Count, plan.enqueued);
+      return plan;
+    } catch (err) {
+      deps.logger.error('planning failed', err as Error);
+      throw err;
+    } finally {
+      deps.metrics.publishStoredMetrics();
+      deps.logger.removeKeys(['runId']);
+    }
+  };
+}
+
+export const handler = createHandler(once(() => defaultDeps(loadConfig())));

@@ -1,0 +1,200 @@
+/**
+ * The cloud handlers as thin adapters: each parses its event, calls its use case and maps
+ * the result; the error paths of the AWS calls behind them are driven with
+ * aws-sdk-client-mock.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
+import { S3BlobStore } from '../../adapters/aws/s3-blob-store';
+import { EnqueueError } from '../../adapters/aws/sqs-task-queue';
+import { createHandler as createGenerate } from '../../functions/generate/handler';
+import { createHandler as createPlanRun } from '../../functions/plan-run/handler';
+import { createHandler as createCheckProgress } from '../../functions/check-progress/handler';
+import { createHandler as createAggregate } from '../../functions/aggregate/handler';
+import { createHandler as createMarkFailed } from '../../functions/mark-failed/handler';
+import { LaneTaskQueue } from '../../functions/shared/cloud-adapters';
+import { planCloudRun } from '../../core/cloud/plan-cloud-run';
+import type { RunStore } from '../../core/store';
+import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';
+
+process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+const logger = () => new Logger({ logLevel: 'SILENT' });
+const metrics = () => new Metrics({ namespace: 'rcb-test' });
+
+const ddb = mockClient(DynamoDBDocumentClient);
+const s3 = mockClient(S3Client);
+const sqs = mockClient(SQSClient);
+beforeEach(() => {
+  ddb.reset();
+  s3.reset();
+  sqs.reset();
+});
+
+function sqsEvent(bodies: string[]): SQSEvent {
+  return {
+    Records: bodies.map((body, i) => ({
+      messageId: `m${i}`,
+      receiptHandle: `rh${i}`,
+      body,
+      attributes: {} as never,
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:lane',
+      awsRegion: 'us-east-1',
+    })),
+  };
+}
+
+async function planned(): Promise<CloudFixture> {
+  const f = await cloudFixture({ papers: ['grouprms'] });
+  await planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, f.input);
+  return f;
+}
+
+const mockedStore = () => new DynamoRunStore(DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' })), { tableName: 'runs' });
+
+describe('generate handler', () => {
+  function generateHandler(f: CloudFixture, store: RunStore = f.store) {
+    return createGenerate(() => ({
+      store,
+      blobs: f.blobs,
+      cache: { get: async () => null, put: async () => undefined },
+      scratchDir: f.scratchDir,
+      keys: { get: async () => undefined },
+      logger: logger(),
+      metrics: metrics(),
+      modelsFor: () => ({ clients: f.clients, costs: new Map() }),
+    }));
+  }
+
+  it('answers a batch with each message twice, calling each model once per task and failing nothing', async () => {
+    // Prepare
+    const f = await planned();
+    const bodies = f.queue.sent.flatMap((m) => [JSON.stringify(m.message), JSON.stringify(m.message)]);
+
+    // Act
+    const response = await generateHandler(f)(sqsEvent(bodies));
+
+    // Assess
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(f.clients.get('oracle')!.calls + f.clients.get('empty')!.calls).toBe(f.queue.sent.length);
+    const tasks = await f.store.listTasks(f.input.runId);
+    expect((await f.store.getCompletions(tasks.map((t) => t.taskId))).size).toBe(tasks.length);
+  });
+
+  it('reports a malformed message as a batch item failure and processes the rest', async () => {
+    const f = await planned();
+    const response = await generateHandler(f)(sqsEvent(['not json', JSON.stringify({ runId: f.input.runId }), JSON.stringify(f.queue.sent[0].message)]));
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }, { itemIdentifier: 'm1' }] });
+    expect((await f.store.getCompletions([f.queue.sent[0].message.taskId])).size).toBe(1);
+  });
+
+  it('reports the record for redelivery when DynamoDB fails, without calling the model', async () => {
+    // Prepare: the run context comes from the blob store; the store's reads fail.
+    const f = await planned();
+    ddb.on(GetCommand).rejects(Object.assign(new Error('Rate exceeded'), { name: 'ProvisionedThroughputExceededException' }));
+    ddb.rejects(Object.assign(new Error('Rate exceeded'), { name: 'ProvisionedThroughputExceededException' }));
+
+    // Act
+    const response = await generateHandler(f, mockedStore())(sqsEvent([JSON.stringify(f.queue.sent[0].message)]));
+
+    // Assess
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }] });
+    expect(f.clients.get('oracle')!.calls + f.clients.get('empty')!.calls).toBe(0);
+  });
+});
+
+describe('plan-run handler', () => {
+  function planHandler(f: CloudFixture, extra: { evaluationReady?: boolean; queue?: LaneTaskQueue } = {}) {
+    return createPlanRun(() => ({
+      store: f.store,
+      blobs: f.blobs,
+      queue: extra.queue ?? f.queue,
+      scratchDir: f.scratchDir,
+      costsFor: () => new Map(),
+      evaluationReady: extra.evaluationReady ?? true,
+      logger: logger(),
+      metrics: metrics(),
+    }));
+  }
+
+  it('returns the plan the workflow maps over', async () => {
+    const f = await cloudFixture();
+    const plan = await planHandler(f)(f.input);
+    expect(plan.shards.map((s) => s.paper)).toEqual(f.pset.papers.map((p) => p.meta.id));
+    expect(plan.taskCount).toBe(56);
+  });
+
+  it('rejects a workflow input without a valid spec, naming the field', async () => {
+    const f = await cloudFixture();
+    await expect(planHandler(f)({ runId: 'r1', spec: {} })).rejects.toThrow(/spec\.psetDigest/);
+  });
+
+  it('refuses to plan on a parked stack', async () => {
+    const f = await cloudFixture();
+    await expect(planHandler(f, { evaluationReady: false })(f.input)).rejects.toThrow(/parked/);
+  });
+
+  it('fails with the unsent messages when SQS rejects them', async () => {
+    // Prepare: SQS blames every entry on the sender.
+    const f = await cloudFixture({ papers: ['grouprms'] });
+    sqs.on(SendMessageBatchCommand).callsFake((input: { Entries: { Id: string }[] }) => ({
+      Successful: [],
+      Failed: input.Entries.map((e) => ({ Id: e.Id, Code: 'InvalidMessageContents', Message: 'bad', SenderFault: true })),
+    }));
+    const queue = new LaneTaskQueue(new SQSClient({ region: 'us-east-1' }), { queueUrls: { openai: 'https://sqs/openai' }, defaultLane: 'openai' }, () => 'offline');
+
+    // Act / Assess
+    await expect(planHandler(f, { queue })(f.input)).rejects.toThrow(EnqueueError);
+    expect(sqs.commandCalls(SendMessageBatchCommand).length).toBeGreaterThan(0);
+  });
+});
+
+describe('check-progress handler', () => {
+  it('reports progress, then done once every task has a completion', async () => {
+    const f = await planned();
+    const handler = createCheckProgress(() => ({ store: f.store, generationTimeoutSec: 3600, logger: logger(), metrics: metrics() }));
+    expect(await handler({ runId: f.input.runId })).toMatchObject({ done: false, settled: 0 });
+  });
+
+  it('fails when the store cannot be read', async () => {
+    ddb.on(GetCommand).rejects(Object.assign(new Error('unreachable'), { name: 'InternalServerError' }));
+    ddb.on(QueryCommand).rejects(Object.assign(new Error('unreachable'), { name: 'InternalServerError' }));
+    const handler = createCheckProgress(() => ({ store: mockedStore(), generationTimeoutSec: 3600, logger: logger(), metrics: metrics() }));
+    await expect(handler({ runId: 'r1' })).rejects.toThrow(/unreachable/);
+  });
+});
+
+describe('aggregate handler', () => {
+  it('fails when S3 refuses the reports, leaving the run for the catch path', async () => {
+    // Prepare: a finished-looking run in SQLite; S3 puts fail.
+    const f = await planned();
+    s3.on(PutObjectCommand).rejects(Object.assign(new Error('Access Denied'), { name: 'AccessDenied' }));
+    const blobs = new S3BlobStore(new S3Client({ region: 'us-east-1' }), { bucket: 'b' });
+    const handler = createAggregate(() => ({ store: f.store, blobs, logger: logger(), metrics: metrics() }));
+
+    // Act / Assess
+    await expect(handler({ runId: f.input.runId })).rejects.toThrow(/Access Denied/);
+  });
+});
+
+describe('mark-failed handler', () => {
+  it('records the error on the run', async () => {
+    const f = await planned();
+    await createMarkFailed(() => ({ store: f.store, logger: logger() }))({ runId: f.input.runId, failure: { Error: 'E', Cause: 'c' } });
+    expect((await f.store.getRun(f.input.runId))?.error).toBe('E: c');
+  });
+
+  it('rejects an input without its failure', async () => {
+    const f = await planned();
+    await expect(createMarkFailed(() => ({ store: f.store, logger: logger() }))({ runId: 'r1' })).rejects.toThrow(/failure/);
+  });
+});
