@@ -7,6 +7,9 @@ import { runId as computeRunId, runFolderName } from '../../core/ids';
 import { runBenchmark } from '../../core/run/run-benchmark';
 import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
+import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
+import { homedir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { createLocalExecutor } from '../../adapters/local/executor';
 import { defaultPython, loadPromptTemplate, loadPsetOrFail, openRunDir, parseList, parseNumber, parsePositiveInt, UsageError, writeRunId } from './common';
 import { resolveModels } from './model-clients';
@@ -82,6 +85,13 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   }).catch((e: Error) => {
     throw new UsageError(e.message);
   });
+  // Paid answers are shared by every run on this machine: the same task is never bought twice.
+  const cacheDir = process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
+  let cache: SqliteCompletionCache | undefined;
+  if (paid) {
+    mkdirSync(cacheDir, { recursive: true });
+    cache = new SqliteCompletionCache(join(cacheDir, 'completions.sqlite'));
+  }
   const progress = new TerminalProgress();
   const abort = new AbortController();
   const onSignal = () => {
@@ -94,7 +104,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   progress.note(`run ${runId} in ${dir}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${samples} sample(s), ${jobs} job(s)`);
   try {
     const result = await runBenchmark(
-      { store, clients: models.clients, executor, costs: models.costs, progress },
+      { store, clients: models.clients, executor, costs: models.costs, cache, progress },
       {
         runId,
         spec,
@@ -129,5 +139,6 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     process.off('SIGTERM', onSignal);
     await executor.close();
     await store.close();
+    cache?.close();
   }
 }
