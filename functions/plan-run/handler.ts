@@ -64,12 +64,13 @@ export function registryCosts(hosted: HostedModels, spec: RunSpec): Map<string, 
 function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
   const storage = createStorageAdapters(config.storage);
   // Registry for routing and prices only: PlanRun never calls a model, so no keys.
-  const hosted = new HostedModels(loadRegistry(), envKeySource({}));
+  // Loaded on first need: a run of offline models only never reads the registry file.
+  const hosted = once(() => new HostedModels(loadRegistry(), envKeySource({})));
   const lanes = Object.keys(config.laneQueues);
   return {
     ...storage,
-    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => hosted.entry(model)?.provider ?? 'offline'),
-    costsFor: (spec) => registryCosts(hosted, spec),
+    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => (OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'))),
+    costsFor: (spec) => (spec.models.every((m) => OFFLINE_MODELS.has(m.id)) ? new Map() : registryCosts(hosted(), spec)),
     evaluationReady: config.evaluationReady,
     logger: new Logger({ serviceName: 'rcb-plan-run' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),
