@@ -1,22 +1,10 @@
 /**
- * Payloads the AWS adapters send and receive, validated with zod at the boundary.
- *
- * Kept here for now; the shared payload types are to move into core/ (STYLE.md: one
- * exported type per message, in core), with this file re-exporting them.
+ * Reading SQS message bodies at the boundary. The payload types themselves live in
+ * core/cloud/payloads.ts (one exported type per message, shared with the handlers).
  */
-import { z } from 'zod';
+import { generationMessageSchema, type GenerationMessage } from '../../core/cloud/payloads';
 
-/** One generation job on an SQS lane: ask the task's model for its completion. */
-export const generationMessageSchema = z
-  .object({
-    /** The run the task belongs to (its budget is reserved on this run's item). */
-    runId: z.string().min(1),
-    /** The task to answer; the task record is read from the run store by this id. */
-    taskId: z.string().min(1),
-  })
-  .strict();
-
-export type GenerationMessage = z.infer<typeof generationMessageSchema>;
+export { generationMessageSchema, type GenerationMessage };
 
 /** A message body that is not a GenerationMessage; the message says what is wrong. */
 export class MessageFormatError extends Error {
