@@ -5,4 +5,7 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testTimeout: 60000,
+  // The reliability summary line (test/reliability/reliability-summary.ts).
+  globalSetup: '<rootDir>/test/reliability/global-setup.ts',
+  globalTeardown: '<rootDir>/test/reliability/global-teardown.ts',
 };

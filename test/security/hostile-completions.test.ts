@@ -1,6 +1,7 @@
 /**
- * Hostile completions (test/fixtures/replays/hostile.jsonl) run through the local executor
- * as a run would: each must be contained (nothing outside changed, no secret seen, no
+ * Hostile completions (test/fixtures/replays/hostile.jsonl) run through each local
+ * executor (cold: a fresh interpreter per test; warm: a forked child of a pre-imported
+ * interpreter) as a run would: each must be contained (nothing outside changed, no secret seen, no
  * connection made, no process left behind), fail the strict judge with its named flag,
  * and not stop the others.
  */
@@ -15,6 +16,7 @@ import { judge } from '../../core/judge';
 import type { Candidate, RawExecution } from '../../core/executor';
 import { createLocalExecutor } from '../../adapters/local/executor';
 import { PSET_MINI, REPO } from '../helpers/cli';
+import { recordCount } from '../reliability/reliability-summary';
 
 interface HostileCase {
   paper: string;
@@ -39,7 +41,13 @@ function strayProcesses(): string[] {
   return ps.split('\n').filter((l) => /^sleep 317\b/.test(l.trim()));
 }
 
-describe('hostile completions through the local executor', () => {
+/** Both executors, with the same checks; distinct sandbox uids so the two never share one. */
+const EXECUTORS = [
+  { kind: 'cold', warm: false, uidBase: 340_000 },
+  { kind: 'warm', warm: true, uidBase: 350_000 },
+] as const;
+
+describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ kind, warm, uidBase }) => {
   let server: Server;
   let connections = 0;
   const saved: Record<string, string | undefined> = {};
@@ -73,7 +81,7 @@ describe('hostile completions through the local executor', () => {
         source: splice(findFile(paper, snippet.file), snippet, extractCompletion(c.completion)),
       });
     }
-    const executor = await createLocalExecutor({ jobs: 2, timeoutSec: 5, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
+    const executor = await createLocalExecutor({ warm, uidBase, jobs: 2, timeoutSec: 5, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
     try {
       // Act
       results = await executor.run(candidates);
@@ -141,7 +149,7 @@ describe('hostile completions through the local executor', () => {
       const v = judge(results[i], { completion: extractCompletion(c.completion), testUsesUnittest: true });
       return !v.strictPass && c.expected_flag.split('|').some((f) => v.flags.includes(f));
     }).length;
-    // One line for the suite's summary (issue: attack it).
-    process.stdout.write(`hostile cases contained: ${contained}/${cases.length}\n`);
+    process.stdout.write(`hostile cases contained (${kind} executor): ${contained}/${cases.length}\n`);
+    recordCount('hostile', `hostile-${kind}`, contained, cases.length);
   });
 });
