@@ -4,9 +4,9 @@
  * Lambda, a resumed run) writes nothing new and re-sends only unanswered tasks, which the
  * idempotent generator ignores if a first copy got there.
  */
-import type { BlobStore, RunRecord, RunStore } from '../store';
+import type { BlobStore, RunStore } from '../store';
 import type { CostModel } from '../run/generate';
-import { planTasks } from '../run/plan';
+import { openRun, planTasks } from '../run/plan';
 import { runId as computeRunId } from '../ids';
 import { buildPrompt } from '../prompt/template';
 import { findSnippet } from '../prompt/mask';
@@ -46,21 +46,7 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   if (missing.length) throw new RunInputError(`no model info for ${missing.join(', ')}`);
 
   const tasks = planTasks(pset, spec);
-  const stamp = now().toISOString();
-  const record: RunRecord = {
-    runId: input.runId,
-    spec,
-    source: 'rcb',
-    papers: pset.papers.map((p) => p.meta),
-    models: input.models,
-    status: 'planned',
-    createdAt: stamp,
-    updatedAt: stamp,
-    spentUsd: 0,
-    reservedUsd: 0,
-  };
-  const existing = await deps.store.createRun(record);
-  if (existing.spec.budgetUsd !== spec.budgetUsd) await deps.store.setRunBudget(input.runId, spec.budgetUsd);
+  const existing = await openRun(deps.store, { runId: input.runId, spec, pset, models: input.models }, now);
 
   const answered = await deps.store.getCompletions(tasks.map((t) => t.taskId));
   const todo = tasks.filter((t) => !answered.has(t.taskId));

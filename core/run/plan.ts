@@ -2,7 +2,7 @@
  * Planning: a run spec and a pset become the run's tasks (snippets x models x samples).
  */
 import type { Pset } from '../types';
-import type { RunSpec, TaskRecord } from '../store';
+import type { ModelInfo, RunRecord, RunSpec, RunStore, TaskRecord } from '../store';
 import { taskId } from '../ids';
 
 export function planTasks(pset: Pset, spec: Pick<RunSpec, 'models' | 'samples' | 'withPaper' | 'promptTemplateDigest'>): TaskRecord[] {
@@ -39,3 +39,30 @@ export function planTasks(pset: Pset, spec: Pick<RunSpec, 'models' | 'samples' |
   return tasks;
 }
 
+
+/**
+ * Create the run if it is new, or find it; a resumed run takes the budget of the spec it
+ * is resumed with (raising the budget is how a budget_exhausted run goes on).
+ */
+export async function openRun(
+  store: RunStore,
+  input: { runId: string; spec: RunSpec; pset: Pset; models: Record<string, ModelInfo> },
+  now: () => Date = () => new Date(),
+): Promise<RunRecord> {
+  const stamp = now().toISOString();
+  const existing = await store.createRun({
+    runId: input.runId,
+    spec: input.spec,
+    source: 'rcb',
+    papers: input.pset.papers.map((p) => p.meta),
+    models: input.models,
+    status: 'planned',
+    createdAt: stamp,
+    updatedAt: stamp,
+    spentUsd: 0,
+    reservedUsd: 0,
+  });
+  if (existing.spec.budgetUsd === input.spec.budgetUsd) return existing;
+  await store.setRunBudget(input.runId, input.spec.budgetUsd);
+  return (await store.getRun(input.runId))!;
+}

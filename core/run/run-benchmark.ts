@@ -9,7 +9,7 @@ import type { TestExecutor } from '../executor';
 import type { ModelClient } from '../model';
 import type { CompletionCache, CompletionRecord, ModelInfo, RunRecord, RunSpec, RunStatus, RunStore, TaskRecord } from '../store';
 import type { PromptTemplate } from '../prompt/template';
-import { planTasks } from './plan';
+import { openRun, planTasks } from './plan';
 import type { CostModel, GenerateResult } from './generate';
 import { generate } from './generate';
 import { evaluate } from './evaluate';
@@ -56,20 +56,7 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const now = deps.now ?? (() => new Date());
   const progress = deps.progress ?? silentProgress;
   const { store, runId } = { store: deps.store, runId: input.runId };
-  const stamp = now().toISOString();
-  const existing = await store.createRun({
-    runId,
-    spec: input.spec,
-    source: 'rcb',
-    papers: input.pset.papers.map((p) => p.meta),
-    models: input.models,
-    status: 'planned',
-    createdAt: stamp,
-    updatedAt: stamp,
-    spentUsd: 0,
-    reservedUsd: 0,
-  });
-  if (existing.spec.budgetUsd !== input.spec.budgetUsd) await store.setRunBudget(runId, input.spec.budgetUsd);
+  await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
   if (input.clearStaleReservations) await store.clearReservations(runId);
 
   const tasks = planTasks(input.pset, input.spec);
