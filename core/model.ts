@@ -18,6 +18,12 @@ export interface ModelRequest {
   /** Identity of the task asked about; offline models (oracle, replay) answer by it. */
   task: { paper: string; file: string; snippet: string };
   signal?: AbortSignal;
+  /**
+   * Called before a retry layer tries the request again after `error`; throwing ends the
+   * call with that error. The caller's budget hook: an attempt that timed out or broke off
+   * may still be billed, so the next one must be reserved for first.
+   */
+  beforeRetry?: (error: ModelError) => Promise<void>;
 }
 
 export type FinishReason = 'stop' | 'length' | 'content_filter' | 'other';
@@ -41,6 +47,9 @@ export type ModelErrorKind =
   | 'context_length'
   | 'malformed_response'
   | 'other';
+
+/** Failures after which the provider may still bill the attempt (the answer may have been generated). */
+export const MAYBE_BILLED: ReadonlySet<ModelErrorKind> = new Set(['timeout', 'network', 'malformed_response']);
 
 const RETRYABLE: ReadonlySet<ModelErrorKind> = new Set(['rate_limit', 'server', 'timeout', 'network', 'malformed_response']);
 

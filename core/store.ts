@@ -82,7 +82,13 @@ export interface CompletionRecord {
   /** Raw answer text; empty when the call failed. */
   text: string;
   usage: TokenUsage;
+  /** Spend counted for the task, USD: the billed usage plus `assumedCostUsd`. */
   costUsd: number;
+  /**
+   * Attempts that failed in a way the provider may still bill (timeout, broken connection,
+   * unreadable answer), counted at their worst case because their usage is unknown.
+   */
+  assumedCostUsd?: number;
   finishReason: FinishReason | 'error';
   /** Set when the call failed for good (non-retryable, or attempts exhausted). */
   error?: { kind: string; message: string; status?: number };

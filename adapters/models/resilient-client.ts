@@ -100,6 +100,7 @@ export class ResilientModelClient implements ModelClient {
         throw error;
       }
       await this.opts.beforeRetry?.({ attempt, delayMs, error });
+      await req.beforeRetry?.(error);
       this.opts.onEvent?.({ type: 'retry', modelId: this.id, attempt, delayMs, error });
       await this.clock.sleep(delayMs, req.signal);
     }

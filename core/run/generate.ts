@@ -5,7 +5,7 @@
  */
 import type { Paper, Pset, TokenUsage } from '../types';
 import type { ModelClient, Prompt } from '../model';
-import { ModelError } from '../model';
+import { MAYBE_BILLED, ModelError } from '../model';
 import type { CompletionCache, CompletionRecord, RunStore, TaskRecord } from '../store';
 import type { PromptTemplate } from '../prompt/template';
 import { buildPrompt } from '../prompt/template';
@@ -93,8 +93,23 @@ export async function generateOne(
   }
   const prompt = buildPrompt(input.template, input.paper, findSnippet(input.paper, task.snippet, task.file), input.withPaper);
   const cost = client.offline ? undefined : deps.costs?.get(task.model);
-  const reserved = cost ? cost.worstCase(prompt) : 0;
-  if (cost && !(await deps.store.reserveBudget(input.runId, reserved))) return { outcome: 'budget_exhausted' };
+  const perAttempt = cost ? cost.worstCase(prompt) : 0;
+  if (cost && !(await deps.store.reserveBudget(input.runId, perAttempt))) return { outcome: 'budget_exhausted' };
+  // An attempt that timed out or broke off may have been billed without our seeing the
+  // usage: it is counted at its worst case, and the next attempt is reserved before it
+  // starts, so that the budget holds however the provider bills.
+  let reserved = perAttempt;
+  let assumedUsd = 0;
+  let budgetRanOut = false;
+  const beforeRetry = async (error: ModelError) => {
+    if (!cost || !MAYBE_BILLED.has(error.kind)) return;
+    if (!(await deps.store.reserveBudget(input.runId, perAttempt))) {
+      budgetRanOut = true;
+      throw error;
+    }
+    reserved += perAttempt;
+    assumedUsd += perAttempt;
+  };
   const started = Date.now();
   let record: CompletionRecord;
   let failed = false;
@@ -104,34 +119,43 @@ export async function generateOne(
       sample: task.sample,
       task: { paper: task.paper, file: task.file, snippet: task.snippet },
       signal: input.signal,
+      beforeRetry,
     });
     record = {
       taskId: task.taskId,
       model: task.model,
       text: res.text,
       usage: res.usage,
-      costUsd: cost ? cost.billed(res.usage) : 0,
+      costUsd: cost ? cost.billed(res.usage) + assumedUsd : 0,
+      ...(assumedUsd ? { assumedCostUsd: assumedUsd } : {}),
       finishReason: res.finishReason,
       latencyMs: Date.now() - started,
       createdAt: now().toISOString(),
     };
   } catch (err) {
     if (input.signal?.aborted) {
-      if (cost) await deps.store.settleBudget(input.runId, reserved, 0);
+      if (cost) await deps.store.settleBudget(input.runId, reserved, assumedUsd);
       return { outcome: 'aborted' };
     }
     const e = err instanceof ModelError ? err : new ModelError('other', err instanceof Error ? err.message : String(err));
+    if (MAYBE_BILLED.has(e.kind)) assumedUsd += perAttempt;
     record = {
       taskId: task.taskId,
       model: task.model,
       text: '',
       usage: ZERO_USAGE,
-      costUsd: 0,
+      costUsd: cost ? assumedUsd : 0,
+      ...(cost && assumedUsd ? { assumedCostUsd: assumedUsd } : {}),
       finishReason: 'error',
       error: { kind: e.kind, message: e.message, status: e.status },
       latencyMs: Date.now() - started,
       createdAt: now().toISOString(),
     };
+    if (budgetRanOut) {
+      // Not an answer: the task stays open for a resumed run with a higher budget.
+      if (cost) await deps.store.settleBudget(input.runId, reserved, record.costUsd);
+      return { outcome: 'budget_exhausted' };
+    }
     failed = true;
   }
   // Settle before storing, so spend is never under-counted if the store write fails.

@@ -26,10 +26,13 @@ interface FakeEndpoint {
   billed: number;
   requests: number;
   failureRate: number;
+  /** Share of requests answered (and billed) only after `slowMs`, later than the client waits. */
+  slowRate: number;
+  slowMs: number;
 }
 
-async function startEndpoint(failureRate: number): Promise<FakeEndpoint> {
-  const ep: FakeEndpoint = { server: createServer(), url: '', billed: 0, requests: 0, failureRate };
+async function startEndpoint(failureRate: number, slow: { rate: number; ms: number } = { rate: 0, ms: 0 }): Promise<FakeEndpoint> {
+  const ep: FakeEndpoint = { server: createServer(), url: '', billed: 0, requests: 0, failureRate, slowRate: slow.rate, slowMs: slow.ms };
   ep.server.on('request', (req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -43,6 +46,8 @@ async function startEndpoint(failureRate: number): Promise<FakeEndpoint> {
       }
       ep.billed++;
       JSON.parse(body);
+      const delay = Math.random() < ep.slowRate ? ep.slowMs : 0;
+      setTimeout(() => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify({
@@ -54,6 +59,7 @@ async function startEndpoint(failureRate: number): Promise<FakeEndpoint> {
           usage: { ...USAGE, total_tokens: USAGE.prompt_tokens + USAGE.completion_tokens },
         }),
       );
+      }, delay);
     });
   });
   await new Promise<void>((resolve) => ep.server.listen(0, '127.0.0.1', resolve));
@@ -76,11 +82,11 @@ function entryFor(url: string): ModelEntry {
   });
 }
 
-function setup(url: string) {
+function setup(url: string, timeoutMs?: number) {
   const pset = loadPset(PSET_MINI);
   const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
   const entry = entryFor(url);
-  const hosted = new HostedModels([entry], staticKeySource({ FAKE_ENDPOINT_KEY: 'k' }), { retry: { baseDelayMs: 2, maxDelayMs: 10 } });
+  const hosted = new HostedModels([entry], staticKeySource({ FAKE_ENDPOINT_KEY: 'k' }), { retry: { baseDelayMs: 2, maxDelayMs: 10 }, timeoutMs });
   const resolved = hosted.resolve('fake-model')!;
   const store = new SqliteRunStore(':memory:');
   const tasks = planTasks(pset, { models: [{ id: 'fake-model', params: resolved.client.params }], samples: 8, withPaper: true, promptTemplateDigest: template.digest });
@@ -164,6 +170,36 @@ describe('a run under a budget', () => {
       expect(second.reused).toBe(done);
       expect(second.called).toBe(tasks.length - done);
       expect(ep.billed).toBe(tasks.length);
+    } finally {
+      await store.close();
+      ep.server.close();
+    }
+  }, 120_000);
+});
+
+describe('paid generation when answers come later than the client waits', () => {
+  it('counts each timed-out attempt at its worst case, so recorded spend covers what the provider billed', async () => {
+    // Prepare: 20% of answers arrive after the client gave up; the server bills them anyway.
+    const ep = await startEndpoint(0, { rate: 0.2, ms: 400 });
+    const { pset, template, entry, resolved, store, tasks } = setup(ep.url, 150);
+    await createRun(store, 't', null);
+    try {
+      // Act
+      const result = await generate(
+        { store, clients: new Map([['fake-model', resolved.client]]), costs: new Map([['fake-model', resolved.cost]]) },
+        { runId: 't', pset, template, withPaper: true, tasks, concurrency: 16 },
+      );
+      await new Promise((r) => setTimeout(r, 500)); // let the late answers finish being billed
+      // Assess
+      expect(result.failed).toBe(0);
+      const completions = [...(await store.getCompletions(tasks.map((t) => t.taskId))).values()];
+      const assumed = completions.reduce((a, c) => a + (c.assumedCostUsd ?? 0), 0);
+      expect(assumed).toBeGreaterThan(0);
+      const perCall = costOf({ inputTokens: 1000, cachedInputTokens: 0, outputTokens: 200, reasoningTokens: 0 }, entry.prices);
+      const run = (await store.getRun('t'))!;
+      expect(run.spentUsd).toBeCloseTo(completions.reduce((a, c) => a + c.costUsd, 0), 9);
+      expect(run.spentUsd).toBeGreaterThanOrEqual(perCall * ep.billed - 1e-9);
+      expect(run.reservedUsd).toBeCloseTo(0, 9);
     } finally {
       await store.close();
       ep.server.close();
