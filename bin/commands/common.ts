@@ -72,9 +72,13 @@ export function openRunDir(dir: string, create: boolean): { store: SqliteRunStor
   const abs = resolve(dir);
   if (!create && !existsSync(join(abs, STORE_FILE))) throw new UsageError(`${abs} is not a run directory (no ${STORE_FILE})`);
   mkdirSync(abs, { recursive: true });
-  const runFile = join(abs, RUN_FILE);
-  const runId = existsSync(runFile) ? (JSON.parse(readFileSync(runFile, 'utf8')).runId as string) : null;
-  return { store: new SqliteRunStore(join(abs, STORE_FILE)), runId, dir: abs };
+  return { store: new SqliteRunStore(join(abs, STORE_FILE)), runId: runIdIn(abs), dir: abs };
+}
+
+/** The run a directory holds (its run.json), or null; creates nothing. */
+export function runIdIn(dir: string): string | null {
+  const runFile = join(resolve(dir), RUN_FILE);
+  return existsSync(runFile) ? (JSON.parse(readFileSync(runFile, 'utf8')).runId as string) : null;
 }
 
 export function writeRunId(dir: string, runId: string): void {

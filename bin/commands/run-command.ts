@@ -11,7 +11,7 @@ import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
 import { homedir } from 'node:os';
 import { mkdirSync } from 'node:fs';
 import { createLocalExecutor } from '../../adapters/local/executor';
-import { defaultPython, loadPromptTemplate, loadPsetOrFail, openRunDir, parseList, parseNumber, parsePositiveInt, UsageError, writeRunId } from './common';
+import { defaultPython, loadPromptTemplate, loadPsetOrFail, openRunDir, parseList, parseNumber, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
 import { resolveModels } from './model-clients';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateRun, formatEstimates } from './model-commands';
@@ -40,11 +40,14 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   const pset = loadPsetOrFail(opts.pset, papers);
   const template = loadPromptTemplate(opts.promptTemplate);
   const samples = parsePositiveInt('--samples', opts.samples);
-  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
   const timeoutSec = parseNumber('--timeout', opts.timeout, 1);
   const temperature = opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined;
   const budgetUsd = opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null;
   const models = resolveModels(opts.model.length ? opts.model : ['oracle'], pset, hosted, { temperature });
+  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
+  if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
+  const paid = models.costs.size > 0;
+  const generationConcurrency = paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8);
 
   const spec: RunSpec = {
     psetDigest: pset.digest,
@@ -59,13 +62,10 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   };
   const runId = computeRunId(spec);
   const outDir = resolve(opts.out ?? join('runs', runFolderName(spec, runId)));
-  const { store, runId: existingId, dir } = openRunDir(outDir, true);
-  if (existingId && existingId !== runId) {
-    await store.close();
-    throw new UsageError(`${dir} holds another run (${existingId}); choose another --out or remove it`);
-  }
-  writeRunId(dir, runId);
-  const paid = models.costs.size > 0;
+  // Every check that can refuse the run comes before the run directory is created: a
+  // refused run leaves nothing behind (test/reliability/bad-inputs.test.ts).
+  const existingId = runIdIn(outDir);
+  if (existingId && existingId !== runId) throw new UsageError(`${outDir} holds another run (${existingId}); choose another --out or remove it`);
   if (paid) {
     const missing = await hosted.checkKeys([...models.costs.keys()]);
     if (missing.length) throw new UsageError(`missing API keys: ${missing.join('; ')}`);
@@ -75,7 +75,6 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     if (budgetUsd === null) process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
   }
 
-  if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
   const executor = await createLocalExecutor({
     warm: opts.executor === 'warm',
     python: opts.python ?? defaultPython(),
@@ -85,6 +84,15 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   }).catch((e: Error) => {
     throw new UsageError(e.message);
   });
+  let opened: ReturnType<typeof openRunDir>;
+  try {
+    opened = openRunDir(outDir, true);
+  } catch (e) {
+    await executor.close();
+    throw e;
+  }
+  const { store, dir } = opened;
+  writeRunId(dir, runId);
   // Paid answers are shared by every run on this machine: the same task is never bought twice.
   const cacheDir = process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
   let cache: SqliteCompletionCache | undefined;
@@ -111,7 +119,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
         pset,
         template,
         models: models.info,
-        generationConcurrency: paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8),
+        generationConcurrency,
         evaluationBatch: jobs * 4,
         clearStaleReservations: true,
         signal: abort.signal,
