@@ -182,13 +182,34 @@ export async function generate(deps: GenerateDeps, input: GenerateInput): Promis
   progress.start('generate', input.tasks.length);
   progress.advance('generate', result.reused);
 
+  // Prompt caching: the tasks of one (model, paper) share a prefix (instructions + paper).
+  // The first call of each group goes alone and writes the provider's cache; the group's
+  // other calls wait for it and then read the prefix from the cache instead of paying for it.
+  const firstCalls = new Map<string, Promise<void>>();
+  const warmPrefix = async (task: TaskRecord): Promise<(() => void) | undefined> => {
+    const client = deps.clients.get(task.model);
+    if (!client || client.offline) return undefined;
+    const key = JSON.stringify([task.model, task.paper]);
+    const pending = firstCalls.get(key);
+    if (pending) {
+      await pending;
+      return undefined;
+    }
+    let release!: () => void;
+    firstCalls.set(key, new Promise<void>((resolve) => (release = resolve)));
+    return release;
+  };
+
   let next = 0;
   const worker = async () => {
     while (next < todo.length && !input.signal?.aborted) {
       const task = todo[next++];
       const paper = papers.get(task.paper);
       if (!paper) throw new Error(`task ${task.taskId} names paper "${task.paper}", which is not in the pset`);
-      const done = await generateOne(deps, { runId: input.runId, paper, template: input.template, withPaper: input.withPaper, task, signal: input.signal });
+      const releaseGroup = await warmPrefix(task);
+      const done = await generateOne(deps, { runId: input.runId, paper, template: input.template, withPaper: input.withPaper, task, signal: input.signal }).finally(
+        () => releaseGroup?.(),
+      );
       if (done.outcome === 'aborted') break;
       if (done.outcome === 'budget_exhausted') {
         // Nothing more may start; calls already in flight finish and settle.
