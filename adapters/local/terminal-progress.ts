@@ -14,6 +14,7 @@ interface Phase {
 export class TerminalProgress implements Progress {
   private readonly phases = new Map<string, Phase>();
   private drawn = false;
+  private lastDraw = 0;
 
   constructor(
     private readonly out: NodeJS.WriteStream = process.stderr,
@@ -67,6 +68,10 @@ export class TerminalProgress implements Progress {
   private render(phase: string, final = false): void {
     const p = this.phases.get(phase)!;
     if (this.tty) {
+      // Redraw at most ten times a second: a fast phase would otherwise flood the terminal.
+      const now = Date.now();
+      if (!final && now - this.lastDraw < 100) return;
+      this.lastDraw = now;
       this.draw();
       if (final && [...this.phases.values()].every((q) => q.done >= q.total)) {
         this.out.write('\n');
