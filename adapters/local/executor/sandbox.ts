@@ -14,8 +14,10 @@ import type { SandboxUser } from './sandbox-users';
 
 /** Where every candidate sees its workspace, so that paths are identical across runs. */
 export const SANDBOX_WORKSPACE = '/workspace';
+/** Where rcb's own files (the driver, the warm server) sit inside the sandbox. */
+export const SANDBOX_RCB_DIR = '/rcb';
 /** Where the driver sits inside the sandbox. */
-export const SANDBOX_DRIVER = '/rcb/rcb_driver.py';
+export const SANDBOX_DRIVER = `${SANDBOX_RCB_DIR}/rcb_driver.py`;
 
 /** Top-level system directories, mirrored read-only, or as the symlinks they are on merged-/usr hosts. */
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32'];
@@ -41,7 +43,7 @@ const ETC_ENTRIES = [
 ];
 
 /** Mount points the sandbox makes itself; an interpreter directory may not cover them. */
-const RESERVED = ['/proc', '/dev', '/tmp', SANDBOX_WORKSPACE, '/rcb', '/etc'];
+const RESERVED = ['/proc', '/dev', '/tmp', SANDBOX_WORKSPACE, SANDBOX_RCB_DIR, '/etc'];
 
 export interface SandboxPlanOptions {
   python: PythonInfo;
@@ -180,14 +182,29 @@ export function sandboxArgs(
   infoFd: number,
   command: readonly string[],
 ): string[] {
+  return sandboxCommandArgs(baseArgs, workspace, [driver, SANDBOX_DRIVER], infoFd, command);
+}
+
+/**
+ * The bwrap command line of a sandbox: the base, `workspace` read-write at /workspace
+ * (also the working directory), one host path `roBind[0]` read-only at `roBind[1]` (under
+ * /rcb), then the command. See sandboxArgs for `infoFd`.
+ */
+export function sandboxCommandArgs(
+  baseArgs: readonly string[],
+  workspace: string,
+  roBind: readonly [host: string, inside: string],
+  infoFd: number,
+  command: readonly string[],
+): string[] {
   return [
     ...baseArgs,
     '--bind',
     workspace,
     SANDBOX_WORKSPACE,
     '--ro-bind',
-    driver,
-    SANDBOX_DRIVER,
+    roBind[0],
+    roBind[1],
     '--chdir',
     SANDBOX_WORKSPACE,
     // The root itself is a tmpfs; nothing may be written outside /workspace and /tmp.

@@ -2,25 +2,16 @@
  * Runs one test process and watches it: wall-clock limit, output limit, capped logs,
  * the driver's report pipe, and the kill that leaves no process behind.
  */
-import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import type { CappedLog } from '../../../core/types';
-import { ERROR_MARKERS, StreamCapture } from './capped-log';
+import type { StreamCapture } from './capped-log';
+import { killQuietly, OutputCapture, SandboxInfo, spawnGroup, type CapturedOutput, type ProcessSpawn } from './child-process';
 
-/** The driver's report is a few hundred bytes; more than this is not a report. */
-const MAX_REPORT_BYTES = 1 << 20;
 /** How long to wait for the pipes to close once the process has exited and been killed. */
 const PIPE_GRACE_MS = 2_000;
 /** How long the sandbox's init may take to die before the whole process group is killed. */
 const KILL_GRACE_MS = 2_000;
 
-export interface TestProcessSpec {
-  command: string;
-  args: string[];
-  cwd: string;
-  env: Record<string, string>;
-  uid?: number;
-  gid?: number;
+export interface TestProcessSpec extends ProcessSpawn {
   /** The child's fd where the driver writes its report. */
   reportFd: number;
   /**
@@ -36,16 +27,11 @@ export interface TestProcessLimits {
   logCapBytes: number;
 }
 
-export interface TestProcessOutcome {
+export interface TestProcessOutcome extends CapturedOutput {
   exitCode: number | null;
   signal: string | null;
   durationMs: number;
   killedFor: 'timeout' | 'output' | null;
-  stdout: CappedLog;
-  stderr: CappedLog;
-  markersSeen: string[];
-  /** Everything written to the report fd, or null when nothing (or too much) was. */
-  report: string | null;
 }
 
 /**
@@ -63,69 +49,38 @@ export function runTestProcess(
       fd === 0 ? 'ignore' : fd <= 2 || fd === spec.reportFd || fd === spec.infoFd ? 'pipe' : 'ignore',
     );
     const started = Date.now();
-    const child = spawn(spec.command, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      uid: spec.uid,
-      gid: spec.gid,
-      stdio,
-      detached: true, // its own process group, killed as a whole
-    });
+    const child = spawnGroup(spec, stdio);
 
-    const stdout = new StreamCapture(limits.logCapBytes);
-    const stderr = new StreamCapture(limits.logCapBytes);
-    const report: Buffer[] = [];
-    let reportBytes = 0;
-    let info = '';
+    const output = new OutputCapture(limits.logCapBytes);
+    const info = new SandboxInfo();
     let killedFor: TestProcessOutcome['killedFor'] = null;
     let exit: { code: number | null; signal: string | null; at: number } | null = null;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
 
     const killGroup = (): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
-    const sandboxInit = (): number | null => {
-      const match = /"child-pid"\s*:\s*(\d+)/.exec(info);
-      return match ? Number(match[1]) : null;
+      if (child.pid !== undefined) killQuietly(-child.pid);
     };
     let killing = false;
     const kill = (reason: TestProcessOutcome['killedFor']): void => {
       if (exit || killing) return;
       killing = true;
       killedFor = reason;
-      const init = sandboxInit();
+      const init = info.initPid();
       if (init === null) return killGroup();
       // Killing the sandbox's init empties its pid namespace before bwrap reports the exit.
-      try {
-        process.kill(init, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
+      killQuietly(init);
       timers.push(setTimeout(killGroup, KILL_GRACE_MS));
     };
 
     const onOutput = (capture: StreamCapture) => (chunk: Buffer) => {
       capture.write(chunk);
-      if (stdout.totalBytes + stderr.totalBytes > limits.maxOutputBytes) kill('output');
+      if (output.totalBytes > limits.maxOutputBytes) kill('output');
     };
-    child.stdout?.on('data', onOutput(stdout));
-    child.stderr?.on('data', onOutput(stderr));
-    const reportStream = child.stdio[spec.reportFd] as Readable | null;
-    reportStream?.on('data', (chunk: Buffer) => {
-      reportBytes += chunk.length;
-      if (reportBytes <= MAX_REPORT_BYTES) report.push(chunk);
-    });
-    if (spec.infoFd !== undefined) {
-      (child.stdio[spec.infoFd] as Readable | null)?.on('data', (chunk: Buffer) => {
-        if (info.length < 4096) info += chunk.toString('utf8');
-      });
-    }
+    child.stdout?.on('data', onOutput(output.stdout));
+    child.stderr?.on('data', onOutput(output.stderr));
+    (child.stdio[spec.reportFd] as Readable | null)?.on('data', (chunk: Buffer) => output.writeReport(chunk));
+    if (spec.infoFd !== undefined) info.listen(child.stdio[spec.infoFd] as Readable | null);
 
     timers.push(setTimeout(() => kill('timeout'), limits.timeoutSec * 1000));
     const onAbort = (): void => kill(null);
@@ -143,10 +98,7 @@ export function runTestProcess(
         signal: exit?.signal ?? null,
         durationMs: at - started,
         killedFor,
-        stdout: stdout.toCappedLog(),
-        stderr: stderr.toCappedLog(),
-        markersSeen: ERROR_MARKERS.filter((m) => stdout.markersSeen().includes(m) || stderr.markersSeen().includes(m)),
-        report: reportBytes > 0 && reportBytes <= MAX_REPORT_BYTES ? Buffer.concat(report).toString('utf8') : null,
+        ...output.result(),
       });
     };
 

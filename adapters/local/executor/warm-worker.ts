@@ -6,13 +6,10 @@
  * that breaks the protocol, dies, overruns the backstop or reports stray processes is
  * marked broken and must be replaced, never reused.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { killQuietly, OutputCapture, SandboxInfo, spawnGroup, type ProcessSpawn } from './child-process';
 import type { TestProcessOutcome } from './test-process';
-import { ERROR_MARKERS, StreamCapture } from './capped-log';
-
-/** The driver's report is a few hundred bytes; more than this is not a report. */
-const MAX_REPORT_BYTES = 1 << 20;
 /** Extra time the server gets beyond the test's limit before this side kills the sandbox. */
 const BACKSTOP_GRACE_MS = 10_000;
 /** Longest a worker may take to start and import its modules. */
@@ -23,14 +20,7 @@ const MAX_FRAME_BYTES = 16 << 20;
 const FRAME_FD = 3;
 const INFO_FD = 4;
 
-export interface WarmWorkerSpawn {
-  command: string;
-  args: string[];
-  cwd: string;
-  env: Record<string, string>;
-  uid?: number;
-  gid?: number;
-}
+export type WarmWorkerSpawn = ProcessSpawn;
 
 /** What the server says once it is ready. */
 export interface WarmHello {
@@ -65,7 +55,7 @@ interface Frame {
 export class WarmWorker {
   private readonly child: ChildProcess;
   private buffer: Buffer = Buffer.alloc(0);
-  private info = '';
+  private readonly info = new SandboxInfo();
   private listener: ((frame: Frame) => void) | null = null;
   private ended: string | null = null;
   private onEnd: ((reason: string) => void) | null = null;
@@ -77,22 +67,13 @@ export class WarmWorker {
   private diagnostics = '';
 
   constructor(spec: WarmWorkerSpawn) {
-    this.child = spawn(spec.command, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      uid: spec.uid,
-      gid: spec.gid,
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
-      detached: true,
-    });
+    this.child = spawnGroup(spec, ['pipe', 'pipe', 'pipe', 'pipe', 'pipe']);
     const keep = (chunk: Buffer): void => {
       this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-4096);
     };
     this.child.stdout?.on('data', keep);
     this.child.stderr?.on('data', keep);
-    (this.child.stdio[INFO_FD] as Readable | null)?.on('data', (chunk: Buffer) => {
-      if (this.info.length < 4096) this.info += chunk.toString('utf8');
-    });
+    this.info.listen(this.child.stdio[INFO_FD] as Readable | null);
     (this.child.stdio[FRAME_FD] as Readable | null)?.on('data', (chunk: Buffer) => this.onData(chunk));
     (this.child.stdin as Writable | null)?.on('error', () => undefined);
     const end = (reason: string): void => {
@@ -140,10 +121,7 @@ export class WarmWorker {
     if (this.busy) throw new Error('rcb: warm worker is busy');
     this.busy = true;
     return new Promise<WarmOutcome>((resolve) => {
-      const stdout = new StreamCapture(request.logCapBytes);
-      const stderr = new StreamCapture(request.logCapBytes);
-      const report: Buffer[] = [];
-      let reportBytes = 0;
+      const output = new OutputCapture(request.logCapBytes);
       const started = Date.now();
       let settled = false;
       let killedFor: WarmOutcome['killedFor'] = null;
@@ -161,10 +139,7 @@ export class WarmWorker {
           signal: done ? null : 'SIGKILL',
           durationMs: done ? done.durationMs : Date.now() - started,
           killedFor: done ? done.killedFor : killedFor,
-          stdout: stdout.toCappedLog(),
-          stderr: stderr.toCappedLog(),
-          markersSeen: ERROR_MARKERS.filter((m) => stdout.markersSeen().includes(m) || stderr.markersSeen().includes(m)),
-          report: reportBytes > 0 && reportBytes <= MAX_REPORT_BYTES ? Buffer.concat(report).toString('utf8') : null,
+          ...output.result(),
           workerBroken: this.broken,
         });
       };
@@ -183,14 +158,13 @@ export class WarmWorker {
       this.listener = (frame) => {
         switch (frame.kind) {
           case 'o':
-            stdout.write(frame.payload);
+            output.stdout.write(frame.payload);
             return;
           case 'e':
-            stderr.write(frame.payload);
+            output.stderr.write(frame.payload);
             return;
           case 'r':
-            reportBytes += frame.payload.length;
-            if (reportBytes <= MAX_REPORT_BYTES) report.push(frame.payload);
+            output.writeReport(frame.payload);
             return;
           case 'd': {
             let done;
@@ -229,21 +203,9 @@ export class WarmWorker {
 
   /** Kills the whole sandbox (its init first, so its pid namespace empties) and the process group. */
   kill(): void {
-    const match = /"child-pid"\s*:\s*(\d+)/.exec(this.info);
-    if (match) {
-      try {
-        process.kill(Number(match[1]), 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
-    if (this.child.pid !== undefined) {
-      try {
-        process.kill(-this.child.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
+    const init = this.info.initPid();
+    if (init !== null) killQuietly(init);
+    if (this.child.pid !== undefined) killQuietly(-this.child.pid);
   }
 
   /** Resolves once the sandbox process has exited. */

@@ -1,0 +1,80 @@
+/**
+ * The options both local executors take, and their defaults: one place that reads them,
+ * so that the cold and the warm executor agree on what an option means.
+ */
+import { existsSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import type { ExecutionLimits } from '../../../core/executor';
+import { DEFAULT_LIMITS } from '../../../core/executor';
+import { packageRoot } from '../../../core/util/package-root';
+
+export interface ColdExecutorOptions {
+  /** Interpreter the tests run with. @default '/usr/bin/python3' */
+  readonly python?: string;
+  /** Candidates run at once. @default os.cpus().length */
+  readonly jobs?: number;
+  /** Limits of every test run; missing members take the default. @default DEFAULT_LIMITS */
+  readonly limits?: Partial<ExecutionLimits>;
+  /**
+   * Run tests without bubblewrap: no namespaces, no mount isolation, no network
+   * isolation; only the environment allow-list, rlimits and the process-group kill.
+   * @default false
+   */
+  readonly unsafeNoSandbox?: boolean;
+  /**
+   * More environment variables passed to tests when set here. Names that may hold a
+   * credential (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL*, AWS_*) are refused.
+   * @default []
+   */
+  readonly envAllow?: readonly string[];
+  /** Where the executor's run directory (workspaces, driver copy) is made. @default os.tmpdir() */
+  readonly tmpDir?: string;
+  /** Largest file a test may write (RLIMIT_FSIZE), and the size of its /tmp and /dev/shm, MiB. @default 1024 */
+  readonly maxFileMb?: number;
+  /** First uid/gid of the test users when running as root, one per job. @default 200000 */
+  readonly uidBase?: number;
+  /** bubblewrap executable. @default the first `bwrap` on PATH, else /usr/bin/bwrap */
+  readonly bwrap?: string;
+  /** The in-sandbox driver. @default adapters/local/python/rcb_driver.py of this package */
+  readonly driverPath?: string;
+  /** Where warnings go (refused variables, unbound interpreter dirs). @default stderr */
+  readonly warn?: (message: string) => void;
+}
+
+/** The members of ColdExecutorOptions every executor needs, checked and with their defaults. */
+export interface ExecutorSettings {
+  readonly python: string;
+  readonly jobs: number;
+  readonly limits: ExecutionLimits;
+  readonly maxFileMb: number;
+  readonly warn: (message: string) => void;
+}
+
+/** Reads the common options; throws on a value no executor can work with. */
+export function executorSettings(options: ColdExecutorOptions): ExecutorSettings {
+  const python = options.python ?? '/usr/bin/python3';
+  const jobs = options.jobs ?? Math.max(1, cpus().length);
+  if (!Number.isInteger(jobs) || jobs < 1) throw new Error(`rcb: jobs must be a positive integer, got ${jobs}`);
+  const limits = checkedLimits(options.limits);
+  const maxFileMb = options.maxFileMb ?? 1024;
+  if (!(maxFileMb > 0)) throw new Error(`rcb: maxFileMb must be positive, got ${maxFileMb}`);
+  const warn = options.warn ?? ((message: string) => process.stderr.write(message + '\n'));
+  return { python, jobs, limits, maxFileMb, warn };
+}
+
+function checkedLimits(limits: Partial<ExecutionLimits> | undefined): ExecutionLimits {
+  const merged = { ...DEFAULT_LIMITS, ...limits };
+  for (const [name, value] of Object.entries(merged)) {
+    if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+      throw new Error(`rcb: execution limit ${name} must be a positive number, got ${String(value)}`);
+    }
+  }
+  return merged;
+}
+
+/** A file of adapters/local/python: beside the compiled code, else in the package. */
+export function bundledPythonFile(name: string): string {
+  const beside = join(__dirname, '..', 'python', name);
+  return existsSync(beside) ? beside : join(packageRoot(), 'adapters', 'local', 'python', name);
+}
