@@ -123,6 +123,12 @@ async function main(argv: string[]): Promise<number> {
       code = await importOfficialCommand(file, o);
     });
 
+  // Loaded at registration, but the module defers its AWS SDK and emulator imports to its actions.
+  const { registerCloudCommands } = require('./commands/cloud-commands') as typeof import('./commands/cloud-commands');
+  registerCloudCommands(program, (c) => {
+    code = c;
+  });
+
   try {
     await program.parseAsync(argv);
   } catch (e) {

@@ -3,6 +3,8 @@ import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import type { RunSpec } from '../../core/store';
+import type { Pset } from '../../core/types';
+import type { PromptTemplate } from '../../core/prompt/template';
 import { runId as computeRunId, runFolderName } from '../../core/ids';
 import { runBenchmark } from '../../core/run/run-benchmark';
 import { buildReport } from '../../core/report/build-report';
@@ -12,7 +14,7 @@ import { homedir } from 'node:os';
 import { mkdirSync } from 'node:fs';
 import { createLocalExecutor } from '../../adapters/local/executor';
 import { defaultPython, loadPromptTemplate, loadPsetOrFail, openRunDir, parseList, parseNumber, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
-import { resolveModels } from './model-clients';
+import { resolveModels, type HostedModelResolver, type ResolvedModels } from './model-clients';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateRun, formatEstimates } from './model-commands';
 
@@ -35,7 +37,20 @@ export interface RunOptions {
   executor: string;
 }
 
-export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
+/** What the flags of a run define, shared by `rcb run` and `rcb cloud run` so that their run ids match. */
+export interface ResolvedRun {
+  pset: Pset;
+  template: PromptTemplate;
+  models: ResolvedModels;
+  /** The run spec; `psetRoot` is the local pset folder (a cloud run replaces it with the bundle key). */
+  spec: RunSpec;
+  runId: string;
+  samples: number;
+  temperature?: number;
+  budgetUsd: number | null;
+}
+
+export function resolveRun(opts: Pick<RunOptions, 'pset' | 'model' | 'samples' | 'temperature' | 'paper' | 'papers' | 'promptTemplate' | 'timeout' | 'budget'>, hosted: HostedModelResolver | null): ResolvedRun {
   const papers = parseList(opts.papers);
   const pset = loadPsetOrFail(opts.pset, papers);
   const template = loadPromptTemplate(opts.promptTemplate);
@@ -44,10 +59,6 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   const temperature = opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined;
   const budgetUsd = opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null;
   const models = resolveModels(opts.model.length ? opts.model : ['oracle'], pset, hosted, { temperature });
-  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
-  if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
-  const paid = models.costs.size > 0;
-  const generationConcurrency = paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8);
 
   const spec: RunSpec = {
     psetDigest: pset.digest,
@@ -60,7 +71,16 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     timeoutSec,
     budgetUsd,
   };
-  const runId = computeRunId(spec);
+  return { pset, template, models, spec, runId: computeRunId(spec), samples, temperature, budgetUsd };
+}
+
+export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
+  const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolveRun(opts, hosted);
+  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
+  if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
+  const paid = models.costs.size > 0;
+  const generationConcurrency = paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8);
+  const timeoutSec = spec.timeoutSec;
   const outDir = resolve(opts.out ?? join('runs', runFolderName(spec, runId)));
   // Every check that can refuse the run comes before the run directory is created: a
   // refused run leaves nothing behind (test/reliability/bad-inputs.test.ts).

@@ -1,0 +1,105 @@
+/**
+ * The emulator's AWS: dynalite (DynamoDB) and s3rver (S3) in this process on 127.0.0.1
+ * random ports, with a table laid out as infra's StorageConstruct lays it out and one bucket.
+ * Clients use fake credentials, never the environment's.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../aws/clients';
+import { RUN_TABLE_KEYS } from '../aws/dynamo-run-store';
+import type { StorageConfig } from '../../functions/shared/cloud-config';
+
+/** s3rver checks request signatures against its one built-in account; dynalite accepts any. */
+export const LOCAL_CREDENTIALS: AwsStaticCredentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+const REGION = 'us-east-1';
+
+interface S3rverServer {
+  run(): Promise<AddressInfo>;
+  close(): Promise<void>;
+}
+
+// Neither server ships type declarations; these are the calls used.
+type DynaliteFactory = (options: { createTableMs?: number }) => Server;
+type S3rverClass = new (options: { port: number; address: string; silent: boolean; directory: string }) => S3rverServer;
+
+export interface LocalAws {
+  storage: StorageConfig;
+  credentials: AwsStaticCredentials;
+  doc: DynamoDBDocumentClient;
+  s3: S3Client;
+  /** Environment that points a child process (the container entry) at these servers. */
+  childEnv(): Record<string, string>;
+  close(): Promise<void>;
+}
+
+export async function startLocalAws(options: { scratchDir: string; table?: string; bucket?: string }): Promise<LocalAws> {
+  const dynalite = require('dynalite') as DynaliteFactory;
+  const S3rver = require('s3rver') as S3rverClass;
+  const dynamoServer = dynalite({ createTableMs: 0 });
+  await new Promise<void>((resolve) => dynamoServer.listen(0, '127.0.0.1', resolve));
+  const dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+  const s3Directory = mkdtempSync(join(tmpdir(), 'rcb-emulate-s3-'));
+  const s3Server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Directory });
+  const { port } = await s3Server.run();
+  const s3Endpoint = `http://127.0.0.1:${port}`;
+
+  const table = options.table ?? 'rcb-runs';
+  const bucket = options.bucket ?? 'rcb-artifacts';
+  const raw = new DynamoDBClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
+  const doc = createDynamoDocumentClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
+  const s3 = createS3Client({ region: REGION, endpoint: s3Endpoint, credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
+  const k = RUN_TABLE_KEYS;
+  await raw.send(
+    new CreateTableCommand({
+      TableName: table,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [k.partitionKey, k.sortKey, k.gsi1PartitionKey, k.gsi1SortKey].map((a) => ({ AttributeName: a, AttributeType: 'S' })),
+      KeySchema: [
+        { AttributeName: k.partitionKey, KeyType: 'HASH' },
+        { AttributeName: k.sortKey, KeyType: 'RANGE' },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: k.gsi1Name,
+          KeySchema: [
+            { AttributeName: k.gsi1PartitionKey, KeyType: 'HASH' },
+            { AttributeName: k.gsi1SortKey, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
+      ],
+    }),
+  );
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+
+  const storage: StorageConfig = { region: REGION, table, bucket, dynamoEndpoint, s3Endpoint, scratchDir: options.scratchDir };
+  return {
+    storage,
+    credentials: LOCAL_CREDENTIALS,
+    doc,
+    s3,
+    childEnv: () => ({
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+      RCB_TABLE: table,
+      RCB_BUCKET: bucket,
+      RCB_DYNAMODB_ENDPOINT: dynamoEndpoint,
+      RCB_S3_ENDPOINT: s3Endpoint,
+    }),
+    async close() {
+      doc.destroy();
+      raw.destroy();
+      s3.destroy();
+      await new Promise<void>((resolve, reject) => dynamoServer.close((err) => (err ? reject(err) : resolve())));
+      await s3Server.close();
+      rmSync(s3Directory, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * The EvaluateShard state's ECS task, emulated: the container entry point run as a child
+ * process with the environment the task definition and the workflow's containerOverrides
+ * give it, pointed at the emulator's servers. A non-zero exit becomes the error a `.sync`
+ * RunTask raises for a stopped task (States.TaskFailed), which the definition's Retry
+ * matches. Asynchronous: the servers live in this process and must keep answering.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../../core/util/package-root';
+
+/** Error name of a `.sync` ECS task that stopped with a non-zero exit code. */
+export const TASK_FAILED = 'States.TaskFailed';
+
+export class ShardTaskFailedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = TASK_FAILED;
+  }
+}
+
+/** The rendered RunTask parameters a local handler of an ECS state receives (the parts read here). */
+export interface RunTaskParameters {
+  Overrides: { ContainerOverrides: Array<{ Environment?: Array<{ Name: string; Value: string }> }> };
+}
+
+export function containerOverrideEnv(parameters: RunTaskParameters): Record<string, string> {
+  const [override] = parameters.Overrides?.ContainerOverrides ?? [];
+  if (!override) throw new Error('RunTask parameters carry no container override');
+  return Object.fromEntries((override.Environment ?? []).map((e) => [e.Name, e.Value]));
+}
+
+/** How to start the entry point: the compiled one when running from dist/, else the source through tsx. */
+export function containerCommand(): string[] {
+  const compiled = join(__dirname, '..', '..', 'container', 'entry.js');
+  if (__filename.endsWith('.js') && existsSync(compiled)) return [compiled];
+  return ['-r', 'tsx/cjs', join(packageRoot(), 'container', 'entry.ts')];
+}
+
+export interface ShardRunOutcome {
+  runId: string;
+  paper: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The fault injector stopped it. */
+  injected: boolean;
+  stderr: string;
+}
+
+export interface ShardContainerOptions {
+  /** Environment of the task definition (storage, endpoints, python, jobs, sandbox). */
+  baseEnv: Record<string, string>;
+  /** Stop the first container run with SIGTERM (a Spot interruption), once. @default false */
+  failFirstRunOnce?: boolean;
+  /** Called when a container run ends. */
+  onExit?: (outcome: ShardRunOutcome) => void;
+}
+
+/** A local handler for the EvaluateShard / EvaluateShardOnDemand states. */
+export function shardContainerHandler(options: ShardContainerOptions): (parameters: RunTaskParameters) => Promise<Record<string, never>> {
+  let faultPending = !!options.failFirstRunOnce;
+  return async (parameters) => {
+    const overrides = containerOverrideEnv(parameters);
+    const inject = faultPending;
+    faultPending = false;
+    const outcome = await runContainer({ ...options.baseEnv, ...overrides }, inject);
+    options.onExit?.(outcome);
+    if (outcome.code !== 0) {
+      const how = outcome.signal ? `signal ${outcome.signal}` : `exit code ${outcome.code}`;
+      const tail = outcome.stderr.trim().split('\n').slice(-3).join(' | ');
+      throw new ShardTaskFailedError(`shard ${outcome.paper} of run ${outcome.runId}: container stopped with ${how}${outcome.injected ? ' (injected fault)' : ''}: ${tail}`);
+    }
+    return {};
+  };
+}
+
+function runContainer(env: Record<string, string>, inject: boolean): Promise<ShardRunOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, containerCommand(), {
+      cwd: packageRoot(),
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.length > 64_000) stderr = stderr.slice(-32_000);
+    });
+    // Interrupted as soon as it runs: whatever the shard had started is redone by the retry.
+    if (inject) child.once('spawn', () => child.kill('SIGTERM'));
+    child.once('error', reject);
+    child.once('close', (code, signal) =>
+      resolve({ runId: env.RCB_RUN_ID ?? '', paper: env.RCB_SHARD ?? '', code, signal, injected: inject, stderr }),
+    );
+  });
+}

@@ -1,0 +1,129 @@
+/**
+ * SQS lanes feeding the generator, simulated: PlanRun's TaskQueue collects the messages,
+ * and they are delivered to the generate handler in SQS-shaped batches, at least once, as
+ * the event source mapping would: records the handler reports in `batchItemFailures` come
+ * back until `maxReceiveCount` deliveries, then go to a dead-letter list. With
+ * `deliverTwice` every message is delivered a second time in a later batch, which may run
+ * alongside the first (SQS's at-least-once delivery, made certain).
+ */
+import { randomUUID } from 'node:crypto';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { QueuedGeneration, TaskQueue } from '../../core/cloud/ports';
+
+export interface SimulatedLanesOptions {
+  /** Records per batch (the lane's event source batch size). @default 10 */
+  batchSize?: number;
+  /** Batches in flight at once (the lane's maximum concurrency). @default 4 */
+  concurrency?: number;
+  /** Deliver every message twice. @default false */
+  deliverTwice?: boolean;
+  /** Deliveries of a failing record before it is dead-lettered (the redrive policy). @default 3 */
+  maxReceiveCount?: number;
+}
+
+export type GenerateHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
+
+interface Pending {
+  messageId: string;
+  body: string;
+  receiveCount: number;
+}
+
+export interface LaneStats {
+  /** Messages PlanRun sent. */
+  sent: number;
+  /** Records delivered to the handler, redeliveries and duplicates included. */
+  delivered: number;
+  /** Records the handler reported failed. */
+  failedRecords: number;
+  /** Messages dead-lettered after maxReceiveCount deliveries. */
+  deadLettered: string[];
+}
+
+export class SimulatedLanes implements TaskQueue {
+  readonly stats: LaneStats = { sent: 0, delivered: 0, failedRecords: 0, deadLettered: [] };
+  private readonly pending: Pending[] = [];
+  private inFlight = 0;
+  private readonly idleWaiters: Array<() => void> = [];
+  private readonly errors: unknown[] = [];
+  private readonly batchSize: number;
+  private readonly concurrency: number;
+  private readonly maxReceiveCount: number;
+
+  constructor(
+    private readonly handler: GenerateHandler,
+    private readonly options: SimulatedLanesOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 10;
+    this.concurrency = options.concurrency ?? 4;
+    this.maxReceiveCount = options.maxReceiveCount ?? 3;
+  }
+
+  /** PlanRun's enqueue: the messages are queued and delivery starts in the background. */
+  async send(messages: QueuedGeneration[]): Promise<void> {
+    const fresh = messages.map((m) => ({ messageId: randomUUID(), body: JSON.stringify(m.message), receiveCount: 0 }));
+    this.stats.sent += fresh.length;
+    this.pending.push(...fresh);
+    // Duplicates go to the back: a later batch, possibly concurrent with the first copy.
+    if (this.options.deliverTwice) this.pending.push(...fresh.map((p) => ({ ...p })));
+    this.pump();
+  }
+
+  /** Resolves when every message is delivered (or dead-lettered); rejects if a batch threw. */
+  async drained(): Promise<void> {
+    if (this.pending.length || this.inFlight) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (this.errors.length) throw this.errors[0];
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.concurrency && this.pending.length) {
+      const batch = this.pending.splice(0, this.batchSize);
+      this.inFlight++;
+      void this.deliver(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+        if (!this.pending.length && !this.inFlight) this.idleWaiters.splice(0).forEach((w) => w());
+      });
+    }
+  }
+
+  private async deliver(batch: Pending[]): Promise<void> {
+    for (const p of batch) p.receiveCount++;
+    this.stats.delivered += batch.length;
+    let response: SQSBatchResponse;
+    try {
+      response = await this.handler({ Records: batch.map(toRecord) });
+    } catch (err) {
+      // The whole batch failed (a thrown handler): SQS would redeliver every record.
+      this.errors.push(err);
+      response = { batchItemFailures: batch.map((p) => ({ itemIdentifier: p.messageId })) };
+    }
+    const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+    this.stats.failedRecords += failed.size;
+    for (const p of batch) {
+      if (!failed.has(p.messageId)) continue;
+      if (p.receiveCount >= this.maxReceiveCount) this.stats.deadLettered.push(p.body);
+      else this.pending.push(p);
+    }
+  }
+}
+
+function toRecord(p: Pending): SQSRecord {
+  const now = String(Date.now());
+  return {
+    messageId: p.messageId,
+    receiptHandle: `emulated-${p.messageId}-${p.receiveCount}`,
+    body: p.body,
+    attributes: {
+      ApproximateReceiveCount: String(p.receiveCount),
+      SentTimestamp: now,
+      SenderId: 'emulated',
+      ApproximateFirstReceiveTimestamp: now,
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:emulated-lane',
+    awsRegion: 'us-east-1',
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * The run workflow's definition exactly as deployed: the CDK stack synthesized in this
+ * process (cdk.json context, asset bundling off, so neither esbuild nor Docker runs), the
+ * state machine's DefinitionString taken from the template and its CloudFormation tokens
+ * resolved to placeholder names. Task states are bound to local code by state name, so the
+ * placeholders are never called.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../../core/util/package-root';
+
+/** An Amazon States Language document (the parts the emulator reads). */
+export interface StateMachineDefinition {
+  StartAt: string;
+  States: Record<string, Record<string, unknown>>;
+  [key: string]: unknown;
+}
+
+/** What the emulator reads of the synthesized stack. */
+export interface SynthesizedWorkflow {
+  definition: StateMachineDefinition;
+  /** RCB_GENERATION_TIMEOUT_SEC of the CheckProgress function, when the template sets it. */
+  generationTimeoutSec?: number;
+  /** maxReceiveCount of the lane queues' redrive policy (deliveries before a message is dead-lettered). */
+  maxReceiveCount?: number;
+}
+
+type CfnTemplate = { Resources: Record<string, { Type: string; Properties?: Record<string, any> }> };
+
+const PSEUDO: Record<string, string> = {
+  'AWS::Partition': 'aws',
+  'AWS::Region': 'us-east-1',
+  'AWS::AccountId': '000000000000',
+  'AWS::URLSuffix': 'amazonaws.com',
+  'AWS::StackName': 'RcbEmulated',
+};
+
+/** A token as text that is safe inside a JSON string literal. */
+function resolveToken(token: Record<string, unknown>): string {
+  if ('Ref' in token) return PSEUDO[String(token.Ref)] ?? `emulated-${String(token.Ref)}`;
+  if ('Fn::GetAtt' in token) return `arn:aws:lambda:us-east-1:000000000000:function:emulated-${(token['Fn::GetAtt'] as string[])[0]}`;
+  if ('Fn::Join' in token) {
+    const [sep, parts] = token['Fn::Join'] as [string, unknown[]];
+    return parts.map((p) => (typeof p === 'string' ? p : resolveToken(p as Record<string, unknown>))).join(sep);
+  }
+  return 'emulated-token';
+}
+
+/** The definition of the template's one state machine, tokens resolved. */
+export function definitionFromTemplate(template: CfnTemplate): StateMachineDefinition {
+  const machines = Object.values(template.Resources).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+  if (machines.length !== 1) throw new Error(`expected one state machine in the template, found ${machines.length}`);
+  const raw = machines[0].Properties?.DefinitionString as unknown;
+  const text = typeof raw === 'string' ? raw : resolveToken(raw as Record<string, unknown>);
+  return JSON.parse(text) as StateMachineDefinition;
+}
+
+export function workflowFromTemplate(template: CfnTemplate): SynthesizedWorkflow {
+  const resources = Object.values(template.Resources);
+  const timeout = resources
+    .filter((r) => r.Type === 'AWS::Lambda::Function')
+    .map((r) => r.Properties?.Environment?.Variables?.RCB_GENERATION_TIMEOUT_SEC as string | undefined)
+    .find((v) => v !== undefined);
+  const receive = resources
+    .filter((r) => r.Type === 'AWS::SQS::Queue')
+    .map((r) => r.Properties?.RedrivePolicy?.maxReceiveCount as number | undefined)
+    .find((v) => v !== undefined);
+  return {
+    definition: definitionFromTemplate(template),
+    generationTimeoutSec: timeout !== undefined ? Number(timeout) : undefined,
+    maxReceiveCount: receive,
+  };
+}
+
+/**
+ * Synthesizes the stack as `cdk synth` would (cdk.json context, `rcb:*` keys included) but
+ * without bundling. Needs aws-cdk-lib, a development dependency: the emulator runs from a
+ * checkout, not from a production install.
+ */
+export function synthesizeWorkflow(contextOverrides: Record<string, unknown> = {}): SynthesizedWorkflow {
+  let cdk: typeof import('aws-cdk-lib');
+  try {
+    cdk = require('aws-cdk-lib') as typeof import('aws-cdk-lib');
+  } catch {
+    throw new Error('the emulator synthesizes the CDK stack and needs aws-cdk-lib (a dev dependency): run it from a checkout with `npm ci` done');
+  }
+  const { configFromContext } = require('../../infra/config') as typeof import('../../infra/config');
+  const { RcbStack, stackPropsFromConfig } = require('../../infra/rcb-stack') as typeof import('../../infra/rcb-stack');
+  const cdkJson = JSON.parse(readFileSync(join(packageRoot(), 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> };
+  const app = new cdk.App({
+    context: { ...cdkJson.context, ...contextOverrides, 'aws:cdk:bundling-stacks': [] },
+    analyticsReporting: false,
+  });
+  const config = configFromContext(app.node);
+  const stack = new RcbStack(app, config.stackName, { ...stackPropsFromConfig(config), analyticsReporting: false });
+  const template = app.synth().getStackArtifact(stack.artifactId).template as CfnTemplate;
+  return workflowFromTemplate(template);
+}
