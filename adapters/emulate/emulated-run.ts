@@ -168,8 +168,8 @@ async function execute(
   }));
   const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-mark-failed') }));
 
-  // The container's /scratch; test users (when this runs as root) must traverse it.
-  const containerScratch = join(scratchDir, 'container');
+  // Parent of each container run's /scratch; test users (when this runs as root) must traverse it.
+  const containerScratch = join(scratchDir, 'containers');
   mkdirSync(containerScratch, { recursive: true });
   chmodSync(scratchDir, 0o755);
   chmodSync(containerScratch, 0o755);
@@ -179,11 +179,11 @@ async function execute(
   const evaluateShard = shardContainerHandler({
     baseEnv: {
       ...aws.childEnv(),
-      RCB_SCRATCH: containerScratch,
       RCB_PYTHON: options.python ?? (process.env.RCB_PYTHON || 'python3'),
       RCB_JOBS: String(options.jobs ?? Math.max(1, Math.floor(cpus().length / shardsAtOnce))),
       ...(options.unsafeNoSandbox ? { RCB_SANDBOX: 'none' } : {}),
     },
+    scratchRoot: containerScratch,
     failFirstRunOnce: options.failFirstShardOnce,
     onExit: (outcome) => shardRuns.push(outcome),
   });

@@ -6,7 +6,7 @@
  * matches. Asynchronous: the servers live in this process and must keep answering.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../core/util/package-root';
 
@@ -51,6 +51,11 @@ export interface ShardRunOutcome {
 export interface ShardContainerOptions {
   /** Environment of the task definition (storage, endpoints, python, jobs, sandbox). */
   baseEnv: Record<string, string>;
+  /**
+   * Folder under which each container run gets its own RCB_SCRATCH, as each Fargate task
+   * has its own /scratch (shards sharing one would race to unpack the pset bundle).
+   */
+  scratchRoot: string;
   /** Stop the first container run with SIGTERM (a Spot interruption), once. @default false */
   failFirstRunOnce?: boolean;
   /** Called when a container run ends. */
@@ -64,7 +69,10 @@ export function shardContainerHandler(options: ShardContainerOptions): (paramete
     const overrides = containerOverrideEnv(parameters);
     const inject = faultPending;
     faultPending = false;
-    const outcome = await runContainer({ ...options.baseEnv, ...overrides }, inject);
+    const scratch = mkdtempSync(join(options.scratchRoot, 'task-'));
+    // Test users (when this runs as root) must traverse it, as the image's user owns /scratch.
+    chmodSync(scratch, 0o755);
+    const outcome = await runContainer({ ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
     options.onExit?.(outcome);
     if (outcome.code !== 0) {
       const how = outcome.signal ? `signal ${outcome.signal}` : `exit code ${outcome.code}`;

@@ -3,8 +3,10 @@
  * and they are delivered to the generate handler in SQS-shaped batches, at least once, as
  * the event source mapping would: records the handler reports in `batchItemFailures` come
  * back until `maxReceiveCount` deliveries, then go to a dead-letter list. With
- * `deliverTwice` every message is delivered a second time in a later batch, which may run
- * alongside the first (SQS's at-least-once delivery, made certain).
+ * `deliverTwice` every message is delivered a second time, in a later batch once its first
+ * delivery has been handled (SQS's at-least-once delivery, made certain). A duplicate that
+ * overlaps its first delivery is not simulated: both copies may then call the model (the
+ * first completion written wins, so results stay single).
  */
 import { randomUUID } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -27,6 +29,8 @@ interface Pending {
   messageId: string;
   body: string;
   receiveCount: number;
+  /** A second copy is still to be delivered after this one (deliverTwice). */
+  duplicate: boolean;
 }
 
 export interface LaneStats {
@@ -61,11 +65,9 @@ export class SimulatedLanes implements TaskQueue {
 
   /** PlanRun's enqueue: the messages are queued and delivery starts in the background. */
   async send(messages: QueuedGeneration[]): Promise<void> {
-    const fresh = messages.map((m) => ({ messageId: randomUUID(), body: JSON.stringify(m.message), receiveCount: 0 }));
+    const fresh = messages.map((m) => ({ messageId: randomUUID(), body: JSON.stringify(m.message), receiveCount: 0, duplicate: !!this.options.deliverTwice }));
     this.stats.sent += fresh.length;
     this.pending.push(...fresh);
-    // Duplicates go to the back: a later batch, possibly concurrent with the first copy.
-    if (this.options.deliverTwice) this.pending.push(...fresh.map((p) => ({ ...p })));
     this.pump();
   }
 
@@ -101,6 +103,11 @@ export class SimulatedLanes implements TaskQueue {
     const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
     this.stats.failedRecords += failed.size;
     for (const p of batch) {
+      if (p.duplicate) {
+        // The copy goes to the back of the queue: a later batch, after this delivery.
+        p.duplicate = false;
+        this.pending.push({ ...p, receiveCount: 0 });
+      }
       if (!failed.has(p.messageId)) continue;
       if (p.receiveCount >= this.maxReceiveCount) this.stats.deadLettered.push(p.body);
       else this.pending.push(p);

@@ -1,0 +1,153 @@
+/**
+ * The cloud flow on this machine (`rcb cloud run --emulate`) against a local run of the same
+ * flags: the synthesized state machine on aws-local-stepfunctions, the functions' handlers,
+ * dynalite and s3rver, the container entry point as a child process. Same run id, same
+ * verdicts, same leaderboard; and the same again when every SQS message arrives twice and a
+ * shard container dies once.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Verdict } from '../../core/store';
+import { loadPset } from '../../core/pset/read-pset';
+import { loadTemplate } from '../../core/prompt/template';
+import { resourcePath } from '../../core/util/package-root';
+import { buildReport } from '../../core/report/build-report';
+import { cloudKeys } from '../../core/cloud/payloads';
+import { EmptyModel, OracleModel } from '../../adapters/models/offline';
+import { emulateCloudRun, type EmulatedRun } from '../../adapters/emulate/emulated-run';
+import { rcb, PSET_MINI, tempDir } from '../helpers/cli';
+import { counting } from '../cloud/cloud-fixture';
+
+interface Reference {
+  dir: string;
+  runId: string;
+  verdicts: Map<string, Pick<Verdict, 'officialPass' | 'strictPass' | 'failureClass'>>;
+  json: Record<string, unknown>;
+}
+
+function judgement(v: Verdict): Pick<Verdict, 'officialPass' | 'strictPass' | 'failureClass'> {
+  return { officialPass: v.officialPass, strictPass: v.strictPass, failureClass: v.failureClass };
+}
+
+/** Scores of a JSON report, per judge (the report's run metadata aside). */
+function scores(text: string): unknown {
+  return (JSON.parse(text) as { models: unknown }).models;
+}
+
+let reference: Reference;
+
+beforeAll(() => {
+  // The local run of the same flags: the reference the cloud flow must reproduce.
+  const dir = tempDir('rcb-emulate-ref-');
+  const r = rcb(['run', '--model', 'oracle', '--model', 'empty', '--out', dir]);
+  expect(r.status).toBe(0);
+  const runId = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')).runId as string;
+  const db = new Database(join(dir, 'rcb.sqlite'), { readonly: true });
+  const rows = db.prepare('SELECT task_id, record FROM verdicts').all() as { task_id: string; record: string }[];
+  db.close();
+  const json: Record<string, unknown> = {};
+  for (const judge of ['strict', 'official']) {
+    const rep = rcb(['report', dir, '--format', 'json', '--judge', judge]);
+    expect(rep.status).toBe(0);
+    json[judge] = scores(rep.stdout);
+  }
+  reference = { dir, runId, verdicts: new Map(rows.map((row) => [row.task_id, judgement(JSON.parse(row.record) as Verdict)])), json };
+}, 120_000);
+
+describe('rcb cloud run --emulate', () => {
+  it('prints the leaderboard of the local run, under the same run id, and writes the same reports', () => {
+    // Prepare
+    const out = tempDir('rcb-emulate-out-');
+
+    // Act
+    const r = rcb(['cloud', 'run', '--emulate', '--model', 'oracle', '--model', 'empty', '--out', out]);
+
+    // Assess
+    expect(r.stderr).toContain(`run ${reference.runId} (emulated)`);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe('\n' + readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+    expect(r.stderr).toMatch(/run succeeded \(emulated\) in [\d.]+s: 56 message\(s\) sent, 56 delivered, 4 container run\(s\) \(0 failed\)/);
+    expect(JSON.parse(readFileSync(join(out, 'overall_stats.json'), 'utf8'))).toEqual(
+      JSON.parse(readFileSync(join(reference.dir, 'overall_stats.json'), 'utf8')),
+    );
+  });
+
+  describe('with every SQS message delivered twice and the first shard container failing once', () => {
+    let run: EmulatedRun;
+    const pset = loadPset(PSET_MINI);
+    const oracle = counting(new OracleModel(pset));
+    const empty = counting(new EmptyModel());
+
+    beforeAll(async () => {
+      const templatePath = resourcePath('prompt-template.txt');
+      const template = loadTemplate(templatePath);
+      run = await emulateCloudRun(
+        {
+          pset,
+          templateText: readFileSync(templatePath, 'utf8'),
+          spec: {
+            psetDigest: pset.digest,
+            psetRoot: pset.root,
+            models: [oracle, empty].map((c) => ({ id: c.id, params: c.params })),
+            samples: 1,
+            withPaper: true,
+            papers: null,
+            promptTemplateDigest: template.digest,
+            timeoutSec: 60,
+            budgetUsd: null,
+          },
+          models: { oracle: { config: { name: 'oracle', offline: true } }, empty: { config: { name: 'empty', offline: true } } },
+        },
+        {
+          deliverTwice: true,
+          failFirstShardOnce: true,
+          python: '/usr/bin/python3',
+          clients: new Map([
+            ['oracle', oracle],
+            ['empty', empty],
+          ]),
+        },
+      );
+    }, 120_000);
+    afterAll(async () => {
+      await run?.close();
+    });
+
+    it('succeeds under the local run id after the state machine retried the failed shard', () => {
+      expect(run.error).toBeUndefined();
+      expect(run.runId).toBe(reference.runId);
+      const failed = run.shardRuns.filter((s) => s.code !== 0);
+      expect(failed).toHaveLength(1);
+      expect(failed[0].injected).toBe(true);
+      // Four papers, one of them run twice; the retry of the failed paper succeeded.
+      expect(run.shardRuns).toHaveLength(5);
+      expect(run.shardRuns.filter((s) => s.paper === failed[0].paper).map((s) => s.code !== 0)).toEqual([true, false]);
+    });
+
+    it('delivered every message twice but called each model once per task', () => {
+      expect(run.lanes.sent).toBe(56);
+      expect(run.lanes.delivered).toBe(112);
+      expect(run.lanes.deadLettered).toEqual([]);
+      expect(oracle.calls).toBe(28);
+      expect(empty.calls).toBe(28);
+    });
+
+    it('holds one verdict per task, each the local run\'s', async () => {
+      const verdicts = await run.store.listVerdicts(run.runId);
+      expect(verdicts).toHaveLength(56);
+      expect(new Set(verdicts.map((v) => v.taskId)).size).toBe(56);
+      expect(new Map(verdicts.map((v) => [v.taskId, judgement(v)]))).toEqual(reference.verdicts);
+    });
+
+    it('scores like the local run under both judges, and Aggregate stored the reports', async () => {
+      for (const judge of ['strict', 'official'] as const) {
+        const { text } = await buildReport(run.store, run.runId, { format: 'json', judge, subset: 'all' });
+        expect([judge, scores(text)]).toEqual([judge, reference.json[judge]]);
+      }
+      const board = await run.blobs.get(cloudKeys.reportPrefix(run.runId) + 'leaderboard.txt');
+      expect(board?.toString('utf8')).toBe(readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+      expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
+    });
+  });
+});
