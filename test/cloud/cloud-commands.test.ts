@@ -1,0 +1,291 @@
+/**
+ * `rcb cloud push | run | status | results | cancel` against mocked AWS: the stack's outputs
+ * from CloudFormation, the bucket, the run table and the state machine.
+ */
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mockClient } from 'aws-sdk-client-mock';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DescribeExecutionCommand, SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { loadPset } from '../../core/pset/read-pset';
+import { runId as computeRunId } from '../../core/ids';
+import { loadTemplate } from '../../core/prompt/template';
+import { resourcePath } from '../../core/util/package-root';
+import { createPsetBundle } from '../../core/cloud/pset-bundle';
+import { runWorkflowInputSchema } from '../../core/cloud/payloads';
+import type { RunRecord } from '../../core/store';
+import { HostedModels } from '../../adapters/models/hosted-models';
+import { loadRegistry } from '../../adapters/models/registry';
+import { envKeySource } from '../../core/keys';
+import { UsageError } from '../../bin/commands/common';
+import {
+  cloudCancel,
+  cloudPush,
+  cloudResults,
+  cloudRun,
+  cloudStatus,
+  executionArn,
+  type CloudDeps,
+  type CloudRunOptions,
+} from '../../bin/commands/cloud-commands';
+import { EXAMPLE } from './cloud-fixture';
+import { makeRun } from '../aws/records';
+
+const cfnMock = mockClient(CloudFormationClient);
+const s3Mock = mockClient(S3Client);
+const sfnMock = mockClient(SFNClient);
+const docMock = mockClient(DynamoDBDocumentClient);
+
+const STATE_MACHINE = 'arn:aws:states:eu-west-1:111122223333:stateMachine:RunWorkflow1234';
+const OUTPUTS = [
+  { OutputKey: 'ArtifactsBucketName', OutputValue: 'rcb-artifacts' },
+  { OutputKey: 'RunsTableName', OutputValue: 'rcb-runs' },
+  { OutputKey: 'RunWorkflowArn', OutputValue: STATE_MACHINE },
+  { OutputKey: 'DashboardName', OutputValue: 'Rcb' },
+];
+
+let out: string;
+let err: string;
+function deps(): CloudDeps {
+  return {
+    cfn: new CloudFormationClient({ region: 'eu-west-1' }),
+    s3: new S3Client({ region: 'eu-west-1' }),
+    doc: DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'eu-west-1' })),
+    sfn: new SFNClient({ region: 'eu-west-1' }),
+    out: (t) => void (out += t),
+    err: (t) => void (err += t),
+    sleep: async () => undefined,
+    pollMs: 0,
+  };
+}
+
+/** The run item as DynamoRunStore stores it. */
+function runItem(run: RunRecord): Record<string, unknown> {
+  return { pk: `RUN#${run.runId}`, sk: 'META', runId: run.runId, record: JSON.stringify(run), status: run.status, spentUsd: run.spentUsd, reservedUsd: run.reservedUsd, updatedAt: run.updatedAt, ...(run.spec.budgetUsd !== null ? { budgetUsd: run.spec.budgetUsd } : {}) };
+}
+
+function body(text: string) {
+  return { transformToByteArray: async () => new TextEncoder().encode(text) } as never;
+}
+
+function runOptions(overrides: Partial<CloudRunOptions> = {}): CloudRunOptions {
+  return { model: ['oracle', 'empty'], samples: '1', paper: true, timeout: '60', concurrency: '16', executor: 'warm', stackName: 'Rcb', ...overrides };
+}
+
+const hosted = () => new HostedModels(loadRegistry(), envKeySource({}));
+
+beforeEach(() => {
+  cfnMock.reset();
+  s3Mock.reset();
+  sfnMock.reset();
+  docMock.reset();
+  out = '';
+  err = '';
+  cfnMock.on(DescribeStacksCommand, { StackName: 'Rcb' }).resolves({ Stacks: [{ StackName: 'Rcb', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: OUTPUTS }] });
+  s3Mock.on(PutObjectCommand).resolves({});
+});
+
+describe('stack outputs', () => {
+  it('names the missing output when the stack is not an rcb stack', async () => {
+    cfnMock.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: 'Rcb', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: OUTPUTS.slice(1) }] });
+    await expect(cloudPush({ stackName: 'Rcb' }, deps())).rejects.toThrow(/no output ArtifactsBucketName/);
+  });
+
+  it('says the stack does not exist, as a usage error', async () => {
+    cfnMock.on(DescribeStacksCommand).rejects(new Error('Stack with id Other does not exist'));
+    await expect(cloudStatus('r1', { stackName: 'Other' }, deps())).rejects.toThrow(UsageError);
+  });
+
+  it('derives the execution ARN of a run from the state machine ARN', () => {
+    expect(executionArn(STATE_MACHINE, 'abc')).toBe('arn:aws:states:eu-west-1:111122223333:execution:RunWorkflow1234:abc');
+  });
+});
+
+describe('rcb cloud push', () => {
+  it('uploads the pset bundle under its content digest and the template under its own, to the stack\'s bucket', async () => {
+    // Prepare
+    const bundle = createPsetBundle(loadPset(EXAMPLE, { papers: ['grouprms'] }));
+    const templateDigest = createHash('sha256').update(readFileSync(resourcePath('prompt-template.txt'))).digest('hex');
+
+    // Act
+    const code = await cloudPush({ stackName: 'Rcb', papers: 'grouprms' }, deps());
+
+    // Assess
+    expect(code).toBe(0);
+    const puts = s3Mock.commandCalls(PutObjectCommand).map((c) => [c.args[0].input.Bucket, c.args[0].input.Key]);
+    expect(puts).toEqual([
+      ['rcb-artifacts', bundle.key],
+      ['rcb-artifacts', `psets/templates/${templateDigest}.txt`],
+    ]);
+    expect(out).toContain(`s3://rcb-artifacts/${bundle.key}`);
+  });
+});
+
+describe('rcb cloud run', () => {
+  it('starts an execution named by the local run id, with the uploaded bundle as the spec\'s pset, and returns with --detach', async () => {
+    // Prepare: the id `rcb run` gives the same flags.
+    const pset = loadPset(EXAMPLE);
+    const template = loadTemplate(resourcePath('prompt-template.txt'));
+    const localId = computeRunId({
+      psetDigest: pset.digest,
+      psetRoot: pset.root,
+      models: [
+        { id: 'oracle', params: {} },
+        { id: 'empty', params: {} },
+      ],
+      samples: 1,
+      withPaper: true,
+      papers: null,
+      promptTemplateDigest: template.digest,
+      timeoutSec: 60,
+      budgetUsd: null,
+    });
+    sfnMock.on(StartExecutionCommand).resolves({ executionArn: executionArn(STATE_MACHINE, localId), startDate: new Date() });
+
+    // Act
+    const code = await cloudRun(runOptions({ detach: true, budget: '5' }), hosted(), deps());
+
+    // Assess
+    expect(code).toBe(0);
+    const [start] = sfnMock.commandCalls(StartExecutionCommand);
+    expect(start.args[0].input.name).toBe(localId);
+    expect(start.args[0].input.stateMachineArn).toBe(STATE_MACHINE);
+    const input = runWorkflowInputSchema.parse(JSON.parse(start.args[0].input.input!));
+    expect(input.runId).toBe(localId);
+    expect(input.spec.psetRoot).toBe(createPsetBundle(pset).key);
+    expect(input.spec.budgetUsd).toBe(5);
+    expect(Object.keys(input.models).sort()).toEqual(['empty', 'oracle']);
+    expect(s3Mock.commandCalls(PutObjectCommand).map((c) => c.args[0].input.Key)).toContain(input.spec.psetRoot);
+    expect(out).toBe(`${localId}\n`);
+    expect(sfnMock.commandCalls(DescribeExecutionCommand)).toHaveLength(0);
+  });
+
+  it('refuses a replayed model, which the cloud cannot rebuild', async () => {
+    const replay = `replay:${require('node:path').join(EXAMPLE, '..', '..', 'test', 'fixtures', 'replays', 'wrong-answers.jsonl')}`;
+    await expect(cloudRun(runOptions({ model: [replay], detach: true }), hosted(), deps())).rejects.toThrow(/oracle, empty and registry models only/);
+    expect(sfnMock.commandCalls(StartExecutionCommand)).toHaveLength(0);
+  });
+
+  it('follows the execution until it ends and prints the leaderboard Aggregate stored', async () => {
+    // Prepare
+    sfnMock.on(StartExecutionCommand).resolves({ executionArn: 'x', startDate: new Date() });
+    sfnMock
+      .on(DescribeExecutionCommand)
+      .resolvesOnce({ status: 'RUNNING', executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date() })
+      .resolves({ status: 'SUCCEEDED', executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date() });
+    docMock.on(GetCommand).callsFake((input) => {
+      const runId = String(input.Key.pk).slice('RUN#'.length);
+      return { Item: runItem({ ...makeRun(runId), status: 'succeeded' }) };
+    });
+    docMock.on(QueryCommand).resolves({ Items: [] });
+    docMock.on(BatchGetCommand).resolves({ Responses: {} });
+    s3Mock.on(GetObjectCommand).callsFake((input) => {
+      if (String(input.Key).endsWith('/reports/leaderboard.txt')) return { Body: body('model  scaled pass@1 %\noracle 100.00\n') };
+      throw Object.assign(new Error('NoSuchKey'), { name: 'NoSuchKey' });
+    });
+
+    // Act
+    const code = await cloudRun(runOptions(), hosted(), deps());
+
+    // Assess
+    expect(code).toBe(0);
+    expect(sfnMock.commandCalls(DescribeExecutionCommand).length).toBeGreaterThanOrEqual(2);
+    expect(out).toBe('\nmodel  scaled pass@1 %\noracle 100.00\n');
+    expect(err).toContain('run succeeded (execution SUCCEEDED)');
+  });
+
+  it('exits 1 with the run\'s error when the execution failed', async () => {
+    sfnMock.on(StartExecutionCommand).resolves({ executionArn: 'x', startDate: new Date() });
+    sfnMock.on(DescribeExecutionCommand).resolves({ status: 'FAILED', error: 'BudgetExceededError', executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date() });
+    docMock.on(GetCommand).callsFake((input) => ({ Item: { ...runItem({ ...makeRun(String(input.Key.pk).slice(4)), status: 'failed' }), error: 'estimated worst-case cost $12 exceeds the budget of $10' } }));
+    docMock.on(QueryCommand).resolves({ Items: [] });
+    docMock.on(BatchGetCommand).resolves({ Responses: {} });
+
+    const code = await cloudRun(runOptions({ budget: '10' }), hosted(), deps());
+
+    expect(code).toBe(1);
+    expect(out).toBe('');
+    expect(err).toContain('exceeds the budget of $10');
+  });
+});
+
+describe('rcb cloud status', () => {
+  it('prints the execution state and the run\'s progress from the table', async () => {
+    // Prepare
+    const run: RunRecord = { ...makeRun('r1', { budgetUsd: 2 }), status: 'generating', spentUsd: 0.5 };
+    sfnMock.on(DescribeExecutionCommand, { executionArn: executionArn(STATE_MACHINE, 'r1') }).resolves({
+      status: 'RUNNING',
+      executionArn: 'x',
+      stateMachineArn: STATE_MACHINE,
+      startDate: new Date('2026-01-02T03:04:05Z'),
+    });
+    docMock.on(GetCommand).resolves({ Item: runItem(run) });
+    docMock.on(QueryCommand).callsFake((input) =>
+      input.ExpressionAttributeValues?.[':prefix'] === 'TASK#'
+        ? { Items: [1, 2, 3].map((n) => ({ taskId: `t${n}`, paper: 'p', file: 'f.py', snippet: 's', loc: 1, model: 'gpt-test', sample: 0, seq: n })) }
+        : { Items: [] },
+    );
+    docMock.on(BatchGetCommand).resolves({ Responses: { 'rcb-runs': [{ record: JSON.stringify({ taskId: 't1', model: 'gpt-test', text: 'x', createdAt: '2026-01-01' }) }] } });
+
+    // Act
+    const code = await cloudStatus('r1', { stackName: 'Rcb' }, deps());
+
+    // Assess
+    expect(code).toBe(0);
+    expect(out).toContain('execution: RUNNING (started 2026-01-02T03:04:05.000Z)');
+    expect(out).toContain('progress: generating: 1/3 answered, 0/3 judged, spend $0.5000 of $2.00');
+  });
+});
+
+describe('rcb cloud results', () => {
+  it('prints the report Aggregate stored for the format asked', async () => {
+    s3Mock.on(GetObjectCommand, { Bucket: 'rcb-artifacts', Key: 'runs/r1/reports/report.json' }).resolves({ Body: body('{"models":[]}\n') });
+
+    const code = await cloudResults('r1', { stackName: 'Rcb', format: 'json', subset: 'all' }, deps());
+
+    expect(code).toBe(0);
+    expect(out).toBe('{"models":[]}\n');
+  });
+
+  it('refuses an unknown format before calling AWS', async () => {
+    await expect(cloudResults('r1', { stackName: 'Rcb', format: 'xml', subset: 'all' }, deps())).rejects.toThrow(/--format must be one of/);
+    expect(cfnMock.calls()).toHaveLength(0);
+  });
+});
+
+describe('rcb cloud cancel', () => {
+  it('marks a running run cancelled on its item and leaves the execution to evaluate what is answered', async () => {
+    docMock.on(GetCommand).resolves({ Item: runItem({ ...makeRun('r1'), status: 'generating' }) });
+    docMock.on(UpdateCommand).resolves({});
+
+    const code = await cloudCancel('r1', { stackName: 'Rcb' }, deps());
+
+    expect(code).toBe(0);
+    const [update] = docMock.commandCalls(UpdateCommand);
+    expect(update.args[0].input.Key).toEqual({ pk: 'RUN#r1', sk: 'META' });
+    expect(update.args[0].input.ExpressionAttributeValues?.[':status']).toBe('cancelled');
+    expect(sfnMock.commandCalls(StopExecutionCommand)).toHaveLength(0);
+  });
+
+  it('with --now also stops the run\'s execution', async () => {
+    docMock.on(GetCommand).resolves({ Item: runItem({ ...makeRun('r1'), status: 'evaluating' }) });
+    docMock.on(UpdateCommand).resolves({});
+    sfnMock.on(StopExecutionCommand).resolves({ stopDate: new Date() });
+
+    await cloudCancel('r1', { stackName: 'Rcb', now: true }, deps());
+
+    expect(sfnMock.commandCalls(StopExecutionCommand).map((c) => c.args[0].input.executionArn)).toEqual([executionArn(STATE_MACHINE, 'r1')]);
+  });
+
+  it('changes nothing on a run that already ended', async () => {
+    docMock.on(GetCommand).resolves({ Item: runItem({ ...makeRun('r1'), status: 'succeeded' }) });
+
+    const code = await cloudCancel('r1', { stackName: 'Rcb' }, deps());
+
+    expect(code).toBe(1);
+    expect(docMock.commandCalls(UpdateCommand)).toHaveLength(0);
+  });
+});
