@@ -8,11 +8,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../aws/clients';
-import { RUN_TABLE_KEYS } from '../aws/dynamo-run-store';
+import { createRunTable } from '../aws/run-table';
 import type { StorageConfig } from '../../functions/shared/cloud-config';
 
 /** s3rver checks request signatures against its one built-in account; dynalite accepts any. */
@@ -54,28 +54,7 @@ export async function startLocalAws(options: { scratchDir: string; table?: strin
   const raw = new DynamoDBClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
   const doc = createDynamoDocumentClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
   const s3 = createS3Client({ region: REGION, endpoint: s3Endpoint, credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
-  const k = RUN_TABLE_KEYS;
-  await raw.send(
-    new CreateTableCommand({
-      TableName: table,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [k.partitionKey, k.sortKey, k.gsi1PartitionKey, k.gsi1SortKey].map((a) => ({ AttributeName: a, AttributeType: 'S' })),
-      KeySchema: [
-        { AttributeName: k.partitionKey, KeyType: 'HASH' },
-        { AttributeName: k.sortKey, KeyType: 'RANGE' },
-      ],
-      GlobalSecondaryIndexes: [
-        {
-          IndexName: k.gsi1Name,
-          KeySchema: [
-            { AttributeName: k.gsi1PartitionKey, KeyType: 'HASH' },
-            { AttributeName: k.gsi1SortKey, KeyType: 'RANGE' },
-          ],
-          Projection: { ProjectionType: 'ALL' },
-        },
-      ],
-    }),
-  );
+  await createRunTable(raw, table);
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
 
   const storage: StorageConfig = { region: REGION, table, bucket, dynamoEndpoint, s3Endpoint, scratchDir: options.scratchDir };

@@ -6,14 +6,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import S3rver from 's3rver';
 import { createDynamoDocumentClient, createS3Client } from '../../adapters/aws/clients';
-import { RUN_TABLE_KEYS } from '../../adapters/aws/dynamo-run-store';
+import { createRunTable } from '../../adapters/aws/run-table';
 
 const REGION = 'us-east-1';
 const FAKE_CREDENTIALS = { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' };
@@ -42,28 +42,7 @@ export async function startDynalite(): Promise<LocalDynamo> {
     doc,
     async createTable() {
       const name = `rcb-runs-${++tableCount}`;
-      const k = RUN_TABLE_KEYS;
-      await raw.send(
-        new CreateTableCommand({
-          TableName: name,
-          BillingMode: 'PAY_PER_REQUEST',
-          AttributeDefinitions: [k.partitionKey, k.sortKey, k.gsi1PartitionKey, k.gsi1SortKey].map((a) => ({ AttributeName: a, AttributeType: 'S' })),
-          KeySchema: [
-            { AttributeName: k.partitionKey, KeyType: 'HASH' },
-            { AttributeName: k.sortKey, KeyType: 'RANGE' },
-          ],
-          GlobalSecondaryIndexes: [
-            {
-              IndexName: k.gsi1Name,
-              KeySchema: [
-                { AttributeName: k.gsi1PartitionKey, KeyType: 'HASH' },
-                { AttributeName: k.gsi1SortKey, KeyType: 'RANGE' },
-              ],
-              Projection: { ProjectionType: 'ALL' },
-            },
-          ],
-        }),
-      );
+      await createRunTable(raw, name);
       return name;
     },
     async close() {

@@ -4,23 +4,11 @@
  * states (what each phase receives) and the failure paths, which template assertions alone
  * cannot show.
  */
+// Before the library: it calls Promise.withResolvers (Node 22), and the project runs on 20.
+import '../../adapters/emulate/promise-polyfill';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { STATE_NAMES } from '../../infra/orchestrator-construct';
 import { buildStack, stateMachineDefinition } from './helpers';
-
-// aws-local-stepfunctions 3 targets Node >= 22 (Promise.withResolvers); the project runs on 20.
-const promiseStatics = Promise as unknown as { withResolvers?: () => unknown };
-if (!promiseStatics.withResolvers) {
-  promiseStatics.withResolvers = () => {
-    let resolve!: (v: unknown) => void;
-    let reject!: (e: unknown) => void;
-    const promise = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-}
 
 /** An error as Step Functions sees it: matched by name in Retry/Catch. */
 function stateError(name: string, message: string): Error {

@@ -1,0 +1,31 @@
+/**
+ * Creating the run table with the layout of infra's StorageConstruct, for the local
+ * stand-ins (the emulator and the integration tests); deployed tables come from the stack.
+ */
+import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { RUN_TABLE_KEYS } from './dynamo-run-store';
+
+export async function createRunTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  const k = RUN_TABLE_KEYS;
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [k.partitionKey, k.sortKey, k.gsi1PartitionKey, k.gsi1SortKey].map((a) => ({ AttributeName: a, AttributeType: 'S' })),
+      KeySchema: [
+        { AttributeName: k.partitionKey, KeyType: 'HASH' },
+        { AttributeName: k.sortKey, KeyType: 'RANGE' },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: k.gsi1Name,
+          KeySchema: [
+            { AttributeName: k.gsi1PartitionKey, KeyType: 'HASH' },
+            { AttributeName: k.gsi1SortKey, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
+      ],
+    }),
+  );
+}
