@@ -150,6 +150,27 @@ export interface RunStore {
    */
   clearReservations(runId: string): Promise<void>;
 
+  /**
+   * Take the in-flight claim on a task's generation, so that two workers handling copies of
+   * the same task at once (a duplicate SQS delivery to a second Lambda instance) do not both
+   * pay for the answer. One atomic step: true when the caller now holds the claim (there was
+   * none, the one there had expired, or it was already the caller's, whose lease is then
+   * renewed), false while another owner's unexpired claim stands.
+   *
+   * The claim is a lease of `leaseMs` from now, not a lock: a holder that crashes or times
+   * out without releasing stops blocking the task once its lease runs out, and a later
+   * delivery can then take the claim and retry. Owners are opaque ids that must be unique
+   * per handling (two copies of one SQS message must not share one). A claim says nothing
+   * about completions: callers check for the completion again after claiming, since the
+   * previous holder may have stored it and released in between.
+   */
+  claimGeneration(taskId: string, owner: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Give up the claim on a task's generation, if `owner` holds it (expired or not); another
+   * owner's claim, or none, is left as it is.
+   */
+  releaseGeneration(taskId: string, owner: string): Promise<void>;
+
   close(): Promise<void>;
 }
 

@@ -15,6 +15,16 @@
  *   task counter  RUN#<runId>      TASKSEQ            nextSeq
  *   verdict       RUN#<runId>      VERDICT#<taskId>   taskId, record (JSON)
  *   completion    TASK#<taskId>    COMPLETION         taskId, model, createdAt, record (JSON)
+ *   claim         TASK#<taskId>    CLAIM              taskId, owner, claimUntil (epoch ms),
+ *                                                     expiresAt (TTL, epoch s)
+ *
+ * Generation claims: a lease on a task's model call while it is in flight, so that a
+ * duplicate SQS delivery handled by another Lambda instance at the same time does not pay
+ * for the answer again. Taking one is a PutItem conditional on
+ * `attribute_not_exists(pk) OR claimUntil < :now OR owner = :owner`; releasing it is a
+ * DeleteItem conditional on the owner. `claimUntil` decides (an expired claim may still be
+ * read until TTL removes it); `expiresAt`, a little after the lease, only cleans up the
+ * claims of holders that never released.
  *
  * Budget: a DynamoDB condition cannot add two attributes, so the run item keeps two derived
  * amounts, updated in the same UpdateItem as spentUsd and reservedUsd:
@@ -25,7 +35,7 @@
  * for the amounts JavaScript sends.
  */
 import type { DynamoDBDocumentClient, NativeAttributeValue } from '@aws-sdk/lib-dynamodb';
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
 import { mapLimit } from './map-limit';
 
@@ -51,6 +61,7 @@ export const runTableKey = {
   taskCounter: (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'TASKSEQ' }),
   verdict: (runId: string, taskId: string): Key => ({ pk: `RUN#${runId}`, sk: `VERDICT#${taskId}` }),
   completion: (taskId: string): Key => ({ pk: `TASK#${taskId}`, sk: 'COMPLETION' }),
+  generationClaim: (taskId: string): Key => ({ pk: `TASK#${taskId}`, sk: 'CLAIM' }),
 };
 
 /** Tolerance for float sums of dollar amounts when comparing with the budget (as in SQLite). */
@@ -59,6 +70,8 @@ const EPSILON = 1e-9;
 const MAX_ITEM_BYTES = 400 * 1024;
 /** BatchGetItem takes at most 100 keys. */
 const BATCH_GET_MAX = 100;
+/** How long after its lease a generation claim item is left for TTL to delete, seconds. */
+const CLAIM_TTL_SLACK_SEC = 3600;
 
 export interface DynamoRunStoreOptions {
   tableName: string;
@@ -434,6 +447,50 @@ export class DynamoRunStore implements RunStore {
       },
       ExpressionAttributeValues: { ':zero': 0, ':one': 1 },
     });
+  }
+
+  // ---- generation claims ----
+
+  async claimGeneration(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const now = this.now().getTime();
+    const claimUntil = now + leaseMs;
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            ...runTableKey.generationClaim(taskId),
+            taskId,
+            owner,
+            claimUntil,
+            [RUN_TABLE_KEYS.ttlAttribute]: Math.ceil(claimUntil / 1000) + CLAIM_TTL_SLACK_SEC,
+          },
+          ConditionExpression: 'attribute_not_exists(#pk) OR #until < :now OR #owner = :owner',
+          ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, '#until': 'claimUntil', '#owner': 'owner' },
+          ExpressionAttributeValues: { ':now': now, ':owner': owner },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async releaseGeneration(taskId: string, owner: string): Promise<void> {
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: runTableKey.generationClaim(taskId),
+          ConditionExpression: '#owner = :owner',
+          ExpressionAttributeNames: { '#owner': 'owner' },
+          ExpressionAttributeValues: { ':owner': owner },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
   }
 
   async close(): Promise<void> {

@@ -39,15 +39,27 @@ CREATE TABLE IF NOT EXISTS verdicts (
   record TEXT NOT NULL,
   PRIMARY KEY (run_id, task_id)
 );
+CREATE TABLE IF NOT EXISTS generation_claims (
+  task_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  claim_until INTEGER NOT NULL
+);
 `;
 
 /** Tolerance for float sums of dollar amounts when comparing with the budget. */
 const EPSILON = 1e-9;
 
+export interface SqliteRunStoreOptions {
+  /** Clock of generation claims. @default () => new Date() */
+  now?: () => Date;
+}
+
 export class SqliteRunStore implements RunStore {
   private readonly db: Database.Database;
+  private readonly now: () => Date;
 
-  constructor(path: string) {
+  constructor(path: string, options: SqliteRunStoreOptions = {}) {
+    this.now = options.now ?? (() => new Date());
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
@@ -148,6 +160,24 @@ export class SqliteRunStore implements RunStore {
 
   async clearReservations(runId: string): Promise<void> {
     this.db.prepare('UPDATE runs SET reserved_usd = 0 WHERE run_id = ?').run(runId);
+  }
+
+  async claimGeneration(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
+    // One statement: insert, or take over a claim that has expired or is already ours. When
+    // the WHERE of the upsert is false nothing changes and `changes` is 0.
+    const now = this.now().getTime();
+    const res = this.db
+      .prepare(
+        `INSERT INTO generation_claims (task_id, owner, claim_until) VALUES (?, ?, ?)
+         ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner, claim_until = excluded.claim_until
+         WHERE generation_claims.claim_until < ? OR generation_claims.owner = excluded.owner`,
+      )
+      .run(taskId, owner, now + leaseMs, now);
+    return res.changes === 1;
+  }
+
+  async releaseGeneration(taskId: string, owner: string): Promise<void> {
+    this.db.prepare('DELETE FROM generation_claims WHERE task_id = ? AND owner = ?').run(taskId, owner);
   }
 
   async close(): Promise<void> {
