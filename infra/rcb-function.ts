@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { packageRoot } from '../core/util/package-root';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -10,8 +11,12 @@ import { Construct } from 'constructs';
 const NODE_22_REASON =
   'Node.js 22 is a supported LTS Lambda runtime and the one this project pins: the bundles are built for node22 and tested on that line. Moving to a newer runtime is a change of RcbFunction only.';
 
-/** Repository root: the folder holding package.json, package-lock.json and functions/. */
-export const PROJECT_ROOT = path.resolve(__dirname, '..');
+/**
+ * Repository root: the folder holding package.json, package-lock.json and functions/.
+ * Found by walking up, so the stack synthesizes the same from sources and from dist/
+ * (`rcb cloud run --emulate` from the build).
+ */
+export const PROJECT_ROOT = packageRoot();
 
 export interface RcbFunctionProps {
   /** Folder name under functions/ whose `handler.ts` exports `handler`. */
