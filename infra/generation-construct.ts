@@ -87,13 +87,17 @@ export class GenerationConstruct extends Construct {
     });
     const generatorRole = this.generator.role;
 
-    // Reserve and settle budget on the run item, read tasks, write completions (first write wins).
+    // Reserve and settle budget on the run item, read tasks, write completions (first write
+    // wins) and take generation claims.
     storage.grantTable(generatorRole, [
       'dynamodb:GetItem',
       'dynamodb:BatchGetItem',
       'dynamodb:PutItem',
       'dynamodb:UpdateItem',
     ]);
+    // Release its in-flight claims on tasks (TASK#<taskId>/CLAIM): the one delete it needs,
+    // confined to the task partitions.
+    storage.grantTable(generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: ['TASK#*'] });
     storage.grantArtifacts(generatorRole, {
       read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
       write: [`${ARTIFACT_PREFIXES.runs}*`],

@@ -136,6 +136,7 @@ export class StorageConstruct extends Construct {
      *   task counter  RUN#<runId>      TASKSEQ            -        -
      *   verdict       RUN#<runId>      VERDICT#<taskId>   -        -
      *   completion    TASK#<taskId>    COMPLETION         -        -
+     *   claim         TASK#<taskId>    CLAIM              -        -
      *
      * - The run item holds the spec, status and the budget amounts; a reservation is one
      *   conditional UpdateItem on it.
@@ -145,6 +146,10 @@ export class StorageConstruct extends Construct {
      * - Completions are keyed by task id alone, so they are the cross-run cache of paid
      *   answers and never expire; run-scoped items may carry expiresAt.
      * - Every repeatable write is a PutItem with attribute_not_exists(pk): first write wins.
+     * - A claim is the generator's lease on a task's model call in flight (a duplicate SQS
+     *   delivery handled at the same time does not call again): a PutItem conditional on
+     *   no claim, an expired one or the same owner, deleted by its owner when the completion
+     *   is stored; its expiresAt (a little after the lease) removes abandoned ones.
      * - Everything a run owns lives under RUN#<runId>, which lets IAM confine writers with
      *   dynamodb:LeadingKeys (the evaluation task and MarkRunFailed write RUN#* only).
      */

@@ -118,6 +118,7 @@ describe('GenerationConstruct', () => {
         'bedrock:InvokeModel',
         'bedrock:InvokeModelWithResponseStream',
         'dynamodb:BatchGetItem',
+        'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
@@ -137,6 +138,12 @@ describe('GenerationConstruct', () => {
       ]);
       const s3Writes = roleStatements(template, role).filter((s) => actionsOf(s).includes('s3:PutObject'));
       expect(s3Writes.map((s) => flatten(s.Resource))).toEqual([expect.stringMatching(/\/runs\/\*$/)]);
+      // Deletes only its generation claims: the one action, on task partitions of the table alone.
+      const deletes = roleStatements(template, role).filter((s) => actionsOf(s).includes('dynamodb:DeleteItem'));
+      expect(deletes).toHaveLength(1);
+      expect(actionsOf(deletes[0])).toEqual(['dynamodb:DeleteItem']);
+      expect(deletes[0].Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TASK#*'] } });
+      expect(flatten(deletes[0].Resource)).toMatch(/^\$\{StorageRuns[0-9A-F]+\.Arn\}$/);
     });
 
     it('gets no Bedrock permission when no lane is named bedrock', () => {
