@@ -3,6 +3,10 @@
  * completion through core/cloud/generate-task.ts: reserve budget on the run item, call the
  * model with keys from the provider keys secret, store the completion (first write wins),
  * settle the actual cost. Idempotent on the task id: a duplicate delivery does nothing.
+ * A duplicate handled while the first copy is still calling the model (on another instance)
+ * finds the task's generation claim taken and is reported failed without calling: SQS
+ * redelivers it after the visibility timeout, when the completion exists. That is logged
+ * at info and counted as Tasks_in_flight_elsewhere, not as MessagesFailed.
  * A record fails (and is redelivered, then dead-lettered) only on an error retrying can
  * fix; a malformed message fails too, so it lands in the DLQ where it can be seen.
  *
@@ -12,7 +16,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
+import { GenerationInFlightError, generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
 import { generationMessageSchema, parsePayload, type GenerationMessage } from '../../core/cloud/payloads';
 import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
 import type { KeySource } from '../../core/keys';
@@ -54,6 +58,14 @@ function defaultDeps(config: GenerateConfig): GenerateHandlerDeps {
   };
 }
 
+/**
+ * Added to the invocation's remaining time to make a generation claim's lease: the claim
+ * outlasts anything this invocation can still do (clock skew between instances included),
+ * and expires long before the lane's visibility timeout (six times the function timeout)
+ * brings the message back.
+ */
+export const CLAIM_LEASE_MARGIN_MS = 30_000;
+
 export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
   let state: { contexts: RunContextCache; models: Map<string, RunModels>; hosted: () => HostedModels } | undefined;
   return async (event, context) => {
@@ -80,7 +92,14 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
         runModels = deps.modelsFor ? deps.modelsFor(ctx) : resolveRunModels(ctx.run.spec, ctx.pset, hosted);
         models.set(message.runId, runModels);
       }
-      const taskDeps: GenerateTaskDeps = { store: deps.store, cache: deps.cache, ...runModels };
+      // No model call of this handling outlives the invocation (Lambda ends it at the timeout).
+      const remainingMs = context?.getRemainingTimeInMillis?.();
+      const taskDeps: GenerateTaskDeps = {
+        store: deps.store,
+        cache: deps.cache,
+        ...runModels,
+        ...(remainingMs === undefined ? {} : { claimLeaseMs: remainingMs + CLAIM_LEASE_MARGIN_MS }),
+      };
       const result = await generateTask(taskDeps, ctx, message);
       deps.logger.info('task settled', { runId: message.runId, taskId: message.taskId, model: result.model, outcome: result.outcome, costUsd: result.costUsd });
       deps.metrics.addMetric(`Tasks_${result.outcome}`, MetricUnit.Count, 1);
@@ -97,8 +116,12 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
         processInParallel: false,
         throwOnFullBatchFailure: false,
       });
-      processor.errors.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
-      if (processor.errors.length) deps.metrics.addMetric('MessagesFailed', MetricUnit.Count, processor.errors.length);
+      const inFlight = processor.errors.filter((err) => err instanceof GenerationInFlightError);
+      const failed = processor.errors.filter((err) => !(err instanceof GenerationInFlightError));
+      inFlight.forEach((err) => deps.logger.info('task in flight elsewhere; SQS will redeliver this copy', { taskId: (err as GenerationInFlightError).taskId }));
+      if (inFlight.length) deps.metrics.addMetric('Tasks_in_flight_elsewhere', MetricUnit.Count, inFlight.length);
+      failed.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
+      if (failed.length) deps.metrics.addMetric('MessagesFailed', MetricUnit.Count, failed.length);
       return response;
     } finally {
       deps.metrics.publishStoredMetrics();

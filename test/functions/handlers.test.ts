@@ -9,12 +9,12 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent } from 'aws-lambda';
+import type { Context, SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
 import { S3BlobStore } from '../../adapters/aws/s3-blob-store';
 import { EnqueueError } from '../../adapters/aws/sqs-task-queue';
-import { createHandler as createGenerate } from '../../functions/generate/handler';
+import { CLAIM_LEASE_MARGIN_MS, createHandler as createGenerate } from '../../functions/generate/handler';
 import { createHandler as createPlanRun } from '../../functions/plan-run/handler';
 import { createHandler as createCheckProgress } from '../../functions/check-progress/handler';
 import { createHandler as createAggregate } from '../../functions/aggregate/handler';
@@ -62,14 +62,14 @@ async function planned(): Promise<CloudFixture> {
 const mockedStore = () => new DynamoRunStore(DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' })), { tableName: 'runs' });
 
 describe('generate handler', () => {
-  function generateHandler(f: CloudFixture, store: RunStore = f.store) {
+  function generateHandler(f: CloudFixture, store: RunStore = f.store, log: Logger = logger()) {
     return createGenerate(() => ({
       store,
       blobs: f.blobs,
       cache: { get: async () => null, put: async () => undefined },
       scratchDir: f.scratchDir,
       keys: { get: async () => undefined },
-      logger: logger(),
+      logger: log,
       metrics: metrics(),
       modelsFor: () => ({ clients: f.clients, costs: new Map() }),
     }));
@@ -95,6 +95,48 @@ describe('generate handler', () => {
     const response = await generateHandler(f)(sqsEvent(['not json', JSON.stringify({ runId: f.input.runId }), JSON.stringify(f.queue.sent[0].message)]));
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }, { itemIdentifier: 'm1' }] });
     expect((await f.store.getCompletions([f.queue.sent[0].message.taskId])).size).toBe(1);
+  });
+
+  it('reports a copy whose task another instance is generating as a batch item failure, without calling the model', async () => {
+    // Prepare: another instance holds the claim of the first task (its call is in flight).
+    const f = await planned();
+    const [busy, free] = f.queue.sent.map((m) => m.message);
+    expect(await f.store.claimGeneration(busy.taskId, 'other-instance', 60_000)).toBe(true);
+    const log = logger();
+    const info = jest.spyOn(log, 'info');
+    const error = jest.spyOn(log, 'error');
+
+    // Act
+    const response = await generateHandler(f, f.store, log)(sqsEvent([JSON.stringify(busy), JSON.stringify(free)]));
+
+    // Assess: the busy copy goes back to SQS, the other message is answered, and the
+    // failure is told as what it is, not as an error.
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }] });
+    expect(f.clients.get('oracle')!.calls + f.clients.get('empty')!.calls).toBe(1);
+    const completions = await f.store.getCompletions([busy.taskId, free.taskId]);
+    expect([...completions.keys()]).toEqual([free.taskId]);
+    expect(info).toHaveBeenCalledWith('task in flight elsewhere; SQS will redeliver this copy', { taskId: busy.taskId });
+    expect(error).not.toHaveBeenCalled();
+    // The other instance still holds its claim; the answered task's claim was released.
+    expect(await f.store.claimGeneration(busy.taskId, 'third', 60_000)).toBe(false);
+    expect(await f.store.claimGeneration(free.taskId, 'third', 60_000)).toBe(true);
+  });
+
+  it('claims each task for the invocation\'s remaining time and a margin, and releases it once the completion is stored', async () => {
+    const f = await planned();
+    const message = f.queue.sent[0].message;
+    const claim = jest.spyOn(f.store, 'claimGeneration');
+    const release = jest.spyOn(f.store, 'releaseGeneration');
+    const context = { getRemainingTimeInMillis: () => 120_000 } as unknown as Context;
+
+    const response = await generateHandler(f)(sqsEvent([JSON.stringify(message)]), context);
+
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(claim).toHaveBeenCalledTimes(1);
+    expect(claim.mock.calls[0][0]).toBe(message.taskId);
+    expect(claim.mock.calls[0][2]).toBe(120_000 + CLAIM_LEASE_MARGIN_MS);
+    expect(release).toHaveBeenCalledWith(message.taskId, claim.mock.calls[0][1]);
+    expect((await f.store.getCompletions([message.taskId])).size).toBe(1);
   });
 
   it('reports the record for redelivery when DynamoDB fails, without calling the model', async () => {
