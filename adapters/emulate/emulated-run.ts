@@ -47,8 +47,12 @@ export interface EmulatedRunRequest {
 }
 
 export interface EmulatorOptions {
-  /** Deliver every SQS message twice. @default false */
-  deliverTwice?: boolean;
+  /**
+   * Deliver every SQS message twice: after the first copy is handled (`true`), or at the
+   * same time as it, to a concurrent handler call (`'overlapping'`).
+   * @default false
+   */
+  deliverTwice?: boolean | 'overlapping';
   /** Make the first EvaluateShard container run exit non-zero (SIGTERM), once. @default false */
   failFirstShardOnce?: boolean;
   /** Python interpreter of the container's tests. @default RCB_PYTHON, else python3 */

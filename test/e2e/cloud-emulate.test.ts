@@ -3,19 +3,21 @@
  * flags: the synthesized state machine on aws-local-stepfunctions, the functions' handlers,
  * dynalite and s3rver, the container entry point as a child process. Same run id, same
  * verdicts, same leaderboard; and the same again when every SQS message arrives twice and a
- * shard container dies once.
+ * shard container dies once, and when both copies of every message are handled at once.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Verdict } from '../../core/store';
+import type { ModelClient } from '../../core/model';
+import type { Pset } from '../../core/types';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { resourcePath } from '../../core/util/package-root';
 import { buildReport } from '../../core/report/build-report';
 import { cloudKeys } from '../../core/cloud/payloads';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
-import { emulateCloudRun, type EmulatedRun } from '../../adapters/emulate/emulated-run';
+import { emulateCloudRun, type EmulatedRun, type EmulatorOptions } from '../../adapters/emulate/emulated-run';
 import { rcb, PSET_MINI, tempDir } from '../helpers/cli';
 import { counting } from '../cloud/cloud-fixture';
 
@@ -36,6 +38,51 @@ function scores(text: string): unknown {
 }
 
 let reference: Reference;
+
+/** A client that answers `ms` later, so that a copy handled at the same time finds its call in flight. */
+function slow(client: ModelClient, ms: number): ModelClient {
+  return {
+    id: client.id,
+    params: client.params,
+    offline: client.offline,
+    complete: async (req) => {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return client.complete(req);
+    },
+  };
+}
+
+/** The emulated cloud run of the reference's flags (models oracle and empty, every paper). */
+function emulateReference(pset: Pset, clients: { oracle: ModelClient; empty: ModelClient }, options: EmulatorOptions): Promise<EmulatedRun> {
+  const templatePath = resourcePath('prompt-template.txt');
+  const template = loadTemplate(templatePath);
+  return emulateCloudRun(
+    {
+      pset,
+      templateText: readFileSync(templatePath, 'utf8'),
+      spec: {
+        psetDigest: pset.digest,
+        psetRoot: pset.root,
+        models: [clients.oracle, clients.empty].map((c) => ({ id: c.id, params: c.params })),
+        samples: 1,
+        withPaper: true,
+        papers: null,
+        promptTemplateDigest: template.digest,
+        timeoutSec: 60,
+        budgetUsd: null,
+      },
+      models: { oracle: { config: { name: 'oracle', offline: true } }, empty: { config: { name: 'empty', offline: true } } },
+    },
+    {
+      python: '/usr/bin/python3',
+      ...options,
+      clients: new Map([
+        ['oracle', clients.oracle],
+        ['empty', clients.empty],
+      ]),
+    },
+  );
+}
 
 beforeAll(() => {
   // The local run of the same flags: the reference the cloud flow must reproduce.
@@ -80,35 +127,7 @@ describe('rcb cloud run --emulate', () => {
     const empty = counting(new EmptyModel());
 
     beforeAll(async () => {
-      const templatePath = resourcePath('prompt-template.txt');
-      const template = loadTemplate(templatePath);
-      run = await emulateCloudRun(
-        {
-          pset,
-          templateText: readFileSync(templatePath, 'utf8'),
-          spec: {
-            psetDigest: pset.digest,
-            psetRoot: pset.root,
-            models: [oracle, empty].map((c) => ({ id: c.id, params: c.params })),
-            samples: 1,
-            withPaper: true,
-            papers: null,
-            promptTemplateDigest: template.digest,
-            timeoutSec: 60,
-            budgetUsd: null,
-          },
-          models: { oracle: { config: { name: 'oracle', offline: true } }, empty: { config: { name: 'empty', offline: true } } },
-        },
-        {
-          deliverTwice: true,
-          failFirstShardOnce: true,
-          python: '/usr/bin/python3',
-          clients: new Map([
-            ['oracle', oracle],
-            ['empty', empty],
-          ]),
-        },
-      );
+      run = await emulateReference(pset, { oracle, empty }, { deliverTwice: true, failFirstShardOnce: true });
     }, 120_000);
     afterAll(async () => {
       await run?.close();
@@ -147,6 +166,37 @@ describe('rcb cloud run --emulate', () => {
       }
       const board = await run.blobs.get(cloudKeys.reportPrefix(run.runId) + 'leaderboard.txt');
       expect(board?.toString('utf8')).toBe(readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+      expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
+    });
+  });
+
+  describe('with both copies of every SQS message handled at once (two generator instances)', () => {
+    let run: EmulatedRun;
+    const pset = loadPset(PSET_MINI);
+    const oracle = counting(new OracleModel(pset));
+    const empty = counting(new EmptyModel());
+
+    beforeAll(async () => {
+      // Calls that take a moment, so that each task's second copy arrives while its first is calling.
+      run = await emulateReference(pset, { oracle: slow(oracle, 5), empty: slow(empty, 5) }, { deliverTwice: 'overlapping' });
+    }, 120_000);
+    afterAll(async () => {
+      await run?.close();
+    });
+
+    it('calls each model once per task: the copy that found the call in flight went back to the queue and then did nothing', () => {
+      expect(run.error).toBeUndefined();
+      expect(oracle.calls).toBe(28);
+      expect(empty.calls).toBe(28);
+      expect(run.lanes.sent).toBe(56);
+      expect(run.lanes.failedRecords).toBeGreaterThan(0);
+      expect(run.lanes.delivered).toBe(112 + run.lanes.failedRecords);
+      expect(run.lanes.deadLettered).toEqual([]);
+    });
+
+    it('holds one verdict per task, each the local run\'s', async () => {
+      const verdicts = await run.store.listVerdicts(run.runId);
+      expect(new Map(verdicts.map((v) => [v.taskId, judgement(v)]))).toEqual(reference.verdicts);
       expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
     });
   });
