@@ -4,6 +4,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { RUN_TABLE_KEYS } from '../adapters/aws/run-table-keys';
 
 /**
  * Key prefixes of the artifacts bucket. The blob store adapter writes under these and
@@ -22,15 +23,8 @@ export const ARTIFACT_PREFIXES = {
  */
 export const EVALUATION_OUTPUT_PATTERN = 'runs/*/evaluation/*';
 
-/** Names of the single-table keys, shared by the construct, the tests and the DynamoDB adapter. */
-export const TABLE_KEYS = {
-  partitionKey: 'pk',
-  sortKey: 'sk',
-  gsi1Name: 'gsi1',
-  gsi1PartitionKey: 'gsi1pk',
-  gsi1SortKey: 'gsi1sk',
-  ttlAttribute: 'expiresAt',
-} as const;
+/** Names of the single-table keys: the DynamoDB adapter's, so the two cannot drift apart. */
+export const TABLE_KEYS = RUN_TABLE_KEYS;
 
 /** DynamoDB item actions a grantee may receive (never table management or Scan). */
 export type TableItemAction =

@@ -39,15 +39,9 @@ import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, U
 import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
 import { mapLimit } from './map-limit';
 
-/** Attribute and index names of the table, as the CDK StorageConstruct creates it. */
-export const RUN_TABLE_KEYS = {
-  partitionKey: 'pk',
-  sortKey: 'sk',
-  gsi1Name: 'gsi1',
-  gsi1PartitionKey: 'gsi1pk',
-  gsi1SortKey: 'gsi1sk',
-  ttlAttribute: 'expiresAt',
-} as const;
+import { RUN_TABLE_KEYS } from './run-table-keys';
+
+export { RUN_TABLE_KEYS };
 
 /** gsi1 partition holding every run item, sorted by `<createdAt>#<runId>`. */
 export const RUNS_INDEX_PARTITION = 'RUNS';

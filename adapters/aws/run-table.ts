@@ -3,7 +3,7 @@
  * stand-ins (the emulator and the integration tests); deployed tables come from the stack.
  */
 import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { RUN_TABLE_KEYS } from './dynamo-run-store';
+import { RUN_TABLE_KEYS } from './run-table-keys';
 
 export async function createRunTable(client: DynamoDBClient, tableName: string): Promise<void> {
   const k = RUN_TABLE_KEYS;
