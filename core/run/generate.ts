@@ -111,8 +111,8 @@ export async function generateOne(
     assumedUsd += perAttempt;
   };
   const started = Date.now();
-  let record: CompletionRecord;
-  let failed = false;
+  let answer: Pick<CompletionRecord, 'text' | 'usage' | 'finishReason' | 'error'>;
+  let billedUsd = 0;
   try {
     const res = await client.complete({
       prompt,
@@ -121,48 +121,36 @@ export async function generateOne(
       signal: input.signal,
       beforeRetry,
     });
-    record = {
-      taskId: task.taskId,
-      model: task.model,
-      text: res.text,
-      usage: res.usage,
-      costUsd: cost ? cost.billed(res.usage) + assumedUsd : 0,
-      ...(assumedUsd ? { assumedCostUsd: assumedUsd } : {}),
-      finishReason: res.finishReason,
-      latencyMs: Date.now() - started,
-      createdAt: now().toISOString(),
-    };
+    answer = { text: res.text, usage: res.usage, finishReason: res.finishReason };
+    billedUsd = cost ? cost.billed(res.usage) : 0;
   } catch (err) {
     if (input.signal?.aborted) {
       if (cost) await deps.store.settleBudget(input.runId, reserved, assumedUsd);
       return { outcome: 'aborted' };
     }
     const e = err instanceof ModelError ? err : new ModelError('other', err instanceof Error ? err.message : String(err));
-    if (MAYBE_BILLED.has(e.kind)) assumedUsd += perAttempt;
-    record = {
-      taskId: task.taskId,
-      model: task.model,
-      text: '',
-      usage: ZERO_USAGE,
-      costUsd: cost ? assumedUsd : 0,
-      ...(cost && assumedUsd ? { assumedCostUsd: assumedUsd } : {}),
-      finishReason: 'error',
-      error: { kind: e.kind, message: e.message, status: e.status },
-      latencyMs: Date.now() - started,
-      createdAt: now().toISOString(),
-    };
+    if (cost && MAYBE_BILLED.has(e.kind)) assumedUsd += perAttempt;
     if (budgetRanOut) {
       // Not an answer: the task stays open for a resumed run with a higher budget.
-      if (cost) await deps.store.settleBudget(input.runId, reserved, record.costUsd);
+      await deps.store.settleBudget(input.runId, reserved, assumedUsd);
       return { outcome: 'budget_exhausted' };
     }
-    failed = true;
+    answer = { text: '', usage: ZERO_USAGE, finishReason: 'error', error: { kind: e.kind, message: e.message, status: e.status } };
   }
+  const record: CompletionRecord = {
+    taskId: task.taskId,
+    model: task.model,
+    ...answer,
+    costUsd: billedUsd + assumedUsd,
+    ...(assumedUsd ? { assumedCostUsd: assumedUsd } : {}),
+    latencyMs: Date.now() - started,
+    createdAt: now().toISOString(),
+  };
   // Settle before storing, so spend is never under-counted if the store write fails.
   if (cost) await deps.store.settleBudget(input.runId, reserved, record.costUsd);
   await deps.store.putCompletion(record);
   if (!client.offline && !record.error) await deps.cache?.put(record);
-  return failed ? { outcome: 'failed', completion: record } : { outcome: 'called', completion: record };
+  return { outcome: record.error ? 'failed' : 'called', completion: record };
 }
 
 export async function generate(deps: GenerateDeps, input: GenerateInput): Promise<GenerateResult> {
