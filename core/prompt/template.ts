@@ -86,14 +86,11 @@ export function formatContextFiles(paper: Paper): string {
     .join('');
 }
 
-/** Caches the paper text per paper folder, since every task of a paper needs it. */
-const paperTexts = new Map<string, string>();
+/** Every task of a paper needs its text: read once per loaded paper. */
+const paperTexts = new WeakMap<Paper, string>();
 function paperText(paper: Paper): string {
-  let text = paperTexts.get(paper.digest);
-  if (text === undefined) {
-    text = readPaperText(paper);
-    paperTexts.set(paper.digest, text);
-  }
+  let text = paperTexts.get(paper);
+  if (text === undefined) paperTexts.set(paper, (text = readPaperText(paper)));
   return text;
 }
 

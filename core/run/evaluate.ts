@@ -34,15 +34,21 @@ export interface EvaluateInput {
   judged?: Set<string>;
 }
 
-/** Whether a paper's test entry point is unittest-based (then the strict judge needs tests to have run). */
+const unittestBased = new WeakMap<Paper, boolean>();
+
+/**
+ * Whether a paper's test entry point is unittest-based (then the strict judge needs tests
+ * to have run). Read once per loaded paper: a pipelined run evaluates it batch by batch.
+ */
 export function testUsesUnittest(paper: Paper): boolean {
-  return /\bunittest\b/.test(readFileSync(join(paper.dir, TEST_ENTRY), 'utf8'));
+  let uses = unittestBased.get(paper);
+  if (uses === undefined) unittestBased.set(paper, (uses = /\bunittest\b/.test(readFileSync(join(paper.dir, TEST_ENTRY), 'utf8'))));
+  return uses;
 }
 
 export async function evaluate(deps: EvaluateDeps, input: EvaluateInput): Promise<Verdict[]> {
   const progress = deps.progress ?? silentProgress;
   const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
-  const unittestBased = new Map<string, boolean>();
   const done = input.judged ?? new Set((await deps.store.listVerdicts(input.runId)).map((v) => v.taskId));
   const verdicts: Verdict[] = [];
   const save = async (task: TaskRecord, v: Verdict) => {
@@ -88,9 +94,7 @@ export async function evaluate(deps: EvaluateDeps, input: EvaluateInput): Promis
       progress.note(`executor failed on ${p.task.paper}/${p.task.snippet} (${p.task.model}, sample ${p.task.sample}): ${raw.infraError}`);
       return;
     }
-    let usesUnittest = unittestBased.get(p.paper.meta.id);
-    if (usesUnittest === undefined) unittestBased.set(p.paper.meta.id, (usesUnittest = testUsesUnittest(p.paper)));
-    await save(p.task, judge(raw, { completion: p.completion, testUsesUnittest: usesUnittest }));
+    await save(p.task, judge(raw, { completion: p.completion, testUsesUnittest: testUsesUnittest(p.paper) }));
   };
   await deps.executor.run(candidates, onResult);
   return verdicts;

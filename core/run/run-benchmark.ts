@@ -55,7 +55,8 @@ export interface RunBenchmarkResult {
 export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkInput): Promise<RunBenchmarkResult> {
   const now = deps.now ?? (() => new Date());
   const progress = deps.progress ?? silentProgress;
-  const { store, runId } = { store: deps.store, runId: input.runId };
+  const { store } = deps;
+  const { runId } = input;
   await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
   if (input.clearStaleReservations) await store.clearReservations(runId);
 
