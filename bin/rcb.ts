@@ -5,6 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { UsageError } from './commands/common';
+import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
 import { reportCommand, importOfficialCommand } from './commands/report-commands';
 
@@ -51,21 +52,10 @@ async function main(argv: string[]): Promise<number> {
       code = promptCommand(paper, snippet, o);
     });
 
-  program
-    .command('run')
-    .description('run the benchmark on this machine; rerunning the same command resumes it')
-    .option('--pset <dir>', 'pset folder (default: the bundled example)')
-    .option('--model <id>', 'model: oracle, empty, replay:FILE or a registry id (repeatable; default oracle)', collect, [])
-    .option('--samples <n>', 'completions per task', '1')
-    .option('--temperature <t>', 'sampling temperature for hosted models')
-    .option('--no-paper', 'leave the paper text out of prompts')
-    .option('--papers <ids>', 'only these papers, comma-separated')
+  addRunSpecOptions(program.command('run').description('run the benchmark on this machine; rerunning the same command resumes it'))
     .option('--jobs <n>', 'tests run at once (default: one per core)')
     .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
-    .option('--timeout <seconds>', 'time limit of one test run', '60')
     .option('--out <dir>', 'run directory (default: runs/<models>-<run id>, derived from the run spec)')
-    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
-    .option('--budget <usd>', 'hard cap on model spend for the run, USD')
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')

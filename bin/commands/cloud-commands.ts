@@ -23,6 +23,7 @@ import { resourcePath } from '../../core/util/package-root';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { loadPromptTemplate, loadPsetOrFail, parseList, parsePositiveInt, UsageError } from './common';
 import type { RunOptions } from './run-command';
+import { addRunSpecOptions } from './run-options';
 
 /** The stack outputs the commands need (infra/rcb-stack.ts CfnOutputs). */
 export interface StackOutputs {
@@ -392,10 +393,6 @@ export async function cloudCancel(runId: string, opts: StackFlags & { now?: bool
 
 // ---- registration ----
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
 /** Adds `rcb cloud ...`; `onExit` receives each command's exit code (default: process.exitCode). */
 export function registerCloudCommands(program: Command, onExit: (code: number) => void = (c) => void (process.exitCode = c)): void {
   const cloud = program.command('cloud').description('run in your AWS account (the stack of `npx cdk deploy`), or emulate that flow here');
@@ -411,16 +408,10 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
     .action(async (o) => onExit(await cloudPush(o, deps(o))));
 
-  stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)'))
-    .option('--pset <dir>', 'pset folder (default: the bundled example)')
-    .option('--model <id>', 'model: oracle, empty or a registry id (repeatable; default oracle)', collect, [])
-    .option('--samples <n>', 'completions per task', '1')
-    .option('--temperature <t>', 'sampling temperature for hosted models')
-    .option('--no-paper', 'leave the paper text out of prompts')
-    .option('--papers <ids>', 'only these papers, comma-separated')
-    .option('--timeout <seconds>', 'time limit of one test run', '60')
-    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
-    .option('--budget <usd>', 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)')
+  addRunSpecOptions(stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')), {
+    model: 'model: oracle, empty or a registry id (repeatable; default oracle)',
+    budget: 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)',
+  })
     .option('--force', 'start even when the cost estimate exceeds the budget (spend stays capped)')
     .option('--detach', 'print the run id and return once the execution has started')
     .option('--out <dir>', 'also write leaderboard.txt and overall_stats.json here (--emulate)')
