@@ -5,6 +5,7 @@
  */
 import type { RawExecution } from './executor';
 import type { Verdict } from './store';
+import type { FailureClass } from './types';
 import { classifyFailure } from './failure-class';
 
 /** The case-sensitive substrings whose presence fails the original rule. */
@@ -105,8 +106,16 @@ export function judge(raw: RawExecution, ctx: JudgeContext, now: () => Date = ()
   };
 }
 
-/** A verdict for a task that never reached a test: empty completion or failed generation. */
-export function verdictWithoutRun(taskId: string, failureClass: 'no_code' | 'generation_error', now: () => Date = () => new Date()): Verdict {
+/**
+ * A verdict with no test run behind it: an empty completion or a failed generation, or a
+ * result imported from elsewhere (`fields` then carries what the source recorded).
+ */
+export function verdictWithoutRun(
+  taskId: string,
+  failureClass: FailureClass | null,
+  now: () => Date = () => new Date(),
+  fields: Partial<Pick<Verdict, 'officialPass' | 'flags' | 'exitCode'>> = {},
+): Verdict {
   const empty = { text: '', totalBytes: 0, truncated: false };
   return {
     taskId,
@@ -122,5 +131,6 @@ export function verdictWithoutRun(taskId: string, failureClass: 'no_code' | 'gen
     executor: 'none',
     sandbox: 'none',
     createdAt: now().toISOString(),
+    ...fields,
   };
 }

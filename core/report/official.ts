@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { verdictWithoutRun } from '../judge';
 import type { PaperMeta } from '../types';
 import type { RunRecord, TaskRecord, Verdict } from '../store';
 import type { ScoreReport } from '../scoring';
@@ -136,13 +137,13 @@ export function importOverallStats(text: string, source: string, now: () => Date
   }
   const stats = parsed.data;
   const digest = createHash('sha256').update(text).digest('hex');
-  const stamp = now().toISOString();
+  const importedAt = now();
+  const stamp = importedAt.toISOString();
   const tasks: TaskRecord[] = [];
   const verdicts: Verdict[] = [];
   const papers: PaperMeta[] = [];
   const models: RunRecord['models'] = {};
   let samples = 0;
-  const empty = { text: '', totalBytes: 0, truncated: false };
   for (const [paperId, paper] of Object.entries(stats.results)) {
     papers.push(parseMeta(paperId, paper.paper_metadata));
     for (const [model, byModel] of Object.entries(paper.results)) {
@@ -152,22 +153,15 @@ export function importOverallStats(text: string, source: string, now: () => Date
           const taskId = createHash('sha256').update(JSON.stringify([digest, paperId, snippet, model, r.completion_idx])).digest('hex').slice(0, 32);
           samples = Math.max(samples, r.completion_idx + 1);
           tasks.push({ taskId, paper: paperId, file: '', snippet, loc: r.snippet_code_line_count, model, sample: r.completion_idx });
-          verdicts.push({
-            taskId,
-            officialPass: r.passed,
-            // The original harness has no strict judge; reports refuse it for imported runs.
-            strictPass: false,
-            flags: ['imported'],
-            failureClass: r.passed ? null : 'unknown',
-            exitCode: r.exit_code,
-            signal: null,
-            durationMs: 0,
-            stdout: empty,
-            stderr: empty,
-            executor: 'none',
-            sandbox: 'none',
-            createdAt: stamp,
-          });
+          // The original harness has no strict judge: strictPass stays false, and reports
+          // refuse the strict judge for imported runs.
+          verdicts.push(
+            verdictWithoutRun(taskId, r.passed ? null : 'unknown', () => importedAt, {
+              officialPass: r.passed,
+              flags: ['imported'],
+              exitCode: r.exit_code,
+            }),
+          );
         }
       }
     }
