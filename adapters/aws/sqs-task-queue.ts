@@ -13,9 +13,9 @@ import type { GenerationMessage } from './messages';
 import { mapLimit } from './map-limit';
 
 /**
- * Lane of each model provider (the `provider` of a registry entry) when the routing does not
- * say otherwise. Lane names are those of infra's DEFAULT_LANES; a provider whose lane has no
- * queue goes to the default lane.
+ * Lane of a model provider (the `provider` of a registry entry) that has no lane of its own
+ * name, when the routing does not say otherwise; a provider whose lane has no queue goes to
+ * the default lane.
  */
 export const DEFAULT_PROVIDER_LANES: Readonly<Record<string, string>> = {
   openai: 'openai',
@@ -36,10 +36,17 @@ export interface LaneRouting {
   providerLanes?: Readonly<Record<string, string>>;
 }
 
-/** The lane of a model provider: its mapped lane, else a lane named like it, else the default lane. */
+/**
+ * The lane of a model provider: the routing's lane for it, else a lane named like it (infra's
+ * DEFAULT_LANES has `gemini`), else its DEFAULT_PROVIDER_LANES lane, else the default lane.
+ */
 export function laneForProvider(provider: string, routing: LaneRouting): string {
-  const mapped = routing.providerLanes?.[provider] ?? DEFAULT_PROVIDER_LANES[provider] ?? provider;
-  return Object.hasOwn(routing.queueUrls, mapped) ? mapped : routing.defaultLane;
+  const has = (lane: string | undefined): lane is string => lane !== undefined && Object.hasOwn(routing.queueUrls, lane);
+  const explicit = routing.providerLanes?.[provider];
+  if (explicit !== undefined) return has(explicit) ? explicit : routing.defaultLane;
+  if (has(provider)) return provider;
+  const mapped = DEFAULT_PROVIDER_LANES[provider];
+  return has(mapped) ? mapped : routing.defaultLane;
 }
 
 /** One task to enqueue, with the provider of its model (which picks the lane). */

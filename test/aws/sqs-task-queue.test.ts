@@ -3,6 +3,7 @@ import { SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { createSqsClient } from '../../adapters/aws/clients';
 import { MessageFormatError, parseGenerationMessage, type GenerationMessage } from '../../adapters/aws/messages';
+import { DEFAULT_LANES } from '../../infra/config';
 import { EnqueueError, SqsTaskQueue, laneForProvider, type GenerationJob, type LaneRouting } from '../../adapters/aws/sqs-task-queue';
 
 const sqsMock = mockClient(SQSClient);
@@ -52,6 +53,16 @@ describe('laneForProvider', () => {
     };
 
     expect(laneForProvider('openai-compatible', routing)).toBe('google');
+    expect(laneForProvider('bedrock', routing)).toBe('bedrock');
+  });
+
+  it('routes every registry provider to its own lane of the deployed defaults (DEFAULT_LANES)', () => {
+    const routing: LaneRouting = { queueUrls: Object.fromEntries(DEFAULT_LANES.map((l) => [l.name, `https://sqs/${l.name}`])), defaultLane: DEFAULT_LANES[0].name };
+
+    expect(laneForProvider('openai', routing)).toBe('openai');
+    expect(laneForProvider('openai-responses', routing)).toBe('openai');
+    expect(laneForProvider('anthropic', routing)).toBe('anthropic');
+    expect(laneForProvider('gemini', routing)).toBe('gemini');
     expect(laneForProvider('bedrock', routing)).toBe('bedrock');
   });
 });
