@@ -4,29 +4,19 @@
  * tasks read it from the cache; the task's own part follows in a second block.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import type { FinishReason, ModelClient, ModelRequest, ModelResponse } from '../../core/model';
+import type { FinishReason, ModelRequest, ModelResponse } from '../../core/model';
 import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, deadline, errorFromSdk, malformed } from './provider-errors';
-import { answerParams, DEFAULT_TIMEOUT_MS, splitPrompt, type ProviderClientOptions } from './provider-common';
+import { asRecord, count, errorFromSdk, malformed } from './provider-errors';
+import { ProviderClient, splitPrompt, type ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
 
 const PROVIDER = 'anthropic';
 
-export class AnthropicClient implements ModelClient {
-  readonly id: string;
-  readonly params: Record<string, unknown>;
-  readonly offline = false;
+export class AnthropicClient extends ProviderClient {
   private readonly sdk: Anthropic;
-  private readonly timeoutMs: number;
 
-  constructor(
-    private readonly entry: ModelEntry,
-    apiKey: string,
-    opts: ProviderClientOptions = {},
-  ) {
-    this.id = entry.id;
-    this.params = answerParams(entry);
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  constructor(entry: ModelEntry, apiKey: string, opts: ProviderClientOptions = {}) {
+    super(entry, PROVIDER, opts);
     // An explicit timeout also stops the SDK from refusing non-streaming calls with a
     // large max_tokens.
     this.sdk = new Anthropic({ apiKey, baseURL: entry.base_url, maxRetries: 0, timeout: this.timeoutMs, fetch: opts.fetch });
@@ -54,15 +44,11 @@ export class AnthropicClient implements ModelClient {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const d = deadline(this.timeoutMs, req.signal);
-    let raw: unknown;
-    try {
-      raw = await this.sdk.messages.create(this.body(req) as never, { signal: d.signal, timeout: this.timeoutMs, maxRetries: 0 });
-    } catch (err) {
-      throw errorFromSdk(PROVIDER, err, d, req.signal);
-    } finally {
-      d.dispose();
-    }
+    const raw = await this.withDeadline(
+      req,
+      (signal) => this.sdk.messages.create(this.body(req) as never, { signal }),
+      (err) => errorFromSdk(PROVIDER, err),
+    );
     return parseMessage(raw);
   }
 }

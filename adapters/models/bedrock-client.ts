@@ -4,21 +4,10 @@
  * set `prompt_cache: true` on the entry) cache the paper for the next tasks.
  */
 import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
-import { ModelError, type FinishReason, type ModelClient, type ModelRequest, type ModelResponse } from '../../core/model';
+import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../core/model';
 import type { BilledUsage } from '../../core/cost';
-import {
-  asRecord,
-  count,
-  deadline,
-  errorFromStatus,
-  errorFromTransport,
-  isCallerAbort,
-  malformed,
-  retryAfterMs,
-  type Deadline,
-  type HeadersLike,
-} from './provider-errors';
-import { answerParams, DEFAULT_TIMEOUT_MS, splitPrompt, type ProviderClientOptions } from './provider-common';
+import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, type HeadersLike } from './provider-errors';
+import { ProviderClient, splitPrompt, type ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
 
 const PROVIDER = 'bedrock';
@@ -37,22 +26,12 @@ const STATUS_BY_NAME: Record<string, number> = {
   ResourceNotFoundException: 404,
 };
 
-export class BedrockClient implements ModelClient {
-  readonly id: string;
-  readonly params: Record<string, unknown>;
-  readonly offline = false;
+export class BedrockClient extends ProviderClient {
   private readonly sdk: BedrockRuntimeClient;
-  private readonly timeoutMs: number;
 
   /** `bearerToken`: a Bedrock API key; without it the AWS credential chain signs the calls. */
-  constructor(
-    private readonly entry: ModelEntry,
-    bearerToken: string | undefined,
-    opts: ProviderClientOptions = {},
-  ) {
-    this.id = entry.id;
-    this.params = answerParams(entry);
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  constructor(entry: ModelEntry, bearerToken: string | undefined, opts: ProviderClientOptions = {}) {
+    super(entry, PROVIDER, opts);
     this.sdk = new BedrockRuntimeClient({
       region: opts.aws?.region ?? entry.region,
       endpoint: entry.base_url,
@@ -88,15 +67,7 @@ export class BedrockClient implements ModelClient {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const d = deadline(this.timeoutMs, req.signal);
-    let raw: unknown;
-    try {
-      raw = await this.sdk.send(new ConverseCommand(this.input(req)), { abortSignal: d.signal });
-    } catch (err) {
-      throw bedrockError(err, d, req.signal);
-    } finally {
-      d.dispose();
-    }
+    const raw = await this.withDeadline(req, (signal) => this.sdk.send(new ConverseCommand(this.input(req)), { abortSignal: signal }), bedrockError);
     return parseConverse(raw);
   }
 
@@ -106,10 +77,7 @@ export class BedrockClient implements ModelClient {
   }
 }
 
-function bedrockError(err: unknown, d: Deadline, callerSignal?: AbortSignal): unknown {
-  if (isCallerAbort(callerSignal) && !d.timedOut()) return err;
-  if (err instanceof ModelError) return err;
-  if (d.timedOut()) return new ModelError('timeout', `${PROVIDER}: no complete response within the call timeout`);
+function bedrockError(err: unknown): ModelError {
   const e = asRecord(err) ?? {};
   const name = typeof e.name === 'string' ? e.name : '';
   const meta = asRecord(e.$metadata);

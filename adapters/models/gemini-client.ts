@@ -3,21 +3,10 @@
  * itself (implicit caching) and reports the hits in `cachedContentTokenCount`.
  */
 import { GoogleGenAI, ThinkingLevel, type GenerateContentConfig } from '@google/genai';
-import { ModelError, type FinishReason, type ModelClient, type ModelRequest, type ModelResponse } from '../../core/model';
+import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../core/model';
 import type { BilledUsage } from '../../core/cost';
-import {
-  asRecord,
-  count,
-  deadline,
-  errorFromStatus,
-  errorFromTransport,
-  isCallerAbort,
-  malformed,
-  retryAfterMs,
-  retryDelayFromGoogleBody,
-  type Deadline,
-} from './provider-errors';
-import { answerParams, DEFAULT_TIMEOUT_MS, type ProviderClientOptions } from './provider-common';
+import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, retryDelayFromGoogleBody } from './provider-errors';
+import { ProviderClient, type ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
 
 const PROVIDER = 'gemini';
@@ -31,25 +20,15 @@ const LEVELS: Record<string, ThinkingLevel> = {
   xhigh: ThinkingLevel.HIGH,
 };
 
-export class GeminiClient implements ModelClient {
-  readonly id: string;
-  readonly params: Record<string, unknown>;
-  readonly offline = false;
+export class GeminiClient extends ProviderClient {
   private readonly sdk: GoogleGenAI;
-  private readonly timeoutMs: number;
 
-  constructor(
-    private readonly entry: ModelEntry,
-    apiKey: string,
-    opts: ProviderClientOptions = {},
-  ) {
-    this.id = entry.id;
-    this.params = answerParams(entry);
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  constructor(entry: ModelEntry, apiKey: string, opts: ProviderClientOptions = {}) {
+    super(entry, PROVIDER, opts);
     const baseFetch = opts.fetch ?? fetch;
     // The SDK's ApiError keeps neither the headers nor the RetryInfo, so failed responses
     // are classified here, where both are still at hand. No retryOptions: the SDK then
-    // makes exactly one attempt. The timeout is ours (see deadline()).
+    // makes exactly one attempt. The timeout is ours (see withDeadline()).
     const classifyingFetch: typeof fetch = async (input, init) => {
       const res = await baseFetch(input, init);
       if (res.ok) return res;
@@ -72,19 +51,16 @@ export class GeminiClient implements ModelClient {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const d = deadline(this.timeoutMs, req.signal);
-    let raw: unknown;
-    try {
-      raw = await this.sdk.models.generateContent({
-        model: this.entry.model,
-        contents: [{ role: 'user', parts: [{ text: req.prompt.text }] }],
-        config: this.config(d.signal),
-      });
-    } catch (err) {
-      throw geminiError(err, d, req.signal);
-    } finally {
-      d.dispose();
-    }
+    const raw = await this.withDeadline(
+      req,
+      (signal) =>
+        this.sdk.models.generateContent({
+          model: this.entry.model,
+          contents: [{ role: 'user', parts: [{ text: req.prompt.text }] }],
+          config: this.config(signal),
+        }),
+      geminiError,
+    );
     return parseGenerateContent(raw);
   }
 }
@@ -105,10 +81,8 @@ async function httpError(res: Response): Promise<ModelError> {
   });
 }
 
-function geminiError(err: unknown, d: Deadline, callerSignal?: AbortSignal): unknown {
-  if (isCallerAbort(callerSignal) && !d.timedOut()) return err;
-  if (err instanceof ModelError) return err;
-  if (d.timedOut()) return new ModelError('timeout', `${PROVIDER}: no complete response within the call timeout`);
+/** An error the classifying fetch did not see: the SDK's own ApiError, or a transport failure. */
+function geminiError(err: unknown): ModelError {
   const e = asRecord(err) ?? {};
   if (e.name === 'ApiError' && typeof e.status === 'number') return errorFromStatus(PROVIDER, e.status, String(e.message ?? ''));
   return errorFromTransport(PROVIDER, err) ?? new ModelError('other', `${PROVIDER}: ${err instanceof Error ? err.message : String(err)}`);

@@ -3,29 +3,17 @@
  * speaks it (`openai-compatible`: vLLM, OpenRouter, DeepSeek, xAI, Together).
  */
 import OpenAI from 'openai';
-import type { FinishReason, ModelClient, ModelRequest, ModelResponse } from '../../core/model';
+import type { FinishReason, ModelRequest, ModelResponse } from '../../core/model';
 import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, deadline, errorFromSdk, malformed } from './provider-errors';
-import { answerParams, DEFAULT_TIMEOUT_MS, prefixCacheKey, type ProviderClientOptions } from './provider-common';
+import { asRecord, count, errorFromSdk, malformed } from './provider-errors';
+import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
 
-export class OpenAIChatClient implements ModelClient {
-  readonly id: string;
-  readonly params: Record<string, unknown>;
-  readonly offline = false;
+export class OpenAIChatClient extends ProviderClient {
   private readonly sdk: OpenAI;
-  private readonly timeoutMs: number;
-  private readonly label: string;
 
-  constructor(
-    private readonly entry: ModelEntry,
-    apiKey: string,
-    opts: ProviderClientOptions = {},
-  ) {
-    this.id = entry.id;
-    this.params = answerParams(entry);
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.label = entry.provider === 'openai' ? 'openai' : `openai-compatible(${entry.base_url})`;
+  constructor(entry: ModelEntry, apiKey: string, opts: ProviderClientOptions = {}) {
+    super(entry, entry.provider === 'openai' ? 'openai' : `openai-compatible(${entry.base_url})`, opts);
     this.sdk = new OpenAI({
       apiKey,
       baseURL: entry.base_url,
@@ -57,16 +45,12 @@ export class OpenAIChatClient implements ModelClient {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const d = deadline(this.timeoutMs, req.signal);
-    let raw: unknown;
-    try {
-      raw = await this.sdk.chat.completions.create(this.body(req) as never, { signal: d.signal, timeout: this.timeoutMs, maxRetries: 0 });
-    } catch (err) {
-      throw errorFromSdk(this.label, err, d, req.signal);
-    } finally {
-      d.dispose();
-    }
-    return parseChatCompletion(this.label, raw);
+    const raw = await this.withDeadline(
+      req,
+      (signal) => this.sdk.chat.completions.create(this.body(req) as never, { signal }),
+      (err) => errorFromSdk(this.provider, err),
+    );
+    return parseChatCompletion(this.provider, raw);
   }
 }
 

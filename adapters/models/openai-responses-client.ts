@@ -1,28 +1,18 @@
 /** OpenAI Responses API, for reasoning models (`openai-responses`). */
 import OpenAI from 'openai';
-import { ModelError, type FinishReason, type ModelClient, type ModelRequest, type ModelResponse } from '../../core/model';
+import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../core/model';
 import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, deadline, errorFromSdk, malformed } from './provider-errors';
-import { answerParams, DEFAULT_TIMEOUT_MS, prefixCacheKey, type ProviderClientOptions } from './provider-common';
+import { asRecord, count, errorFromSdk, malformed } from './provider-errors';
+import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
 
 const PROVIDER = 'openai-responses';
 
-export class OpenAIResponsesClient implements ModelClient {
-  readonly id: string;
-  readonly params: Record<string, unknown>;
-  readonly offline = false;
+export class OpenAIResponsesClient extends ProviderClient {
   private readonly sdk: OpenAI;
-  private readonly timeoutMs: number;
 
-  constructor(
-    private readonly entry: ModelEntry,
-    apiKey: string,
-    opts: ProviderClientOptions = {},
-  ) {
-    this.id = entry.id;
-    this.params = answerParams(entry);
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  constructor(entry: ModelEntry, apiKey: string, opts: ProviderClientOptions = {}) {
+    super(entry, PROVIDER, opts);
     this.sdk = new OpenAI({ apiKey, baseURL: entry.base_url, maxRetries: 0, timeout: this.timeoutMs, fetch: opts.fetch });
   }
 
@@ -44,15 +34,11 @@ export class OpenAIResponsesClient implements ModelClient {
   }
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
-    const d = deadline(this.timeoutMs, req.signal);
-    let raw: unknown;
-    try {
-      raw = await this.sdk.responses.create(this.body(req) as never, { signal: d.signal, timeout: this.timeoutMs, maxRetries: 0 });
-    } catch (err) {
-      throw errorFromSdk(PROVIDER, err, d, req.signal);
-    } finally {
-      d.dispose();
-    }
+    const raw = await this.withDeadline(
+      req,
+      (signal) => this.sdk.responses.create(this.body(req) as never, { signal }),
+      (err) => errorFromSdk(PROVIDER, err),
+    );
     return parseResponse(raw);
   }
 }

@@ -1,9 +1,11 @@
 /**
- * What every provider client shares: construction options, the parameters that go into
- * the task id, and the split of a prompt into its cacheable prefix and the rest.
+ * What every provider client shares: construction options, the fields and the call
+ * deadline of the ProviderClient base, the parameters that go into the task id, and the
+ * split of a prompt into its cacheable prefix and the rest.
  */
 import { createHash } from 'node:crypto';
-import type { Prompt } from '../../core/model';
+import { ModelError, type ModelClient, type ModelRequest, type ModelResponse, type Prompt } from '../../core/model';
+import { deadline, isCallerAbort } from './provider-errors';
 import type { ModelEntry } from './registry';
 
 /** Options of a provider client. */
@@ -20,6 +22,50 @@ export interface ProviderClientOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 600_000;
+
+/**
+ * A client for one registry entry: its id and answer parameters, and one attempt per
+ * `complete` under the call timeout. Subclasses build the request and map the answer.
+ */
+export abstract class ProviderClient implements ModelClient {
+  readonly id: string;
+  readonly params: Record<string, unknown>;
+  readonly offline = false;
+  protected readonly timeoutMs: number;
+
+  constructor(
+    protected readonly entry: ModelEntry,
+    /** Names the provider in error messages. */
+    protected readonly provider: string,
+    opts: ProviderClientOptions,
+  ) {
+    this.id = entry.id;
+    this.params = answerParams(entry);
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  abstract complete(req: ModelRequest): Promise<ModelResponse>;
+
+  /**
+   * Run `send` under a deadline of `timeoutMs` merged with the caller's signal (see
+   * deadline()). A caller abort passes through unclassified so that nothing retries it, a
+   * ModelError passes as it is, our own deadline becomes a timeout; any other error goes
+   * to the provider's `classify`.
+   */
+  protected async withDeadline<T>(req: ModelRequest, send: (signal: AbortSignal) => Promise<T>, classify: (err: unknown) => ModelError): Promise<T> {
+    const d = deadline(this.timeoutMs, req.signal);
+    try {
+      return await send(d.signal);
+    } catch (err) {
+      if (isCallerAbort(req.signal) && !d.timedOut()) throw err;
+      if (err instanceof ModelError) throw err;
+      if (d.timedOut()) throw new ModelError('timeout', `${this.provider}: no complete response within the call timeout`);
+      throw classify(err);
+    } finally {
+      d.dispose();
+    }
+  }
+}
 
 /** The parameters that change a model's answers, as the task id sees them. */
 export function answerParams(entry: ModelEntry): Record<string, unknown> {

@@ -161,13 +161,10 @@ export function deadline(timeoutMs: number, callerSignal?: AbortSignal): Deadlin
 }
 
 /**
- * Map an error from a Stainless-generated SDK (openai, @anthropic-ai/sdk) or from our own
- * deadline. Caller aborts are returned unchanged so that nothing retries them.
+ * Map an error from a Stainless-generated SDK (openai, @anthropic-ai/sdk). Caller aborts,
+ * ModelErrors and our own deadline are handled before, by ProviderClient.withDeadline.
  */
-export function errorFromSdk(provider: string, err: unknown, d: Deadline, callerSignal?: AbortSignal): unknown {
-  if (isCallerAbort(callerSignal) && !d.timedOut()) return err;
-  if (err instanceof ModelError) return err;
-  if (d.timedOut()) return new ModelError('timeout', `${provider}: no complete response within the call timeout`);
+export function errorFromSdk(provider: string, err: unknown): ModelError {
   const e = asRecord(err) ?? {};
   const name = String(e.constructor && (e.constructor as { name?: string }).name);
   if (name === 'APIConnectionTimeoutError') return new ModelError('timeout', `${provider}: request timed out`);
