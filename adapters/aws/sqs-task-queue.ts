@@ -55,15 +55,6 @@ export interface GenerationJob {
   provider: string;
 }
 
-/**
- * The TaskQueue port as the cloud planner needs it. (No such port exists in core/ yet; the
- * local runner drives generation in-process.)
- */
-export interface TaskQueue {
-  /** Sends every job to its provider's lane; resolves with the count sent per lane. */
-  enqueue(jobs: readonly GenerationJob[]): Promise<Record<string, number>>;
-}
-
 /** A message SQS did not take. */
 export interface UnsentMessage {
   lane: string;
@@ -112,7 +103,11 @@ export interface SqsTaskQueueOptions {
 /** SQS takes at most ten entries per SendMessageBatch. */
 const BATCH_MAX = 10;
 
-export class SqsTaskQueue implements TaskQueue {
+/**
+ * Generation jobs onto their providers' lane queues. The core TaskQueue port
+ * (core/cloud/ports.ts) is LaneTaskQueue (functions/shared/cloud-adapters.ts) over this.
+ */
+export class SqsTaskQueue {
   private readonly maxAttempts: number;
   private readonly concurrency: number;
   private readonly baseDelayMs: number;
@@ -139,6 +134,7 @@ export class SqsTaskQueue implements TaskQueue {
     return laneForProvider(provider, this.routing);
   }
 
+  /** Sends every job to its provider's lane; resolves with the count sent per lane. */
   async enqueue(jobs: readonly GenerationJob[]): Promise<Record<string, number>> {
     const byLane = new Map<string, GenerationMessage[]>();
     for (const job of jobs) {
