@@ -31,19 +31,20 @@ export function keyEnvFor(entry: ModelEntry): string | undefined {
 }
 
 /**
- * The provider client for an entry, without retries or rate control. Rejects with an
- * `auth` ModelError naming the variable when a required key is missing.
+ * The provider client for an entry, without retries or rate control. An entry needs a key
+ * exactly when keyEnvFor names a variable; when that key is missing this rejects with an
+ * `auth` ModelError naming the variable.
  */
 export async function createModelClient(entry: ModelEntry, keys: KeySource, opts: ProviderClientOptions = {}): Promise<ModelClient> {
   const env = keyEnvFor(entry);
   const key = env ? await keys.get(env) : undefined;
-  const required = entry.provider !== 'bedrock' && env !== undefined;
-  if (required && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
+  if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
   switch (entry.provider) {
     case 'openai':
       return new OpenAIChatClient(entry, key as string, opts);
     case 'openai-compatible':
-      // The SDK insists on a key; servers without auth ignore it.
+      // No key only when the entry names no variable. The SDK insists on a key; servers
+      // without auth ignore it.
       return new OpenAIChatClient(entry, key ?? 'unused', opts);
     case 'openai-responses':
       return new OpenAIResponsesClient(entry, key as string, opts);
@@ -52,7 +53,7 @@ export async function createModelClient(entry: ModelEntry, keys: KeySource, opts
     case 'gemini':
       return new GeminiClient(entry, key as string, opts);
     case 'bedrock':
-      if (env && !key) throw new ModelError('auth', `model ${entry.id}: no Bedrock API key: set ${env}`);
+      // No key (no variable named): the AWS credential chain signs the calls.
       return new BedrockClient(entry, key, opts);
   }
 }

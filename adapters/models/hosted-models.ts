@@ -81,7 +81,7 @@ export class HostedModels {
     for (const id of ids) {
       const entry = this.byId.get(id);
       const env = entry && keyEnvFor(entry);
-      if (!entry || !env || (entry.provider === 'openai-compatible' && !entry.api_key_env)) continue;
+      if (!env) continue; // unknown id, or no key needed (see createModelClient)
       if (!(await this.keys.get(env))) problems.push(`set ${env} for ${id}`);
     }
     return problems;
