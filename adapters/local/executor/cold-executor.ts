@@ -14,7 +14,7 @@ import { SANDBOX_DRIVER, sandboxArgs } from './sandbox';
 import { prepareSandboxHost, type SandboxHost } from './sandbox-host';
 import { SlotPool } from './slot-pool';
 import { runTestProcess, type TestProcessSpec } from './test-process';
-import { createWorkspace, removeWorkspace, splicedFilePath } from './workspace';
+import { createWorkspace, removeTree, splicedFilePath } from './workspace';
 
 export type { ColdExecutorOptions } from './executor-options';
 
@@ -126,7 +126,7 @@ export class ColdExecutor implements TestExecutor {
       return this.lifecycle.failed(setup, candidate, error);
     } finally {
       if (workspace) {
-        await removeWorkspace(workspace).catch((error: unknown) =>
+        await removeTree(workspace).catch((error: unknown) =>
           this.settings.warn(`rcb: could not remove workspace ${workspace}: ${String(error)}`),
         );
       }

@@ -11,10 +11,10 @@
  * its own base no other candidate ever sees the change.
  */
 import { constants } from 'node:fs';
-import { chmod, chown, copyFile, link, lstat, mkdir, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, lchown, link, lstat, mkdir, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Candidate } from '../../../core/executor';
-import { SKIPPED_DIRS, splicedFilePath, type WorkspaceOwner } from './workspace';
+import { removeTree, SKIPPED_DIRS, splicedFilePath, type WorkspaceOwner } from './workspace';
 
 /** Files at least this large are hardlinked rather than copied. */
 export const LINK_THRESHOLD_BYTES = 256 * 1024;
@@ -64,7 +64,7 @@ export class SlotWorkspace {
         if (this.owner) await chown(target, this.owner.uid, this.owner.gid);
       } else if (entry.kind === 'symlink') {
         await symlink(entry.target!, target);
-        if (this.owner) await lchownQuiet(target, this.owner);
+        if (this.owner) await lchown(target, this.owner.uid, this.owner.gid).catch(() => undefined);
       } else if (entry.rel === file) {
         continue;
       } else if (entry.linked) {
@@ -148,26 +148,4 @@ export class SlotWorkspace {
     await visit('');
     return { dir, entries };
   }
-}
-
-async function lchownQuiet(path: string, owner: WorkspaceOwner): Promise<void> {
-  const { lchown } = await import('node:fs/promises');
-  await lchown(path, owner.uid, owner.gid).catch(() => undefined);
-}
-
-/** Removes a tree that a test may have left without write or search permission. */
-export async function removeTree(path: string): Promise<void> {
-  try {
-    await rm(path, { recursive: true, force: true });
-  } catch {
-    await openUp(path);
-    await rm(path, { recursive: true, force: true });
-  }
-}
-
-async function openUp(path: string): Promise<void> {
-  const st = await lstat(path).catch(() => null);
-  if (!st?.isDirectory()) return;
-  await chmod(path, 0o700).catch(() => undefined);
-  for (const entry of await readdir(path).catch(() => [] as string[])) await openUp(join(path, entry));
 }

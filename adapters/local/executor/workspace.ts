@@ -43,7 +43,7 @@ export async function createWorkspace(root: string, candidate: Candidate, owner?
     if (owner) await chownTree(dir, owner);
     return dir;
   } catch (error) {
-    await removeWorkspace(dir);
+    await removeTree(dir);
     throw error;
   }
 }
@@ -57,10 +57,11 @@ async function chownTree(path: string, owner: WorkspaceOwner): Promise<void> {
 }
 
 /**
- * Removes a workspace. A test may have left directories without write or search
- * permission, which stop a non-root rm; they are opened up and the removal retried.
+ * Removes a workspace (or any tree a test could write to). A test may have left
+ * directories without write or search permission, which stop a non-root rm; they are
+ * opened up and the removal retried.
  */
-export async function removeWorkspace(dir: string): Promise<void> {
+export async function removeTree(dir: string): Promise<void> {
   try {
     await rm(dir, { recursive: true, force: true });
   } catch {
