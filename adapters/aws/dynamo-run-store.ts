@@ -130,6 +130,15 @@ function isConditionFailure(err: unknown): boolean {
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** Attribute names of the budget amounts on the run item, as the update expressions refer to them. */
+const BUDGET_NAMES = {
+  '#reserved': 'reservedUsd',
+  '#spent': 'spentUsd',
+  '#committed': 'committedUsd',
+  '#headroom': 'headroomUsd',
+  '#rev': 'budgetRev',
+} as const;
+
 export class DynamoRunStore implements RunStore {
   private readonly table: string;
   private readonly writeConcurrency: number;
@@ -336,57 +345,33 @@ export class DynamoRunStore implements RunStore {
   // ---- budget ----
 
   async reserveBudget(runId: string, usd: number): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: runTableKey.run(runId),
-          UpdateExpression: 'SET #reserved = #reserved + :usd, #committed = #committed + :usd, #headroom = #headroom - :usd ADD #rev :one',
-          ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#budget) OR #headroom >= :need)',
-          ExpressionAttributeNames: {
-            '#pk': RUN_TABLE_KEYS.partitionKey,
-            '#budget': 'budgetUsd',
-            '#reserved': 'reservedUsd',
-            '#committed': 'committedUsd',
-            '#headroom': 'headroomUsd',
-            '#rev': 'budgetRev',
-          },
-          ExpressionAttributeValues: { ':usd': usd, ':need': usd - EPSILON, ':one': 1 },
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+    return this.sendConditional(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: runTableKey.run(runId),
+        UpdateExpression: 'SET #reserved = #reserved + :usd, #committed = #committed + :usd, #headroom = #headroom - :usd ADD #rev :one',
+        ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#budget) OR #headroom >= :need)',
+        ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, '#budget': 'budgetUsd', '#reserved': 'reservedUsd', '#committed': 'committedUsd', '#headroom': 'headroomUsd', '#rev': 'budgetRev' },
+        ExpressionAttributeValues: { ':usd': usd, ':need': usd - EPSILON, ':one': 1 },
+      }),
+    );
   }
 
   async settleBudget(runId: string, reservedUsd: number, actualUsd: number): Promise<void> {
     // The usual case: the reservation is still there, one update.
     const delta = actualUsd - reservedUsd;
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: runTableKey.run(runId),
-          UpdateExpression:
-            'SET #reserved = #reserved - :r, #spent = #spent + :actual, #committed = #committed + :delta, #headroom = #headroom - :delta ADD #rev :one',
-          ConditionExpression: 'attribute_exists(#pk) AND #reserved >= :r',
-          ExpressionAttributeNames: {
-            '#pk': RUN_TABLE_KEYS.partitionKey,
-            '#reserved': 'reservedUsd',
-            '#spent': 'spentUsd',
-            '#committed': 'committedUsd',
-            '#headroom': 'headroomUsd',
-            '#rev': 'budgetRev',
-          },
-          ExpressionAttributeValues: { ':r': reservedUsd, ':actual': actualUsd, ':delta': delta, ':one': 1 },
-        }),
-      );
-      return;
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+    const settled = await this.sendConditional(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: runTableKey.run(runId),
+        UpdateExpression:
+          'SET #reserved = #reserved - :r, #spent = #spent + :actual, #committed = #committed + :delta, #headroom = #headroom - :delta ADD #rev :one',
+        ConditionExpression: 'attribute_exists(#pk) AND #reserved >= :r',
+        ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, ...BUDGET_NAMES },
+        ExpressionAttributeValues: { ':r': reservedUsd, ':actual': actualUsd, ':delta': delta, ':one': 1 },
+      }),
+    );
+    if (settled) return;
     // Less reserved than released (reservations were cleared): reserved goes to 0, never
     // below, as in SQLite. An update cannot take a maximum, so read and write back
     // conditionally on the budget revision, retrying while other updates interleave.
@@ -396,35 +381,24 @@ export class DynamoRunStore implements RunStore {
       const item = res.Item as RunItem;
       const reserved = Math.max(0, item.reservedUsd - reservedUsd);
       const spent = item.spentUsd + actualUsd;
-      try {
-        await this.doc.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: runTableKey.run(runId),
-            UpdateExpression: 'SET #reserved = :reserved, #spent = :spent, #committed = :committed, #headroom = :headroom ADD #rev :one',
-            ConditionExpression: '#rev = :rev',
-            ExpressionAttributeNames: {
-              '#reserved': 'reservedUsd',
-              '#spent': 'spentUsd',
-              '#committed': 'committedUsd',
-              '#headroom': 'headroomUsd',
-              '#rev': 'budgetRev',
-            },
-            ExpressionAttributeValues: {
-              ':reserved': reserved,
-              ':spent': spent,
-              ':committed': spent + reserved,
-              ':headroom': (item.budgetUsd ?? 0) - spent - reserved,
-              ':rev': item.budgetRev,
-              ':one': 1,
-            },
-          }),
-        );
-        return;
-      } catch (err) {
-        if (!isConditionFailure(err) || attempt >= 20) throw err;
-        await this.sleep(Math.random() * 10 * attempt);
-      }
+      const command = new UpdateCommand({
+        TableName: this.table,
+        Key: runTableKey.run(runId),
+        UpdateExpression: 'SET #reserved = :reserved, #spent = :spent, #committed = :committed, #headroom = :headroom ADD #rev :one',
+        ConditionExpression: '#rev = :rev',
+        ExpressionAttributeNames: BUDGET_NAMES,
+        ExpressionAttributeValues: {
+          ':reserved': reserved,
+          ':spent': spent,
+          ':committed': spent + reserved,
+          ':headroom': (item.budgetUsd ?? 0) - spent - reserved,
+          ':rev': item.budgetRev,
+          ':one': 1,
+        },
+      });
+      if (await this.sendConditional(command)) return;
+      if (attempt >= 20) throw new Error(`settling budget on run ${runId}: the run item changed under each of ${attempt} attempts`);
+      await this.sleep(Math.random() * 10 * attempt);
     }
   }
 
@@ -432,13 +406,7 @@ export class DynamoRunStore implements RunStore {
     // Right-hand sides read the item before the update: headroom gains what was reserved.
     await this.updateRun(runId, {
       UpdateExpression: 'SET #reserved = :zero, #committed = #spent, #headroom = #headroom + #reserved ADD #rev :one',
-      ExpressionAttributeNames: {
-        '#reserved': 'reservedUsd',
-        '#spent': 'spentUsd',
-        '#committed': 'committedUsd',
-        '#headroom': 'headroomUsd',
-        '#rev': 'budgetRev',
-      },
+      ExpressionAttributeNames: BUDGET_NAMES,
       ExpressionAttributeValues: { ':zero': 0, ':one': 1 },
     });
   }
@@ -448,43 +416,33 @@ export class DynamoRunStore implements RunStore {
   async claimGeneration(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
     const now = this.now().getTime();
     const claimUntil = now + leaseMs;
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: {
-            ...runTableKey.generationClaim(taskId),
-            taskId,
-            owner,
-            claimUntil,
-            [RUN_TABLE_KEYS.ttlAttribute]: Math.ceil(claimUntil / 1000) + CLAIM_TTL_SLACK_SEC,
-          },
-          ConditionExpression: 'attribute_not_exists(#pk) OR #until < :now OR #owner = :owner',
-          ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, '#until': 'claimUntil', '#owner': 'owner' },
-          ExpressionAttributeValues: { ':now': now, ':owner': owner },
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+    return this.sendConditional(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          ...runTableKey.generationClaim(taskId),
+          taskId,
+          owner,
+          claimUntil,
+          [RUN_TABLE_KEYS.ttlAttribute]: Math.ceil(claimUntil / 1000) + CLAIM_TTL_SLACK_SEC,
+        },
+        ConditionExpression: 'attribute_not_exists(#pk) OR #until < :now OR #owner = :owner',
+        ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, '#until': 'claimUntil', '#owner': 'owner' },
+        ExpressionAttributeValues: { ':now': now, ':owner': owner },
+      }),
+    );
   }
 
   async releaseGeneration(taskId: string, owner: string): Promise<void> {
-    try {
-      await this.doc.send(
-        new DeleteCommand({
-          TableName: this.table,
-          Key: runTableKey.generationClaim(taskId),
-          ConditionExpression: '#owner = :owner',
-          ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':owner': owner },
-        }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+    await this.sendConditional(
+      new DeleteCommand({
+        TableName: this.table,
+        Key: runTableKey.generationClaim(taskId),
+        ConditionExpression: '#owner = :owner',
+        ExpressionAttributeNames: { '#owner': 'owner' },
+        ExpressionAttributeValues: { ':owner': owner },
+      }),
+    );
   }
 
   async close(): Promise<void> {
@@ -493,17 +451,10 @@ export class DynamoRunStore implements RunStore {
 
   // ---- helpers ----
 
-  /** PutItem unless an item with the key exists; false when it did. */
-  private async putIfAbsent(item: Record<string, NativeAttributeValue>): Promise<boolean> {
+  /** Sends a conditional write; false when its condition failed (any other error is thrown). */
+  private async sendConditional(command: PutCommand | UpdateCommand | DeleteCommand): Promise<boolean> {
     try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: item,
-          ConditionExpression: 'attribute_not_exists(#pk)',
-          ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey },
-        }),
-      );
+      await this.doc.send(command as PutCommand);
       return true;
     } catch (err) {
       if (isConditionFailure(err)) return false;
@@ -511,25 +462,33 @@ export class DynamoRunStore implements RunStore {
     }
   }
 
+  /** PutItem unless an item with the key exists; false when it did. */
+  private async putIfAbsent(item: Record<string, NativeAttributeValue>): Promise<boolean> {
+    return this.sendConditional(
+      new PutCommand({
+        TableName: this.table,
+        Item: item,
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey },
+      }),
+    );
+  }
+
   /** UpdateItem on an existing run item; a missing run is left missing (as SQLite's UPDATE does). */
   private async updateRun(
     runId: string,
     expr: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, NativeAttributeValue> },
   ): Promise<void> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: runTableKey.run(runId),
-          UpdateExpression: expr.UpdateExpression,
-          ConditionExpression: 'attribute_exists(#pk)',
-          ExpressionAttributeNames: { ...expr.ExpressionAttributeNames, '#pk': RUN_TABLE_KEYS.partitionKey },
-          ExpressionAttributeValues: expr.ExpressionAttributeValues,
-        }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+    await this.sendConditional(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: runTableKey.run(runId),
+        UpdateExpression: expr.UpdateExpression,
+        ConditionExpression: 'attribute_exists(#pk)',
+        ExpressionAttributeNames: { ...expr.ExpressionAttributeNames, '#pk': RUN_TABLE_KEYS.partitionKey },
+        ExpressionAttributeValues: expr.ExpressionAttributeValues,
+      }),
+    );
   }
 
   /** Every item of the run whose sort key starts with `prefix`, all pages, strongly consistent. */
