@@ -11,10 +11,10 @@
  * its own base no other candidate ever sees the change.
  */
 import { constants } from 'node:fs';
-import { chmod, chown, copyFile, lchown, link, lstat, mkdir, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, lchown, link, lstat, mkdir, readdir, readlink, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Candidate } from '../../../core/executor';
-import { removeTree, SKIPPED_DIRS, splicedFilePath, type WorkspaceOwner } from './workspace';
+import { removeTree, SKIPPED_DIRS, splicedFilePath, writeSplicedFile, type WorkspaceOwner } from './workspace';
 
 /** Files at least this large are hardlinked rather than copied. */
 export const LINK_THRESHOLD_BYTES = 256 * 1024;
@@ -75,10 +75,7 @@ export class SlotWorkspace {
         if (this.owner) await chown(target, this.owner.uid, this.owner.gid);
       }
     }
-    const target = join(this.workspace, file);
-    await rm(target, { force: true });
-    await writeFile(target, candidate.source, { mode: 0o644 });
-    if (this.owner) await chown(target, this.owner.uid, this.owner.gid);
+    await writeSplicedFile(this.workspace, file, candidate.source, this.owner);
     return file;
   }
 

@@ -36,16 +36,24 @@ export async function createWorkspace(root: string, candidate: Candidate, owner?
       verbatimSymlinks: true,
       filter: (source) => !SKIPPED_DIRS.has(source.split(sep).pop() ?? ''),
     });
-    const target = join(dir, file);
-    // Written in place of the copy, never through a symlink the paper folder might hold.
-    await rm(target, { force: true });
-    await writeFile(target, candidate.source, { mode: 0o644 });
+    await writeSplicedFile(dir, file, candidate.source);
     if (owner) await chownTree(dir, owner);
     return dir;
   } catch (error) {
     await removeTree(dir);
     throw error;
   }
+}
+
+/**
+ * Writes the candidate's file into a workspace in place of the copy there, never through
+ * a symlink the paper folder might hold.
+ */
+export async function writeSplicedFile(dir: string, file: string, source: string, owner?: WorkspaceOwner): Promise<void> {
+  const target = join(dir, file);
+  await rm(target, { force: true });
+  await writeFile(target, source, { mode: 0o644 });
+  if (owner) await chown(target, owner.uid, owner.gid);
 }
 
 async function chownTree(path: string, owner: WorkspaceOwner): Promise<void> {
