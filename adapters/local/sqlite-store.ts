@@ -6,6 +6,33 @@
 import Database from 'better-sqlite3';
 import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
 
+/**
+ * A SQLite file opened the way both stores need it, with its statements prepared once: the
+ * per-task writes run on the hot path of a run.
+ */
+class SqliteFile {
+  readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(path: string, schema: string) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(schema);
+  }
+
+  prepare(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) this.statements.set(sql, (statement = this.db.prepare(sql)));
+    return statement;
+  }
+}
+
+const COMPLETIONS_TABLE = 'CREATE TABLE IF NOT EXISTS completions (task_id TEXT PRIMARY KEY, record TEXT NOT NULL)';
+const GET_COMPLETION = 'SELECT record FROM completions WHERE task_id = ?';
+const PUT_COMPLETION = 'INSERT OR IGNORE INTO completions (task_id, record) VALUES (?, ?)';
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY,
@@ -29,10 +56,7 @@ CREATE TABLE IF NOT EXISTS tasks (
   sample INTEGER NOT NULL,
   PRIMARY KEY (run_id, task_id)
 );
-CREATE TABLE IF NOT EXISTS completions (
-  task_id TEXT PRIMARY KEY,
-  record TEXT NOT NULL
-);
+${COMPLETIONS_TABLE};
 CREATE TABLE IF NOT EXISTS verdicts (
   run_id TEXT NOT NULL,
   task_id TEXT NOT NULL,
@@ -55,20 +79,16 @@ export interface SqliteRunStoreOptions {
 }
 
 export class SqliteRunStore implements RunStore {
-  private readonly db: Database.Database;
+  private readonly file: SqliteFile;
   private readonly now: () => Date;
 
   constructor(path: string, options: SqliteRunStoreOptions = {}) {
     this.now = options.now ?? (() => new Date());
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.exec(SCHEMA);
+    this.file = new SqliteFile(path, SCHEMA);
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
-    this.db
+    this.file
       .prepare(
         `INSERT OR IGNORE INTO runs (run_id, record, status, budget_usd, spent_usd, reserved_usd, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -78,7 +98,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {
-    const row = this.db.prepare('SELECT * FROM runs WHERE run_id = ?').get(runId) as
+    const row = this.file.prepare('SELECT * FROM runs WHERE run_id = ?').get(runId) as
       | { record: string; status: RunStatus; budget_usd: number | null; spent_usd: number; reserved_usd: number; updated_at: string; error: string | null }
       | undefined;
     if (!row) return null;
@@ -94,38 +114,38 @@ export class SqliteRunStore implements RunStore {
   }
 
   async setRunStatus(runId: string, status: RunStatus, error?: string): Promise<void> {
-    this.db.prepare('UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?').run(status, error ?? null, new Date().toISOString(), runId);
+    this.file.prepare('UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?').run(status, error ?? null, new Date().toISOString(), runId);
   }
 
   async setRunBudget(runId: string, budgetUsd: number | null): Promise<void> {
-    this.db.prepare('UPDATE runs SET budget_usd = ? WHERE run_id = ?').run(budgetUsd, runId);
+    this.file.prepare('UPDATE runs SET budget_usd = ? WHERE run_id = ?').run(budgetUsd, runId);
   }
 
   async putTasks(runId: string, tasks: TaskRecord[]): Promise<void> {
-    const insert = this.db.prepare(
+    const insert = this.file.prepare(
       `INSERT OR IGNORE INTO tasks (run_id, task_id, seq, paper, file, snippet, loc, model, sample)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    const start = (this.db.prepare('SELECT COUNT(*) AS n FROM tasks WHERE run_id = ?').get(runId) as { n: number }).n;
-    this.db.transaction(() => {
+    const start = (this.file.prepare('SELECT COUNT(*) AS n FROM tasks WHERE run_id = ?').get(runId) as { n: number }).n;
+    this.file.db.transaction(() => {
       tasks.forEach((t, i) => insert.run(runId, t.taskId, start + i, t.paper, t.file, t.snippet, t.loc, t.model, t.sample));
     })();
   }
 
   async listTasks(runId: string): Promise<TaskRecord[]> {
-    const rows = this.db
+    const rows = this.file
       .prepare('SELECT task_id, paper, file, snippet, loc, model, sample FROM tasks WHERE run_id = ? ORDER BY seq')
       .all(runId) as { task_id: string; paper: string; file: string; snippet: string; loc: number; model: string; sample: number }[];
     return rows.map((r) => ({ taskId: r.task_id, paper: r.paper, file: r.file, snippet: r.snippet, loc: r.loc, model: r.model, sample: r.sample }));
   }
 
   async putCompletion(c: CompletionRecord): Promise<boolean> {
-    return this.db.prepare('INSERT OR IGNORE INTO completions (task_id, record) VALUES (?, ?)').run(c.taskId, JSON.stringify(c)).changes === 1;
+    return this.file.prepare('INSERT OR IGNORE INTO completions (task_id, record) VALUES (?, ?)').run(c.taskId, JSON.stringify(c)).changes === 1;
   }
 
   async getCompletions(taskIds: string[]): Promise<Map<string, CompletionRecord>> {
     const out = new Map<string, CompletionRecord>();
-    const get = this.db.prepare('SELECT record FROM completions WHERE task_id = ?');
+    const get = this.file.prepare(GET_COMPLETION);
     for (const id of taskIds) {
       const row = get.get(id) as { record: string } | undefined;
       if (row) out.set(id, JSON.parse(row.record));
@@ -134,16 +154,16 @@ export class SqliteRunStore implements RunStore {
   }
 
   async putVerdict(runId: string, v: Verdict): Promise<boolean> {
-    return this.db.prepare('INSERT OR IGNORE INTO verdicts (run_id, task_id, record) VALUES (?, ?, ?)').run(runId, v.taskId, JSON.stringify(v)).changes === 1;
+    return this.file.prepare('INSERT OR IGNORE INTO verdicts (run_id, task_id, record) VALUES (?, ?, ?)').run(runId, v.taskId, JSON.stringify(v)).changes === 1;
   }
 
   async listVerdicts(runId: string): Promise<Verdict[]> {
-    const rows = this.db.prepare('SELECT record FROM verdicts WHERE run_id = ?').all(runId) as { record: string }[];
+    const rows = this.file.prepare('SELECT record FROM verdicts WHERE run_id = ?').all(runId) as { record: string }[];
     return rows.map((r) => JSON.parse(r.record));
   }
 
   async reserveBudget(runId: string, usd: number): Promise<boolean> {
-    const res = this.db
+    const res = this.file
       .prepare(
         `UPDATE runs SET reserved_usd = reserved_usd + ?
          WHERE run_id = ? AND (budget_usd IS NULL OR spent_usd + reserved_usd + ? <= budget_usd + ${EPSILON})`,
@@ -153,20 +173,20 @@ export class SqliteRunStore implements RunStore {
   }
 
   async settleBudget(runId: string, reservedUsd: number, actualUsd: number): Promise<void> {
-    this.db
+    this.file
       .prepare('UPDATE runs SET reserved_usd = MAX(0, reserved_usd - ?), spent_usd = spent_usd + ? WHERE run_id = ?')
       .run(reservedUsd, actualUsd, runId);
   }
 
   async clearReservations(runId: string): Promise<void> {
-    this.db.prepare('UPDATE runs SET reserved_usd = 0 WHERE run_id = ?').run(runId);
+    this.file.prepare('UPDATE runs SET reserved_usd = 0 WHERE run_id = ?').run(runId);
   }
 
   async claimGeneration(taskId: string, owner: string, leaseMs: number): Promise<boolean> {
     // One statement: insert, or take over a claim that has expired or is already ours. When
     // the WHERE of the upsert is false nothing changes and `changes` is 0.
     const now = this.now().getTime();
-    const res = this.db
+    const res = this.file
       .prepare(
         `INSERT INTO generation_claims (task_id, owner, claim_until) VALUES (?, ?, ?)
          ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner, claim_until = excluded.claim_until
@@ -177,11 +197,11 @@ export class SqliteRunStore implements RunStore {
   }
 
   async releaseGeneration(taskId: string, owner: string): Promise<void> {
-    this.db.prepare('DELETE FROM generation_claims WHERE task_id = ? AND owner = ?').run(taskId, owner);
+    this.file.prepare('DELETE FROM generation_claims WHERE task_id = ? AND owner = ?').run(taskId, owner);
   }
 
   async close(): Promise<void> {
-    this.db.close();
+    this.file.db.close();
   }
 }
 
@@ -190,25 +210,22 @@ export class SqliteRunStore implements RunStore {
  * (same id: same pset content, model, parameters, prompt and sample) is never bought twice.
  */
 export class SqliteCompletionCache implements CompletionCache {
-  private readonly db: Database.Database;
+  private readonly file: SqliteFile;
 
   constructor(path: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.exec('CREATE TABLE IF NOT EXISTS completions (task_id TEXT PRIMARY KEY, record TEXT NOT NULL)');
+    this.file = new SqliteFile(path, COMPLETIONS_TABLE);
   }
 
   async get(taskId: string): Promise<CompletionRecord | null> {
-    const row = this.db.prepare('SELECT record FROM completions WHERE task_id = ?').get(taskId) as { record: string } | undefined;
+    const row = this.file.prepare(GET_COMPLETION).get(taskId) as { record: string } | undefined;
     return row ? JSON.parse(row.record) : null;
   }
 
   async put(c: CompletionRecord): Promise<void> {
-    this.db.prepare('INSERT OR IGNORE INTO completions (task_id, record) VALUES (?, ?)').run(c.taskId, JSON.stringify(c));
+    this.file.prepare(PUT_COMPLETION).run(c.taskId, JSON.stringify(c));
   }
 
   close(): void {
-    this.db.close();
+    this.file.db.close();
   }
 }

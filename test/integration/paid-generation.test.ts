@@ -12,7 +12,9 @@ import { generate } from '../../core/run/generate';
 import { loadTemplate } from '../../core/prompt/template';
 import { staticKeySource } from '../../core/keys';
 import { costOf } from '../../core/cost';
-import { SqliteRunStore } from '../../adapters/local/sqlite-store';
+import { SqliteCompletionCache, SqliteRunStore } from '../../adapters/local/sqlite-store';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
 import { PSET_MINI, REPO } from '../helpers/cli';
@@ -202,6 +204,38 @@ describe('paid generation when answers come later than the client waits', () => 
       expect(run.reservedUsd).toBeCloseTo(0, 9);
     } finally {
       await store.close();
+      ep.server.close();
+    }
+  }, 120_000);
+});
+
+describe('the cross-run completion cache', () => {
+  it('answers a task already bought by another run without calling the model', async () => {
+    // Prepare: two runs in two stores (two run directories) sharing one cache file.
+    const ep = await startEndpoint(0);
+    const first = setup(ep.url);
+    const second = setup(ep.url);
+    const cache = new SqliteCompletionCache(join(mkdtempSync(join(tmpdir(), 'rcb-cache-')), 'completions.sqlite'));
+    await createRun(first.store, 'one', null);
+    await createRun(second.store, 'two', null);
+    const clients = new Map([['fake-model', first.resolved.client]]);
+    const costs = new Map([['fake-model', first.resolved.cost]]);
+    const input = { pset: first.pset, template: first.template, withPaper: true, tasks: first.tasks, concurrency: 8 };
+    try {
+      // Act
+      const a = await generate({ store: first.store, clients, costs, cache }, { ...input, runId: 'one' });
+      const billedAfterFirst = ep.billed;
+      const b = await generate({ store: second.store, clients, costs, cache }, { ...input, runId: 'two' });
+      // Assess
+      expect(a.called).toBe(first.tasks.length);
+      expect(b.called).toBe(0);
+      expect(b.reused).toBe(first.tasks.length);
+      expect(ep.billed).toBe(billedAfterFirst);
+      expect((await second.store.getCompletions(first.tasks.map((t) => t.taskId))).size).toBe(first.tasks.length);
+    } finally {
+      await first.store.close();
+      await second.store.close();
+      cache.close();
       ep.server.close();
     }
   }, 120_000);
