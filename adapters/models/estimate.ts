@@ -40,16 +40,24 @@ export function defaultOutputTokens(entry: ModelEntry): number {
 export function estimateModel(entry: ModelEntry, groups: PromptGroup[], opts: { outputTokensPerCall?: number } = {}): ModelEstimate {
   const plan = cachePlanFor(entry);
   const outputTokensPerCall = opts.outputTokensPerCall ?? defaultOutputTokens(entry);
-  let method: TokenCountMethod = countTokens('', entry).method;
+  // The method depends on the entry alone; counting '' reads it without counting a prompt.
+  const method: TokenCountMethod = countTokens('', entry).method;
   let worstCaseUsd = 0;
   const estimates = groups.map((g) => {
-    const prefix = countTokens(g.prefix, entry);
-    method = prefix.method;
-    const suffixTokens = g.suffixes.map((s) => countTokens(s, entry).tokens);
-    for (const s of g.suffixes) {
-      worstCaseUsd += worstCaseCost(promptTokensUpperBound(g.prefix + s, entry), entry.params.max_output_tokens, entry.prices);
-    }
-    return estimateGroupCost({ prefixTokens: prefix.tokens, suffixTokens }, entry.prices, {
+    // A group repeats each task's suffix once per sample: count each distinct one once,
+    // since its worst case tokenizes the whole prompt, paper included.
+    const bySuffix = new Map<string, { tokens: number; worstCaseUsd: number }>();
+    const suffixTokens = g.suffixes.map((s) => {
+      let c = bySuffix.get(s);
+      if (!c) {
+        const bound = promptTokensUpperBound(g.prefix + s, entry);
+        c = { tokens: countTokens(s, entry).tokens, worstCaseUsd: worstCaseCost(bound, entry.params.max_output_tokens, entry.prices) };
+        bySuffix.set(s, c);
+      }
+      worstCaseUsd += c.worstCaseUsd;
+      return c.tokens;
+    });
+    return estimateGroupCost({ prefixTokens: countTokens(g.prefix, entry).tokens, suffixTokens }, entry.prices, {
       mode: plan.mode,
       outputTokensPerCall,
       minCacheableTokens: plan.minTokens,

@@ -1,6 +1,7 @@
 import { estimateModel, defaultOutputTokens } from '../../adapters/models/estimate';
 import { findModel, loadRegistry } from '../../adapters/models/registry';
-import { countTokens } from '../../adapters/models/tokens';
+import { countTokens, promptTokensUpperBound } from '../../adapters/models/tokens';
+import { worstCaseCost } from '../../core/cost';
 
 const registry = loadRegistry();
 const paper = 'We propose a tempered attention. '.repeat(400); // ~13K characters: long enough to cache
@@ -31,6 +32,17 @@ describe('estimate for one model', () => {
 
     expect(e.worstCaseUsd).toBeGreaterThan(e.usdWithoutCaching);
     expect(e.outputTokensPerCall).toBe(defaultOutputTokens(findModel(registry, 'gemini-3-flash')));
+  });
+
+  test('every call counts in the worst case, samples that repeat a suffix included', () => {
+    const entry = findModel(registry, 'gpt-5.4');
+    const [g] = groups;
+    const worst = (suffix: string): number => worstCaseCost(promptTokensUpperBound(g.prefix + suffix, entry), entry.params.max_output_tokens, entry.prices);
+
+    const e = estimateModel(entry, [{ prefix: g.prefix, suffixes: [g.suffixes[0], g.suffixes[0], g.suffixes[1]] }], { outputTokensPerCall: 500 });
+
+    expect(e.worstCaseUsd).toBeCloseTo(2 * worst(g.suffixes[0]) + worst(g.suffixes[1]), 12);
+    expect(e).toMatchObject({ calls: 3, inputTokens: 3 * countTokens(g.prefix, entry).tokens + 2 * countTokens(g.suffixes[0], entry).tokens + countTokens(g.suffixes[1], entry).tokens });
   });
 
   test('assumes longer answers from reasoning models', () => {
