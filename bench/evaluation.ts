@@ -16,10 +16,10 @@ import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Candidate, RawExecution } from '../core/executor';
 import { DEFAULT_LIMITS } from '../core/executor';
-import { officialPass } from '../core/judge';
+import { OFFICIAL_MARKERS, officialPass } from '../core/judge';
 import { findFile, originalBody, splice } from '../core/prompt/mask';
 import { loadPset } from '../core/pset/read-pset';
-import { createColdExecutor, createWarmExecutor, ERROR_MARKERS } from '../adapters/local/executor';
+import { createColdExecutor, createWarmExecutor } from '../adapters/local/executor';
 import { sandboxEnvironment } from '../adapters/local/executor/environment';
 
 interface EvaluationArgs {
@@ -95,7 +95,7 @@ async function baselineOne(candidate: Candidate, python: string, env: Record<str
       const timer = setTimeout(() => child.kill('SIGKILL'), DEFAULT_LIMITS.timeoutSec * 1000);
       child.on('close', (code) => {
         clearTimeout(timer);
-        resolvePass(code === 0 && !ERROR_MARKERS.some((m) => output.includes(m)));
+        resolvePass(code === 0 && !OFFICIAL_MARKERS.some((m) => output.includes(m)));
       });
     });
   } finally {

@@ -4,13 +4,12 @@
  * for in the whole stream as it passes, so a marker that falls in the cut middle, or
  * across two chunks, is still seen.
  */
+import { OFFICIAL_MARKERS } from '../../../core/judge';
 import type { CappedLog } from '../../../core/types';
 
-/** The case-sensitive substrings of the original pass rule (SPEC 7). */
-export const ERROR_MARKERS = ['Error:', 'Exception:', 'Traceback', 'failed'] as const;
-export type ErrorMarker = (typeof ERROR_MARKERS)[number];
+type Marker = (typeof OFFICIAL_MARKERS)[number];
 
-const MARKER_BYTES = ERROR_MARKERS.map((m) => Buffer.from(m, 'utf8'));
+const MARKER_BYTES = OFFICIAL_MARKERS.map((m) => Buffer.from(m, 'utf8'));
 /** Bytes of one chunk kept to find a marker that starts there and ends in the next. */
 const CARRY_BYTES = Math.max(...MARKER_BYTES.map((m) => m.length)) - 1;
 
@@ -29,7 +28,7 @@ export class StreamCapture {
   private tailBytes = 0;
   private total = 0;
   private carry: Buffer = Buffer.alloc(0);
-  private readonly seen = new Set<ErrorMarker>();
+  private readonly seen = new Set<Marker>();
 
   /** @param capBytes bytes kept in the log: half from the start, half from the end. */
   constructor(capBytes: number) {
@@ -63,9 +62,9 @@ export class StreamCapture {
     }
   }
 
-  /** Markers found anywhere in the stream, in ERROR_MARKERS order. */
-  markersSeen(): ErrorMarker[] {
-    return ERROR_MARKERS.filter((m) => this.seen.has(m));
+  /** Markers found anywhere in the stream, in OFFICIAL_MARKERS order. */
+  markersSeen(): Marker[] {
+    return OFFICIAL_MARKERS.filter((m) => this.seen.has(m));
   }
 
   toCappedLog(): CappedLog {
@@ -87,9 +86,9 @@ export class StreamCapture {
   }
 
   private scan(chunk: Buffer): void {
-    if (this.seen.size < ERROR_MARKERS.length) {
+    if (this.seen.size < OFFICIAL_MARKERS.length) {
       const boundary = Buffer.concat([this.carry, chunk.subarray(0, CARRY_BYTES)]);
-      ERROR_MARKERS.forEach((marker, i) => {
+      OFFICIAL_MARKERS.forEach((marker, i) => {
         if (!this.seen.has(marker) && (chunk.includes(MARKER_BYTES[i]) || boundary.includes(MARKER_BYTES[i]))) {
           this.seen.add(marker);
         }

@@ -7,7 +7,8 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import type { CappedLog } from '../../../core/types';
-import { ERROR_MARKERS, StreamCapture } from './capped-log';
+import { OFFICIAL_MARKERS } from '../../../core/judge';
+import { StreamCapture } from './capped-log';
 
 /** The driver's report is a few hundred bytes; more than this is not a report. */
 const MAX_REPORT_BYTES = 1 << 20;
@@ -96,7 +97,7 @@ export class OutputCapture {
     return {
       stdout: stdout.toCappedLog(),
       stderr: stderr.toCappedLog(),
-      markersSeen: ERROR_MARKERS.filter((m) => stdout.markersSeen().includes(m) || stderr.markersSeen().includes(m)),
+      markersSeen: OFFICIAL_MARKERS.filter((m) => stdout.markersSeen().includes(m) || stderr.markersSeen().includes(m)),
       report: reportBytes > 0 && reportBytes <= MAX_REPORT_BYTES ? Buffer.concat(report).toString('utf8') : null,
     };
   }

@@ -6,6 +6,7 @@
 import { chmod, copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
+import { TEST_ENTRY } from '../../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
 import { ExecutorLifecycle } from './executor-lifecycle';
 import { bundledPythonFile, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
@@ -17,9 +18,6 @@ import { runTestProcess, type TestProcessSpec } from './test-process';
 import { createWorkspace, removeTree, splicedFilePath } from './workspace';
 
 export type { ColdExecutorOptions } from './executor-options';
-
-/** The test entry point of every paper (SPEC 1). */
-export const TEST_ENTRY_POINT = 'paper2code_test.py';
 
 /** File descriptors of the test process: the driver's report, and bwrap's info. */
 const REPORT_FD = 3;
@@ -103,7 +101,7 @@ export class ColdExecutor implements TestExecutor {
         String(limits.maxProcesses),
         '--max-file-mb',
         String(maxFileMb),
-        TEST_ENTRY_POINT,
+        TEST_ENTRY,
       ];
       const common = { env: setup.env, uid: user?.uid, gid: user?.gid, reportFd: REPORT_FD };
       const spec: TestProcessSpec = setup.sandbox

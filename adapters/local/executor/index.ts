@@ -2,10 +2,9 @@
 import { ColdExecutor, createColdExecutor, type ColdExecutorOptions } from './cold-executor';
 import { createWarmExecutor, WarmExecutor, type WarmExecutorOptions } from './warm-executor';
 
-export { ColdExecutor, createColdExecutor, TEST_ENTRY_POINT, type ColdExecutorOptions } from './cold-executor';
+export { ColdExecutor, createColdExecutor, type ColdExecutorOptions } from './cold-executor';
 export { WarmExecutor, createWarmExecutor, type WarmExecutorOptions } from './warm-executor';
 export { detectPreloadModules } from './warm-preload';
-export { ERROR_MARKERS, type ErrorMarker } from './capped-log';
 
 export interface LocalExecutorOptions extends ColdExecutorOptions, WarmExecutorOptions {
   /** Shorthand for `limits.timeoutSec`. @default DEFAULT_LIMITS.timeoutSec (60) */

@@ -14,8 +14,9 @@
 import { chmod, chown, copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
+import { TEST_ENTRY } from '../../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
-import { ColdExecutor, TEST_ENTRY_POINT } from './cold-executor';
+import { ColdExecutor } from './cold-executor';
 import { ExecutorLifecycle } from './executor-lifecycle';
 import { bundledPythonFile, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
 import { SANDBOX_RCB_DIR, SANDBOX_WORKSPACE, sandboxCommandArgs } from './sandbox';
@@ -211,7 +212,7 @@ export class WarmExecutor implements TestExecutor {
         {
           workspace: setup.sandbox ? SANDBOX_WORKSPACE : slot.workspace.workspace,
           candidate: file,
-          script: TEST_ENTRY_POINT,
+          script: TEST_ENTRY,
           timeoutSec: limits.timeoutSec,
           maxOutputBytes: limits.maxOutputBytes,
           memoryMb: limits.memoryMb,
