@@ -22,7 +22,7 @@ import { envKeySource } from '../../core/keys';
 import { HostedModels } from '../models/hosted-models';
 import { loadRegistry } from '../models/registry';
 import { createStorageAdapters } from '../../functions/shared/cloud-adapters';
-import { OFFLINE_MODELS, resolveRunModels } from '../../functions/shared/run-models';
+import { resolveRunModels, runModelCosts } from '../../functions/shared/run-models';
 import * as planRunFn from '../../functions/plan-run/handler';
 import * as generateFn from '../../functions/generate/handler';
 import * as checkProgressFn from '../../functions/check-progress/handler';
@@ -154,7 +154,7 @@ async function execute(
   const planRun = planRunFn.createHandler(() => ({
     ...storage,
     queue: lanes,
-    costsFor: (s) => (s.models.every((m) => OFFLINE_MODELS.has(m.id)) ? new Map() : planRunFn.registryCosts(hosted(), s)),
+    costsFor: (s) => runModelCosts(s, hosted),
     evaluationReady: true,
     logger: silentLogger('rcb-plan-run'),
     metrics: metrics('plan-run'),

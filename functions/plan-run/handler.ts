@@ -19,7 +19,7 @@ import { loadRegistry } from '../../adapters/models/registry';
 import { envKeySource } from '../../core/keys';
 import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../shared/cloud-config';
 import { createStorageAdapters, LaneTaskQueue } from '../shared/cloud-adapters';
-import { OFFLINE_MODELS } from '../shared/run-models';
+import { OFFLINE_MODELS, runModelCosts } from '../shared/run-models';
 
 export { runWorkflowInputSchema };
 export type { RunWorkflowInput, ShardRef, PlanRunResult };
@@ -48,19 +48,6 @@ export interface PlanRunHandlerDeps extends Omit<PlanCloudRunDeps, 'costs'> {
   metrics: Metrics;
 }
 
-/** Prices from the shipped registry; offline models have none. */
-export function registryCosts(hosted: HostedModels, spec: RunSpec): Map<string, CostModel> {
-  const costs = new Map<string, CostModel>();
-  for (const m of spec.models) {
-    if (OFFLINE_MODELS.has(m.id)) continue;
-    const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
-    const hit = hosted.resolve(m.id, { temperature });
-    if (!hit) throw new Error(`model "${m.id}" is not in the model registry of this deployment`);
-    costs.set(m.id, hit.cost);
-  }
-  return costs;
-}
-
 function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
   const storage = createStorageAdapters(config.storage);
   // Registry for routing and prices only: PlanRun never calls a model, so no keys.
@@ -70,7 +57,7 @@ function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
   return {
     ...storage,
     queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => (OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'))),
-    costsFor: (spec) => (spec.models.every((m) => OFFLINE_MODELS.has(m.id)) ? new Map() : registryCosts(hosted(), spec)),
+    costsFor: (spec) => runModelCosts(spec, hosted),
     evaluationReady: config.evaluationReady,
     logger: new Logger({ serviceName: 'rcb-plan-run' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),

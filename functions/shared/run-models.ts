@@ -4,7 +4,7 @@
  * parameters no longer match the spec is refused: its answers would not be the run's.
  */
 import type { ModelClient } from '../../core/model';
-import type { RunSpec } from '../../core/store';
+import type { ModelSpec, RunSpec } from '../../core/store';
 import type { Pset } from '../../core/types';
 import type { CostModel } from '../../core/run/generate';
 import { canonicalJson } from '../../core/ids';
@@ -18,15 +18,21 @@ export interface RunModels {
   costs: Map<string, CostModel>;
 }
 
+/** A hosted model of the spec as the registry resolves it with the spec's temperature. */
+function resolveHosted(hosted: HostedModels, m: ModelSpec) {
+  const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
+  const hit = hosted.resolve(m.id, { temperature });
+  if (!hit) throw new Error(`model "${m.id}" is not in the model registry of this deployment`);
+  return hit;
+}
+
 export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, hosted: () => HostedModels): RunModels {
   const out: RunModels = { clients: new Map(), costs: new Map() };
   for (const m of spec.models) {
     if (m.id === 'oracle') out.clients.set(m.id, new OracleModel(pset));
     else if (m.id === 'empty') out.clients.set(m.id, new EmptyModel());
     else {
-      const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
-      const hit = hosted().resolve(m.id, { temperature });
-      if (!hit) throw new Error(`model "${m.id}" is not in the model registry of this deployment`);
+      const hit = resolveHosted(hosted(), m);
       if (canonicalJson(hit.client.params) !== canonicalJson(m.params)) {
         throw new Error(`model "${m.id}": the registry's parameters ${canonicalJson(hit.client.params)} differ from the run's ${canonicalJson(m.params)}`);
       }
@@ -35,4 +41,11 @@ export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, host
     }
   }
   return out;
+}
+
+/** Prices of the spec's hosted models (what PlanRun checks the budget with); offline models have none and read no registry. */
+export function runModelCosts(spec: Pick<RunSpec, 'models'>, hosted: () => HostedModels): Map<string, CostModel> {
+  const costs = new Map<string, CostModel>();
+  for (const m of spec.models) if (!OFFLINE_MODELS.has(m.id)) costs.set(m.id, resolveHosted(hosted(), m).cost);
+  return costs;
 }

@@ -1,6 +1,6 @@
 /** Config loading and model resolution shared by the cloud functions and the container. */
 import { ConfigError, jsonRecordEnv, loadStorageConfig, once, positiveNumberEnv } from '../../functions/shared/cloud-config';
-import { resolveRunModels } from '../../functions/shared/run-models';
+import { resolveRunModels, runModelCosts } from '../../functions/shared/run-models';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
 import { staticKeySource } from '../../core/keys';
@@ -48,5 +48,20 @@ describe('resolveRunModels', () => {
   it('refuses a hosted model whose parameters differ from the run spec', () => {
     const someId = hosted().ids()[0];
     expect(() => resolveRunModels({ models: [{ id: someId, params: { temperature: 9 } }] }, pset, hosted)).toThrow(/differ from the run's/);
+  });
+});
+
+describe('runModelCosts', () => {
+  const hosted = () => new HostedModels(loadRegistry({}), staticKeySource({}));
+
+  it('prices the hosted models only, and reads no registry for a run of offline models', () => {
+    const someId = hosted().ids()[0];
+    const params = hosted().resolve(someId)!.client.params;
+    const offlineOnly = runModelCosts({ models: [{ id: 'oracle', params: {} }, { id: 'empty', params: {} }] }, () => {
+      throw new Error('registry read');
+    });
+    expect(offlineOnly.size).toBe(0);
+    expect([...runModelCosts({ models: [{ id: 'oracle', params: {} }, { id: someId, params }] }, hosted).keys()]).toEqual([someId]);
+    expect(() => runModelCosts({ models: [{ id: 'no-such-model', params: {} }] }, hosted)).toThrow(/not in the model registry/);
   });
 });
