@@ -79,27 +79,23 @@ export async function startFakeProvider(fallback: Responder, opts: { http2?: boo
     });
   };
 
+  // Both servers answer through `handle`; they differ in how open connections are dropped.
+  let server: http.Server | http2.Http2Server;
+  let dropConnections: () => void;
   if (opts.http2) {
-    const server = http2.createServer(handle);
+    const h2 = http2.createServer(handle);
     const sessions = new Set<http2.ServerHttp2Session>();
-    server.on('session', (s) => {
+    h2.on('session', (s) => {
       sessions.add(s);
       s.on('close', () => sessions.delete(s));
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    return {
-      url: `http://127.0.0.1:${port}`,
-      requests,
-      reply: (...r) => queue.push(...r),
-      close: async () => {
-        timers.forEach(clearTimeout);
-        sessions.forEach((s) => s.destroy());
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      },
-    };
+    server = h2;
+    dropConnections = () => sessions.forEach((s) => s.destroy());
+  } else {
+    const h1 = http.createServer(handle);
+    server = h1;
+    dropConnections = () => h1.closeAllConnections();
   }
-  const server = http.createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -108,7 +104,7 @@ export async function startFakeProvider(fallback: Responder, opts: { http2?: boo
     reply: (...r) => queue.push(...r),
     close: async () => {
       timers.forEach(clearTimeout);
-      server.closeAllConnections();
+      dropConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
