@@ -2,7 +2,7 @@
  * Reading SQS message bodies at the boundary. The payload types themselves live in
  * core/cloud/payloads.ts (one exported type per message, shared with the handlers).
  */
-import { generationMessageSchema, type GenerationMessage } from '../../core/cloud/payloads';
+import { generationMessageSchema, parsePayload, type GenerationMessage } from '../../core/cloud/payloads';
 
 export { generationMessageSchema, type GenerationMessage };
 
@@ -22,10 +22,9 @@ export function parseGenerationMessage(body: string): GenerationMessage {
   } catch {
     throw new MessageFormatError(`generation message is not JSON: ${JSON.stringify(body.slice(0, 200))}`);
   }
-  const parsed = generationMessageSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw new MessageFormatError(`generation message is malformed: ${issues}`);
+  try {
+    return parsePayload(generationMessageSchema, raw, 'generation message');
+  } catch (err) {
+    throw new MessageFormatError((err as Error).message);
   }
-  return parsed.data;
 }

@@ -17,7 +17,8 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { GenerationInFlightError, generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
-import { generationMessageSchema, parsePayload, type GenerationMessage } from '../../core/cloud/payloads';
+import { generationMessageSchema, type GenerationMessage } from '../../core/cloud/payloads';
+import { parseGenerationMessage } from '../../adapters/aws/messages';
 import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
 import type { KeySource } from '../../core/keys';
 import { createSecretsManagerClient } from '../../adapters/aws/clients';
@@ -79,13 +80,7 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
     const processor = new BatchProcessor(EventType.SQS);
 
     const recordHandler = async (record: SQSRecord): Promise<GenerateTaskResult> => {
-      let body: unknown;
-      try {
-        body = JSON.parse(record.body);
-      } catch {
-        body = record.body;
-      }
-      const message = parsePayload(generationMessageSchema, body, `SQS message ${record.messageId}`);
+      const message = parseGenerationMessage(record.body);
       const ctx = await contexts.get(message.runId);
       let runModels = models.get(message.runId);
       if (!runModels) {
