@@ -185,14 +185,13 @@ export class RateController {
     this.pump();
   }
 
-  /** A successful call: after a quiet interval, grow the limit back by one. */
-  onSuccess(): void {
+  /** A successful call: after a quiet interval, grow the limit back by one. The caller pumps. */
+  private recover(): void {
     const now = this.clock.now();
     const quietSince = Math.max(this.lastChangeAt, this.last429At);
     if (this.limit < this.maxInFlight && now - quietSince >= this.aimd.recoverIntervalMs) {
       this.limit += 1;
       this.lastChangeAt = now;
-      this.pump();
     }
   }
 
@@ -240,7 +239,7 @@ export class RateController {
       succeeded: (actualTokens?: number) => {
         if (!end()) return;
         if (this.tpm && actualTokens !== undefined) this.tpm.adjust(charged - actualTokens, this.clock.now());
-        this.onSuccess();
+        this.recover();
         this.pump();
       },
       rateLimited: (retryAfterMs?: number) => {
