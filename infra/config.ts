@@ -32,23 +32,79 @@ export const DEFAULT_LANES: readonly LaneConfig[] = [
   { name: 'bedrock', maxConcurrency: 4 },
 ];
 
-/** Everything the stack reads from context; every member is optional and defaulted by the constructs. */
-export interface RcbDeployConfig {
+/**
+ * What a deployment may set besides the stack's name and environment: the stack's own
+ * props (RcbStackProps), each read from the `rcb:*` context key of the same name.
+ */
+export interface RcbOptions {
+  /**
+   * Provider lanes (one SQS queue and DLQ each).
+   * @default DEFAULT_LANES
+   */
+  readonly lanes?: readonly LaneConfig[];
+  /**
+   * E-mail address for alarm notifications.
+   * @default - no SNS topic
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Shards evaluated at once per run (Map MaxConcurrency).
+   * @default 10
+   */
+  readonly evaluationMaxConcurrency?: number;
+  /**
+   * CPU units of a shard task.
+   * @default 2048
+   */
+  readonly taskCpu?: number;
+  /**
+   * Memory of a shard task, MiB.
+   * @default 8192
+   */
+  readonly taskMemoryMiB?: number;
+  /**
+   * CPU architecture of the evaluation image and tasks.
+   * @default 'X86_64'
+   */
+  readonly cpuArchitecture?: 'X86_64' | 'ARM64';
+  /**
+   * Deploy the ECR and Logs interface endpoints (the stack's only fixed cost); `false`
+   * parks evaluation.
+   * @default true
+   */
+  readonly interfaceEndpoints?: boolean;
+  /**
+   * Days before run artifacts (`runs/` in the bucket) expire; 0 keeps them.
+   * @default 180
+   */
+  readonly artifactRetentionDays?: number;
+  /**
+   * Keep the bucket and table when the stack is deleted.
+   * @default true
+   */
+  readonly retainData?: boolean;
+  /**
+   * Generator function timeout, seconds (lane visibility timeout is six times this).
+   * @default 600
+   */
+  readonly generatorTimeoutSec?: number;
+  /**
+   * Oldest-message age, seconds, that raises a lane's alarm.
+   * @default 21600
+   */
+  readonly maxMessageAgeSec?: number;
+  /**
+   * Bedrock resources the generator may invoke.
+   * @default - see GenerationConstructProps.bedrockResourceArns
+   */
+  readonly bedrockResourceArns?: string[];
+}
+
+/** Everything the stack reads from context; every member but the name is optional and defaulted by the constructs. */
+export interface RcbDeployConfig extends RcbOptions {
   readonly stackName: string;
   readonly account?: string;
   readonly region?: string;
-  readonly lanes?: LaneConfig[];
-  readonly alarmEmail?: string;
-  readonly evaluationMaxConcurrency?: number;
-  readonly taskCpu?: number;
-  readonly taskMemoryMiB?: number;
-  readonly cpuArchitecture?: 'X86_64' | 'ARM64';
-  readonly interfaceEndpoints?: boolean;
-  readonly artifactRetentionDays?: number;
-  readonly retainData?: boolean;
-  readonly generatorTimeoutSec?: number;
-  readonly maxMessageAgeSec?: number;
-  readonly bedrockResourceArns?: string[];
 }
 
 /** Context keys, in one place so that docs, cdk.json and code agree. */

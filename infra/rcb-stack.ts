@@ -1,76 +1,15 @@
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import type { Construct } from 'constructs';
-import type { LaneConfig, RcbDeployConfig } from './config';
+import type { RcbDeployConfig, RcbOptions } from './config';
 import { EvaluationConstruct } from './evaluation-construct';
 import { GenerationConstruct, pascal } from './generation-construct';
 import { MonitoringConstruct } from './monitoring-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
 
-export interface RcbStackProps extends StackProps {
-  /**
-   * Provider lanes (one SQS queue and DLQ each).
-   * @default DEFAULT_LANES
-   */
-  readonly lanes?: readonly LaneConfig[];
-  /**
-   * E-mail address for alarm notifications.
-   * @default - no SNS topic
-   */
-  readonly alarmEmail?: string;
-  /**
-   * Shards evaluated at once per run (Map MaxConcurrency).
-   * @default 10
-   */
-  readonly evaluationMaxConcurrency?: number;
-  /**
-   * CPU units of a shard task.
-   * @default 2048
-   */
-  readonly taskCpu?: number;
-  /**
-   * Memory of a shard task, MiB.
-   * @default 8192
-   */
-  readonly taskMemoryMiB?: number;
-  /**
-   * CPU architecture of the evaluation image and tasks.
-   * @default 'X86_64'
-   */
-  readonly cpuArchitecture?: 'X86_64' | 'ARM64';
-  /**
-   * Deploy the ECR and Logs interface endpoints (the stack's only fixed cost); `false`
-   * parks evaluation.
-   * @default true
-   */
-  readonly interfaceEndpoints?: boolean;
-  /**
-   * Days before run artifacts (`runs/` in the bucket) expire; 0 keeps them.
-   * @default 180
-   */
-  readonly artifactRetentionDays?: number;
-  /**
-   * Keep the bucket and table when the stack is deleted.
-   * @default true
-   */
-  readonly retainData?: boolean;
-  /**
-   * Generator function timeout, seconds (lane visibility timeout is six times this).
-   * @default 600
-   */
-  readonly generatorTimeoutSec?: number;
-  /**
-   * Oldest-message age, seconds, that raises a lane's alarm.
-   * @default 21600
-   */
-  readonly maxMessageAgeSec?: number;
-  /**
-   * Bedrock resources the generator may invoke.
-   * @default - see GenerationConstructProps.bedrockResourceArns
-   */
-  readonly bedrockResourceArns?: string[];
-}
+/** The stack's props: CloudFormation's own and the rcb options of config.ts. */
+export interface RcbStackProps extends StackProps, RcbOptions {}
 
 /** Builds the stack props from the validated context, environment-agnostic unless account/region are given. */
 export function stackPropsFromConfig(config: RcbDeployConfig): RcbStackProps {
