@@ -141,9 +141,10 @@ export function estimateGroupCost(group: PaperCallGroup, prices: ModelPrices, op
   group.suffixTokens.forEach((suffix, i) => {
     const prompt = group.prefixTokens + suffix;
     inputTokens += prompt;
-    usdWithoutCaching += costOf(usage(prompt, 0, 0, out), prices);
+    const uncached = costOf(usage(prompt, 0, 0, out), prices);
+    usdWithoutCaching += uncached;
     if (!cacheable) {
-      usd += costOf(usage(prompt, 0, 0, out), prices);
+      usd += uncached;
     } else if (i === 0) {
       const written = opts.mode === 'explicit' ? group.prefixTokens : 0;
       usd += costOf(usage(prompt, 0, written, out), prices);
