@@ -3,14 +3,13 @@
  * fresh interpreter inside a bubblewrap sandbox, driven by rcb_driver.py. Nothing is
  * shared between candidates but the read-only system.
  */
-import { chmod, copyFile, mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
 import { TEST_ENTRY } from '../../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
 import { ExecutorLifecycle } from './executor-lifecycle';
-import { bundledPythonFile, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
-import { createRunDir, removeStaleRunDirs } from './run-dir';
+import { copyPythonFiles, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
 import { SANDBOX_DRIVER, sandboxArgs } from './sandbox';
 import { prepareSandboxHost, type SandboxHost } from './sandbox-host';
 import { SlotPool } from './slot-pool';
@@ -63,21 +62,13 @@ export class ColdExecutor implements TestExecutor {
     return prepareSandboxHost({
       ...this.options,
       ...this.settings,
-      makeRunDir: async (parent) => {
-        await removeStaleRunDirs(parent).catch(() => undefined);
-        return createRunDir(parent);
-      },
       populate: async (runDir) => {
         const workspaces = join(runDir, 'ws');
         await mkdir(workspaces, { mode: 0o711 });
         await chmod(workspaces, 0o711);
-        // A private copy of the driver: readable by the test users, and fixed for the run.
         const driverDir = join(runDir, 'driver');
-        await mkdir(driverDir, { mode: 0o755 });
-        const driver = join(driverDir, 'rcb_driver.py');
-        await copyFile(this.options.driverPath ?? bundledPythonFile('rcb_driver.py'), driver);
-        await chmod(driver, 0o644);
-        return { workspaces, driver };
+        await copyPythonFiles(driverDir, { 'rcb_driver.py': this.options.driverPath });
+        return { workspaces, driver: join(driverDir, 'rcb_driver.py') };
       },
     });
   }

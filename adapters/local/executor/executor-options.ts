@@ -3,6 +3,7 @@
  * so that the cold and the warm executor agree on what an option means.
  */
 import { existsSync } from 'node:fs';
+import { chmod, copyFile, mkdir } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { ExecutionLimits } from '../../../core/executor';
@@ -77,4 +78,17 @@ function checkedLimits(limits: Partial<ExecutionLimits> | undefined): ExecutionL
 export function bundledPythonFile(name: string): string {
   const beside = join(__dirname, '..', 'python', name);
   return existsSync(beside) ? beside : join(packageRoot(), 'adapters', 'local', 'python', name);
+}
+
+/**
+ * Makes `dir` and puts private copies of rcb's Python files there, readable by the test
+ * users and fixed for the run: each file the path given for it, else the bundled one.
+ */
+export async function copyPythonFiles(dir: string, files: Record<string, string | undefined>): Promise<void> {
+  await mkdir(dir, { mode: 0o755 });
+  await chmod(dir, 0o755);
+  for (const [name, given] of Object.entries(files)) {
+    await copyFile(given ?? bundledPythonFile(name), join(dir, name));
+    await chmod(join(dir, name), 0o644);
+  }
 }

@@ -1,13 +1,13 @@
 /**
- * The run directory of an executor: workspaces, the driver copy and the sandbox's
- * passwd/group live there. It records its owner's pid, so that directories left by an
- * rcb process that was killed (SIGKILL leaves no chance to clean up) are removed by the
- * next executor made in the same place.
+ * The run directory of an executor (cold or warm): workspaces, rcb's Python files and the
+ * sandbox's passwd/group live there. It records its owner's pid, so that directories left
+ * by an rcb process that was killed (SIGKILL leaves no chance to clean up) are removed by
+ * the next executor made in the same place.
  */
 import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-const PREFIX = 'rcb-cold-';
+const PREFIX = 'rcb-run-';
 const OWNER_FILE = 'owner.pid';
 
 /** Makes a run directory under `parent`, traversable (not listable) by the test users. */

@@ -1,15 +1,16 @@
 /**
  * What both local executors set up on the host before the first candidate: the run
- * directory, one sandbox user per slot (when root), their /etc/passwd and /etc/group,
+ * directory (after removing those of dead rcb processes), one sandbox user per slot (when root), their /etc/passwd and /etc/group,
  * the interpreter probed as the test user, the tests' environment, and the bubblewrap
  * command line checked by starting an empty sandbox once.
  */
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sandboxEnvironment } from './environment';
 import type { ColdExecutorOptions, ExecutorSettings } from './executor-options';
 import { probePython, type PythonInfo } from './python';
+import { createRunDir, removeStaleRunDirs } from './run-dir';
 import { bwrapOptions, checkSandbox, findBwrap, missingBwrapError, sandboxBaseArgs } from './sandbox';
 import {
   allocateSandboxUsers,
@@ -33,10 +34,8 @@ export interface SandboxHost {
 export interface SandboxHostOptions<Files extends object>
   extends Omit<ColdExecutorOptions, keyof ExecutorSettings>,
     ExecutorSettings {
-  /** Makes the run directory under `parent` (the tmpDir option, else os.tmpdir()). */
-  makeRunDir(parent: string): Promise<string>;
   /** Puts the executor's own files in the new run directory; what it returns joins the host. */
-  populate(runDir: string): Promise<Files>;
+  populate(runDir: string, users: readonly SandboxUser[]): Promise<Files>;
 }
 
 /** Sets the host up; the run directory is removed again when any step fails. */
@@ -49,10 +48,11 @@ export async function prepareSandboxHost<Files extends object>(
   if (!bwrap) warn('rcb: running tests WITHOUT a sandbox (unsafeNoSandbox): generated code can reach your files and network');
 
   const users = runningAsRoot() ? allocateSandboxUsers(options.jobs, options.uidBase ?? DEFAULT_UID_BASE) : [];
-  const runDir = await options.makeRunDir(options.tmpDir ?? tmpdir());
+  const parent = options.tmpDir ?? tmpdir();
+  await removeStaleRunDirs(parent).catch(() => undefined);
+  const runDir = await createRunDir(parent);
   try {
-    await chmod(runDir, 0o711);
-    const files = await options.populate(runDir);
+    const files = await options.populate(runDir, users);
     const etc = join(runDir, 'etc');
     await mkdir(etc, { mode: 0o755 });
     await writeFile(join(etc, 'passwd'), passwdText(users), { mode: 0o644 });

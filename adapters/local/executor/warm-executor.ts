@@ -11,14 +11,14 @@
  * its limit, or breaks the protocol is killed and replaced, never reused. Papers listed
  * in `coldOnly` go through a cold executor instead.
  */
-import { chmod, chown, copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
 import { TEST_ENTRY } from '../../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
 import { ColdExecutor } from './cold-executor';
 import { ExecutorLifecycle } from './executor-lifecycle';
-import { bundledPythonFile, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
+import { copyPythonFiles, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
 import { SANDBOX_RCB_DIR, SANDBOX_WORKSPACE, sandboxCommandArgs } from './sandbox';
 import { prepareSandboxHost, type SandboxHost } from './sandbox-host';
 import { DEFAULT_UID_BASE } from './sandbox-users';
@@ -46,6 +46,7 @@ export interface WarmExecutorOptions extends ColdExecutorOptions {
 
 interface Prepared extends SandboxHost {
   rcbDir: string;
+  slots: Slot[];
 }
 
 interface Slot {
@@ -57,7 +58,8 @@ interface Slot {
 export class WarmExecutor implements TestExecutor {
   private readonly settings: ExecutorSettings;
   private readonly slotPool: SlotPool;
-  private readonly slots: Slot[] = [];
+  /** The slots of the set-up, once it is done. */
+  private slots: Slot[] = [];
   private readonly baseFiles = new BaseFiles();
   private readonly lifecycle = new ExecutorLifecycle('warm', () => this.setUp());
   private readonly coldOnly: Set<string>;
@@ -118,38 +120,27 @@ export class WarmExecutor implements TestExecutor {
     const setup = await prepareSandboxHost({
       ...this.options,
       ...this.settings,
-      makeRunDir: (parent) => mkdtemp(join(parent, 'rcb-warm-')),
-      populate: async (runDir) => {
-        // The driver and the server, private copies fixed for the run, bound read-only at /rcb.
+      populate: async (runDir, users) => {
+        // The driver and the server, bound read-only at /rcb.
         const rcbDir = join(runDir, 'rcb');
-        await mkdir(rcbDir, { mode: 0o755 });
-        await chmod(rcbDir, 0o755);
-        for (const [given, name] of [
-          [this.options.driverPath, 'rcb_driver.py'],
-          [this.options.serverPath, 'rcb_warm_server.py'],
-        ] as const) {
-          await copyFile(given ?? bundledPythonFile(name), join(rcbDir, name));
-          await chmod(join(rcbDir, name), 0o644);
+        await copyPythonFiles(rcbDir, { 'rcb_driver.py': this.options.driverPath, 'rcb_warm_server.py': this.options.serverPath });
+        const slotsDir = join(runDir, 'slots');
+        await mkdir(slotsDir, { mode: 0o711 });
+        await chmod(slotsDir, 0o711);
+        const slots: Slot[] = [];
+        for (let i = 0; i < this.settings.jobs; i++) {
+          const slotDir = join(slotsDir, String(i));
+          const workspace = join(slotDir, 'ws');
+          await mkdir(workspace, { recursive: true, mode: 0o755 });
+          await chmod(slotDir, 0o711);
+          if (users[i]) await chown(workspace, users[i].uid, users[i].gid);
+          slots.push({ workspace: new SlotWorkspace(workspace, join(slotDir, 'base'), users[i]), worker: null, ready: null });
         }
-        return { rcbDir };
+        return { rcbDir, slots };
       },
     });
-    const { runDir, users } = setup;
-    try {
-      for (let i = 0; i < this.settings.jobs; i++) {
-        const slotDir = join(runDir, 'slots', String(i));
-        const workspace = join(slotDir, 'ws');
-        await mkdir(workspace, { recursive: true, mode: 0o755 });
-        await chmod(join(runDir, 'slots'), 0o711);
-        await chmod(slotDir, 0o711);
-        if (users[i]) await chown(workspace, users[i].uid, users[i].gid);
-        this.slots.push({ workspace: new SlotWorkspace(workspace, join(slotDir, 'base'), users[i]), worker: null, ready: null });
-      }
-      return setup;
-    } catch (error) {
-      await rm(runDir, { recursive: true, force: true });
-      throw error;
-    }
+    this.slots = setup.slots;
+    return setup;
   }
 
   /** Starts a worker in every slot that has none (or a broken one), all at once. */
