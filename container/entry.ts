@@ -25,11 +25,11 @@
  */
 import { cpus } from 'node:os';
 import { loadRunContext } from '../core/cloud/run-context';
-import { evaluateShard, type EvaluateShardResult } from '../core/cloud/evaluate-shard';
-import type { TestExecutor } from '../core/executor';
+import { evaluateShard } from '../core/cloud/evaluate-shard';
+import { silentProgress, type Progress } from '../core/run/progress';
 import { createLocalExecutor } from '../adapters/local/executor';
 import { loadStorageConfig } from '../functions/shared/cloud-config';
-import { createStorageAdapters, type StorageAdapters } from '../functions/shared/cloud-adapters';
+import { createStorageAdapters } from '../functions/shared/cloud-adapters';
 
 /** What one shard task is told to do. */
 export interface ShardEnv {
@@ -65,40 +65,19 @@ export const CREDENTIAL_VARIABLES = [
   'AWS_SESSION_TOKEN',
 ] as const;
 
-export interface ShardDeps extends StorageAdapters {
-  executor: TestExecutor;
-}
-
 function log(level: 'info' | 'error', message: string, extra: Record<string, unknown> = {}): void {
   process.stderr.write(`${JSON.stringify({ level, message, ...extra })}\n`);
-}
-
-/** Evaluates the shard; throws on an infrastructure failure. */
-export async function runShard(shard: ShardEnv, deps: ShardDeps): Promise<EvaluateShardResult> {
-  const ctx = await loadRunContext(deps, shard.runId);
-  return evaluateShard(
-    {
-      ...deps,
-      progress: {
-        start() {},
-        advance() {},
-        end() {},
-        note: (message) => log('error', message, { runId: shard.runId, paper: shard.paper }),
-      },
-    },
-    { runId: shard.runId, paper: shard.paper, pset: ctx.pset },
-  );
 }
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const shard = loadShardEnv(env);
   const storage = createStorageAdapters({ ...loadStorageConfig(env), scratchDir: shard.scratch });
-  const run = await storage.store.getRun(shard.runId);
-  if (!run) throw new Error(`no run ${shard.runId} in table ${shard.table}`);
+  // The run (its test time limit) and its pset, read once before the executor starts.
+  const ctx = await loadRunContext(storage, shard.runId);
   const executor = await createLocalExecutor({
     python: env.RCB_PYTHON || 'python3',
     jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : cpus().length,
-    timeoutSec: run.spec.timeoutSec,
+    timeoutSec: ctx.run.spec.timeoutSec,
     unsafeNoSandbox: env.RCB_SANDBOX === 'none',
     tmpDir: shard.scratch,
     // Nothing of this process's environment beyond the executor's own defaults.
@@ -112,7 +91,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   };
   process.once('SIGTERM', stop);
   try {
-    const result = await runShard(shard, { ...storage, executor });
+    const progress: Progress = { ...silentProgress, note: (message) => log('error', message, { runId: shard.runId, paper: shard.paper }) };
+    const result = await evaluateShard({ ...storage, executor, progress }, { runId: shard.runId, paper: shard.paper, pset: ctx.pset });
     log('info', 'shard evaluated', { ...result });
     return 0;
   } finally {
