@@ -21,7 +21,6 @@ import { ExecutorLifecycle } from './executor-lifecycle';
 import { copyPythonFiles, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
 import { SANDBOX_RCB_DIR, SANDBOX_WORKSPACE, sandboxCommandArgs } from './sandbox';
 import { prepareSandboxHost, type SandboxHost } from './sandbox-host';
-import { DEFAULT_UID_BASE } from './sandbox-users';
 import { SlotPool } from './slot-pool';
 import { WarmWorker, type WarmHello } from './warm-worker';
 import { detectPreloadModules } from './warm-preload';
@@ -81,13 +80,15 @@ export class WarmExecutor implements TestExecutor {
 
   async run(candidates: Candidate[], onResult?: (r: RawExecution) => void | Promise<void>): Promise<RawExecution[]> {
     const setup = await this.lifecycle.prepare();
-    const warm = candidates.filter((c) => !this.coldOnly.has(c.paper));
-    if (warm.length > 0) this.startWorkers(setup, warm);
+    const coldIndexes: number[] = [];
+    const warmIndexes: number[] = [];
+    candidates.forEach((c, i) => (this.coldOnly.has(c.paper) ? coldIndexes : warmIndexes).push(i));
+    if (warmIndexes.length > 0) this.startWorkers(setup, warmIndexes.map((i) => candidates[i]));
 
     const batch = this.lifecycle.batch(setup, candidates, onResult);
-    const coldIndexes = candidates.map((c, i) => (this.coldOnly.has(c.paper) ? i : -1)).filter((i) => i >= 0);
     if (coldIndexes.length > 0) {
-      this.cold ??= new ColdExecutor({ ...this.options, uidBase: (this.options.uidBase ?? DEFAULT_UID_BASE) + this.settings.jobs });
+      // Same uidBase: the allocator hands its test users ids after this executor's own.
+      this.cold ??= new ColdExecutor(this.options);
       const cold = this.cold;
       batch.add(
         (async () => {
@@ -104,7 +105,6 @@ export class WarmExecutor implements TestExecutor {
       );
     }
 
-    const warmIndexes = candidates.map((c, i) => (this.coldOnly.has(c.paper) ? -1 : i)).filter((i) => i >= 0);
     await batch.runInSlots(warmIndexes, this.slotPool, (candidate, slot) => this.runOne(setup, candidate, slot));
     return batch.finish();
   }
