@@ -51,17 +51,20 @@ export class BedrockClient extends ProviderClient {
       if (this.entry.prompt_cache) content.push({ cachePoint: { type: 'default' } });
     }
     if (rest || content.length === 0) content.push({ text: rest });
+    // As on Anthropic's own API: extended thinking takes no sampling parameters, and a
+    // budget of 0 (or -1) is no thinking.
+    const thinking = p.thinking_budget !== undefined && p.thinking_budget > 0;
     const input: ConverseCommandInput = {
       modelId: this.entry.model,
       messages: [{ role: 'user', content }],
       inferenceConfig: {
         maxTokens: p.max_output_tokens,
-        ...(p.temperature !== undefined && p.thinking_budget === undefined ? { temperature: p.temperature } : {}),
-        ...(p.top_p !== undefined && p.thinking_budget === undefined ? { topP: p.top_p } : {}),
+        ...(p.temperature !== undefined && !thinking ? { temperature: p.temperature } : {}),
+        ...(p.top_p !== undefined && !thinking ? { topP: p.top_p } : {}),
       },
     };
     const extra: Record<string, unknown> = { ...p.extra_body };
-    if (p.thinking_budget !== undefined && p.thinking_budget > 0) extra.thinking = { type: 'enabled', budget_tokens: p.thinking_budget };
+    if (thinking) extra.thinking = { type: 'enabled', budget_tokens: p.thinking_budget };
     if (Object.keys(extra).length > 0) input.additionalModelRequestFields = extra as never;
     return input;
   }

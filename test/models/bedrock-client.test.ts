@@ -93,6 +93,18 @@ describe('Bedrock Converse request', () => {
     expect(server.requests[0].json.messages[0].content).toEqual([{ text: PREFIX }, { text: SUFFIX }]);
   });
 
+  test('extended thinking sends a budget and no temperature; a budget of 0 keeps the temperature', async () => {
+    const params = { max_output_tokens: 16000, temperature: 0 };
+    await client(entry(server.url, { params: { ...params, thinking_budget: 8000 } })).complete(request());
+    await client(entry(server.url, { params: { ...params, thinking_budget: 0 } })).complete(request());
+
+    const [thinking, plain] = server.requests.map((r) => r.json);
+    expect(thinking.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 8000 } });
+    expect(thinking.inferenceConfig).toEqual({ maxTokens: 16000 });
+    expect(plain.additionalModelRequestFields).toBeUndefined();
+    expect(plain.inferenceConfig).toEqual({ maxTokens: 16000, temperature: 0 });
+  });
+
   test('a Bedrock API key is sent as a bearer token', async () => {
     await client(entry(server.url), 'bedrock-api-key-123').complete(request());
 
