@@ -206,8 +206,10 @@ async function progressOf(store: RunStore, runId: string): Promise<Progress> {
   return { total: tasks.length, answered: completions.size, failed: [...completions.values()].filter((c) => c.error).length, judged: verdicts.length };
 }
 
-function formatProgress(run: RunRecord | null, p: Progress): string {
+/** One line of a run's status and progress; a run not yet planned reads nothing more. */
+async function progressLine(store: RunStore, run: RunRecord | null): Promise<string> {
   if (!run) return 'not planned yet';
+  const p = await progressOf(store, run.runId);
   const spend = run.spentUsd > 0 || run.spec.budgetUsd !== null ? `, spend $${run.spentUsd.toFixed(4)}${run.spec.budgetUsd !== null ? ` of $${run.spec.budgetUsd.toFixed(2)}` : ''}` : '';
   return `${run.status}: ${p.answered}/${p.total} answered${p.failed ? ` (${p.failed} failed)` : ''}, ${p.judged}/${p.total} judged${spend}`;
 }
@@ -222,7 +224,7 @@ async function watchRun(deps: CloudDeps, outputs: StackOutputs, store: RunStore,
   for (;;) {
     const execution = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: arn }));
     const run = await store.getRun(runId);
-    const line = formatProgress(run, run ? await progressOf(store, runId) : { total: 0, answered: 0, failed: 0, judged: 0 });
+    const line = await progressLine(store, run);
     if (line !== last) deps.err(`${line}\n`);
     last = line;
     if (execution.status !== 'RUNNING' && execution.status !== 'PENDING_REDRIVE') {
@@ -322,7 +324,7 @@ export async function cloudStatus(runId: string, opts: StackFlags, deps: CloudDe
     const when = `started ${execution.startDate?.toISOString() ?? '?'}${execution.stopDate ? `, stopped ${execution.stopDate.toISOString()}` : ''}`;
     lines.push(`execution: ${execution.status} (${when})${execution.error ? `, error ${execution.error}` : ''}`);
   } else lines.push('execution: none');
-  lines.push(`progress: ${formatProgress(run, run ? await progressOf(store, runId) : { total: 0, answered: 0, failed: 0, judged: 0 })}`);
+  lines.push(`progress: ${await progressLine(store, run)}`);
   if (run?.error) lines.push(`error: ${run.error}`);
   deps.out(lines.join('\n') + '\n');
   return 0;
