@@ -63,6 +63,14 @@ __unittest = True
 _DRIVER_FILE = os.path.abspath(__file__)
 _IMPORTLIB_DIR = os.path.dirname(os.path.abspath(importlib.__file__)) + os.sep
 
+# Real paths of absolute code file names that cannot change during a run, filled ahead by
+# whoever imports this driver (a warm server, for the modules it preloaded on read-only
+# mounts), so that each run need not resolve them again.
+RESOLVED_PATHS = {}
+
+_COUNT_KEYS = ("testsRun", "failures", "errors", "skipped", "expectedFailures",
+               "unexpectedSuccesses")
+
 
 class Limits:
     """Resource limits of the test process; None leaves a limit as inherited."""
@@ -100,14 +108,7 @@ class _Run:
         self.workspace = workspace
         self.candidate = candidate
         self.report_fd = report_fd
-        self.counts = {
-            "testsRun": 0,
-            "failures": 0,
-            "errors": 0,
-            "skipped": 0,
-            "expectedFailures": 0,
-            "unexpectedSuccesses": 0,
-        }
+        self.counts = dict.fromkeys(_COUNT_KEYS, 0)
         self.flags = set()
         self.ending = None
         self.exit_code = None
@@ -125,7 +126,9 @@ class _Run:
             pass
         rel = None
         if isinstance(filename, str) and not filename.startswith("<"):
-            full = os.path.realpath(os.path.join(self.workspace, filename))
+            full = RESOLVED_PATHS.get(filename)
+            if full is None:
+                full = os.path.realpath(os.path.join(self.workspace, filename))
             if full.startswith(self.workspace + os.sep):
                 rel = full[len(self.workspace) + 1:]
         self._paths[filename] = rel
@@ -225,10 +228,6 @@ def _result_tally(result):
         size("expectedFailures"),
         size("unexpectedSuccesses"),
     )
-
-
-_COUNT_KEYS = ("testsRun", "failures", "errors", "skipped", "expectedFailures",
-               "unexpectedSuccesses")
 
 
 def _install_test_counter(run):

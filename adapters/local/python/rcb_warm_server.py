@@ -90,23 +90,10 @@ def _cache_module_paths():
     from the others; those files sit on the read-only system mounts and never change, so
     resolving them once here saves every child hundreds of lstat calls.
     """
-    resolved = {}
     for module in list(sys.modules.values()):
         origin = getattr(module, "__file__", None)
         if isinstance(origin, str) and os.path.isabs(origin):
-            resolved[origin] = os.path.realpath(origin)
-    original = rcb_driver._Run.relative
-
-    def relative(self, filename):
-        full = resolved.get(filename) if filename not in self._paths else None
-        if full is None:
-            return original(self, filename)
-        rel = full[len(self.workspace) + 1:] if full.startswith(self.workspace + os.sep) else None
-        self._paths[filename] = rel
-        return rel
-
-    relative.__doc__ = original.__doc__
-    rcb_driver._Run.relative = relative
+            rcb_driver.RESOLVED_PATHS[origin] = os.path.realpath(origin)
 
 
 def _set_not_dumpable():
