@@ -23,6 +23,7 @@ import { LaneTaskQueue } from '../../functions/shared/cloud-adapters';
 import { planCloudRun } from '../../core/cloud/plan-cloud-run';
 import type { RunStore } from '../../core/store';
 import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';
+import { makeCompletion } from '../aws/records';
 
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
 const logger = () => new Logger({ logLevel: 'SILENT' });
@@ -205,6 +206,10 @@ describe('check-progress handler', () => {
     const f = await planned();
     const handler = createCheckProgress(() => ({ store: f.store, generationTimeoutSec: 3600, logger: logger(), metrics: metrics() }));
     expect(await handler({ runId: f.input.runId })).toMatchObject({ done: false, settled: 0 });
+
+    const tasks = await f.store.listTasks(f.input.runId);
+    for (const t of tasks) await f.store.putCompletion(makeCompletion(t.taskId));
+    expect(await handler({ runId: f.input.runId })).toEqual({ done: true, total: tasks.length, settled: tasks.length, failed: 0 });
   });
 
   it('fails when the store cannot be read', async () => {
