@@ -1,22 +1,11 @@
 import type { DriverReport, RawExecution } from '../../core/executor';
 import { judge, officialPass, OFFICIAL_MARKERS, strictFlags, verdictWithoutRun, type JudgeContext } from '../../core/judge';
+import { passedSuiteReport } from '../helpers/driver-report';
 
 const log = (text: string) => ({ text, totalBytes: Buffer.byteLength(text), truncated: false });
 
 /** A driver report of a unittest suite that ran 3 tests and all passed. */
-const cleanDriver = (over: Partial<DriverReport> = {}): DriverReport => ({
-  testsRun: 3,
-  failures: 0,
-  errors: 0,
-  skipped: 0,
-  expectedFailures: 0,
-  unexpectedSuccesses: 0,
-  ending: 'exit',
-  exitCode: 0,
-  exitRaisedIn: 'paper2code_test.py',
-  flags: [],
-  ...over,
-});
+const cleanDriver = (over: Partial<DriverReport> = {}): DriverReport => passedSuiteReport(3, over);
 
 /** A clean run: exit 0, no marker, the driver saw the suite pass. */
 const cleanRun = (over: Partial<RawExecution> = {}): RawExecution => ({

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { RawExecution } from '../../core/executor';
 import { ColdExecutor, createColdExecutor } from '../../adapters/local/executor';
+import { passedSuiteReport } from '../helpers/driver-report';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
 
 const UID_BASE = 300_000;
@@ -44,18 +45,7 @@ describe('ColdExecutor (bwrap)', () => {
       expect(r.executor).toBe('cold');
       expect(r.markersSeen).toEqual([]);
       expect(r.tamperedFiles).toEqual([]);
-      expect(r.driver).toEqual({
-        testsRun: 2,
-        failures: 0,
-        errors: 0,
-        skipped: 0,
-        expectedFailures: 0,
-        unexpectedSuccesses: 0,
-        ending: 'exit',
-        exitCode: 0,
-        exitRaisedIn: 'paper2code_test.py',
-        flags: [],
-      });
+      expect(r.driver).toEqual(passedSuiteReport(2));
       expect(r.stderr.text).toContain('OK');
     });
 
