@@ -9,24 +9,9 @@ import { EvaluationConstruct } from './evaluation-construct';
 import { GenerationConstruct } from './generation-construct';
 import { RcbFunction } from './rcb-function';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
+import { STATE_NAMES } from './state-names';
 
-/**
- * State names of the run workflow. They are part of the contract: the local runner
- * executes this exact definition with aws-local-stepfunctions and binds Task states by name.
- */
-export const STATE_NAMES = {
-  planRun: 'PlanRun',
-  waitForGeneration: 'WaitForGeneration',
-  checkProgress: 'CheckProgress',
-  generationDone: 'GenerationDone?',
-  evaluateShards: 'EvaluateShards',
-  evaluateShard: 'EvaluateShard',
-  evaluateShardOnDemand: 'EvaluateShardOnDemand',
-  aggregate: 'Aggregate',
-  markRunFailed: 'MarkRunFailed',
-  succeeded: 'RunSucceeded',
-  failed: 'RunFailed',
-} as const;
+export { STATE_NAMES };
 
 /**
  * Errors that mean "no Fargate (Spot) capacity right now" or a throttled RunTask call:

@@ -28,7 +28,7 @@ import * as generateFn from '../../functions/generate/handler';
 import * as checkProgressFn from '../../functions/check-progress/handler';
 import * as aggregateFn from '../../functions/aggregate/handler';
 import * as markFailedFn from '../../functions/mark-failed/handler';
-import { STATE_NAMES } from '../../infra/orchestrator-construct';
+import { STATE_NAMES } from '../../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';

@@ -1,0 +1,18 @@
+/**
+ * State names of the run workflow. They are part of the contract: the local runner
+ * executes this exact definition with aws-local-stepfunctions and binds Task states by name.
+ * No CDK import, so the emulator can read them without loading aws-cdk-lib.
+ */
+export const STATE_NAMES = {
+  planRun: 'PlanRun',
+  waitForGeneration: 'WaitForGeneration',
+  checkProgress: 'CheckProgress',
+  generationDone: 'GenerationDone?',
+  evaluateShards: 'EvaluateShards',
+  evaluateShard: 'EvaluateShard',
+  evaluateShardOnDemand: 'EvaluateShardOnDemand',
+  aggregate: 'Aggregate',
+  markRunFailed: 'MarkRunFailed',
+  succeeded: 'RunSucceeded',
+  failed: 'RunFailed',
+} as const;
