@@ -22,6 +22,7 @@ import { envKeySource } from '../../core/keys';
 import { HostedModels } from '../models/hosted-models';
 import { loadRegistry } from '../models/registry';
 import { createStorageAdapters } from '../../functions/shared/cloud-adapters';
+import { once } from '../../functions/shared/cloud-config';
 import { resolveRunModels, runModelCosts } from '../../functions/shared/run-models';
 import * as planRunFn from '../../functions/plan-run/handler';
 import * as generateFn from '../../functions/generate/handler';
@@ -122,7 +123,7 @@ async function execute(
 ): Promise<EmulatedRun> {
   const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
   const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
-  const hosted = options.hosted ?? onceHosted();
+  const hosted = options.hosted ?? once(() => new HostedModels(loadRegistry(), envKeySource(process.env)));
 
   // What `rcb cloud run` does before StartExecution: upload the inputs, name the run.
   const psetKey = await uploadPsetBundle(storage.blobs, request.pset);
@@ -257,9 +258,4 @@ export function statesWithRetry(states: Record<string, Record<string, unknown>>)
     const nested = [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<{ States?: Record<string, Record<string, unknown>> } | undefined>;
     return [...('Retry' in state ? [name] : []), ...nested.flatMap((n) => (n?.States ? statesWithRetry(n.States) : []))];
   });
-}
-
-function onceHosted(): () => HostedModels {
-  let hosted: HostedModels | undefined;
-  return () => (hosted ??= new HostedModels(loadRegistry(), envKeySource(process.env)));
 }
