@@ -41,9 +41,12 @@ function strayProcesses(): string[] {
   return ps.split('\n').filter((l) => /^sleep 317\b/.test(l.trim()));
 }
 
-/** Both executors, with the same checks; distinct sandbox uids so the two never share one. */
+/**
+ * Both executors, with the same checks; sandbox uids of their own (jest runs test files in
+ * parallel, and RLIMIT_NPROC counts per uid), not shared with each other or another suite.
+ */
 const EXECUTORS = [
-  { kind: 'cold', warm: false, uidBase: 340_000 },
+  { kind: 'cold', warm: false, uidBase: 360_000 },
   { kind: 'warm', warm: true, uidBase: 350_000 },
 ] as const;
 
@@ -53,6 +56,8 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
   const saved: Record<string, string | undefined> = {};
   let results: RawExecution[] = [];
   const candidates: Candidate[] = [];
+  /** Cases that passed the check below, for the reliability summary. */
+  let contained = 0;
 
   beforeAll(async () => {
     // Prepare: secrets in the parent's environment, a file outside the workspace, a listener on loopback.
@@ -81,7 +86,7 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
         source: splice(findFile(paper, snippet.file), snippet, extractCompletion(c.completion)),
       });
     }
-    const executor = await createLocalExecutor({ warm, uidBase, jobs: 2, timeoutSec: 5, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
+    const executor = await createLocalExecutor({ warm, uidBase, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
     try {
       // Act
       results = await executor.run(candidates);
@@ -112,6 +117,7 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
     const v = judge(results[i], { completion: extractCompletion(cases[i].completion), testUsesUnittest: true });
     expect(v.strictPass).toBe(false);
     expect([name, named(v.flags, flag)]).toEqual([name, true]);
+    contained++;
   });
 
   it('lets no secret from the parent environment reach a test', () => {
@@ -145,10 +151,6 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
   });
 
   afterAll(() => {
-    const contained = cases.filter((c, i) => {
-      const v = judge(results[i], { completion: extractCompletion(c.completion), testUsesUnittest: true });
-      return !v.strictPass && c.expected_flag.split('|').some((f) => v.flags.includes(f));
-    }).length;
     process.stdout.write(`hostile cases contained (${kind} executor): ${contained}/${cases.length}\n`);
     recordCount('hostile', `hostile-${kind}`, contained, cases.length);
   });
