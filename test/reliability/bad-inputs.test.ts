@@ -158,8 +158,8 @@ describe('rcb run on bad inputs', () => {
     for (const r of results) outcomes.set(r.name, r);
   });
 
-  const rejected = (c: BadInput, o: Outcome | undefined): boolean =>
-    !!o && o.status === 1 && (typeof c.expected === 'string' ? o.stderr.split('\n').some((l) => l.replace(/^rcb: /, '') === c.expected) : c.expected.test(o.stderr.replace(/^rcb: /gm, ''))) && !o.outExists && o.newFiles.length === 0;
+  /** Cases that passed the check below, for the reliability summary. */
+  let rejected = 0;
 
   it.each(CASES.map((c) => [c.name, c]))('%s: exit 1 with the problem named, nothing written', (_name, c) => {
     const o = outcomes.get(c.name)!;
@@ -171,10 +171,10 @@ describe('rcb run on bad inputs', () => {
     expect(o.stderr).not.toMatch(/internal error|\n\s+at /);
     expect(o.outExists).toBe(false);
     expect(o.newFiles).toEqual([]);
+    rejected++;
   });
 
   afterAll(() => {
-    const ok = CASES.filter((c) => rejected(c, outcomes.get(c.name))).length;
-    recordCount('bad-inputs', 'bad-inputs', ok, CASES.length);
+    recordCount('bad-inputs', 'bad-inputs', rejected, CASES.length);
   });
 });
