@@ -22,11 +22,9 @@ import { copyPythonFiles, executorSettings, type ColdExecutorOptions, type Execu
 import { SANDBOX_RCB_DIR, SANDBOX_WORKSPACE, sandboxCommandArgs } from './sandbox';
 import { prepareSandboxHost, type SandboxHost } from './sandbox-host';
 import { SlotPool } from './slot-pool';
-import { WarmWorker, type WarmHello } from './warm-worker';
+import { INFO_FD, WarmWorker, type WarmHello } from './warm-worker';
 import { detectPreloadModules } from './warm-preload';
 import { SlotWorkspace } from './warm-workspace';
-
-const INFO_FD = 4;
 
 export interface WarmExecutorOptions extends ColdExecutorOptions {
   /**

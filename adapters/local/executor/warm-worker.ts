@@ -18,9 +18,8 @@ const START_TIMEOUT_MS = 180_000;
 const MAX_FRAME_BYTES = 16 << 20;
 
 const FRAME_FD = 3;
-const INFO_FD = 4;
-
-export type WarmWorkerSpawn = ProcessSpawn;
+/** The worker's fd where bwrap writes the pid of the sandbox's init: the sandbox's --info-fd. */
+export const INFO_FD = 4;
 
 /** What the server says once it is ready. */
 export interface WarmHello {
@@ -66,7 +65,7 @@ export class WarmWorker {
   /** The server's own stderr (diagnostics), last few KiB. */
   private diagnostics = '';
 
-  constructor(spec: WarmWorkerSpawn) {
+  constructor(spec: ProcessSpawn) {
     this.child = spawnGroup(spec, ['pipe', 'pipe', 'pipe', 'pipe', 'pipe']);
     const keep = (chunk: Buffer): void => {
       this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-4096);
