@@ -10,7 +10,7 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
   evaluation: {
     module: './evaluation',
     exported: 'benchEvaluation',
-    help: 'original-style harness vs cold executor vs warm pool [--pset DIR] [--python PATH] [--papers ID...] [--repeat N] [--jobs N]',
+    help: 'original-style harness vs cold executor vs warm pool [--pset DIR] [--python PATH] [--papers ID...] [--repeat N] [--jobs N] [--only a,b,c]',
   },
   generation: {
     module: './generation',
