@@ -402,7 +402,10 @@ describe('ColdExecutor batches', () => {
     const mark = marker();
     const top = `import subprocess, sys, time\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${mark}"])\ntime.sleep(300)`;
     const running = closing.run([paper.candidate('slow', modelSource(CORRECT_BODY, top)), paper.candidate('never', 'x = 1\n')]);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Closed once the test is under way (its child is up), however long the start took.
+    for (let waited = 0; processesWith(mark).length === 0 && waited < 20_000; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
 
     await closing.close();
     const [slow, never] = await running;
