@@ -8,7 +8,7 @@
  * Heavy modules (AWS SDK clients, the emulator) are loaded inside the actions: registering
  * the commands costs `rcb validate` nothing.
  */
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
@@ -16,12 +16,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SFNClient } from '@aws-sdk/client-sfn';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { RunRecord, RunStore } from '../../core/store';
-import type { Judge } from '../../core/types';
-import type { Subset } from '../../core/scoring';
-import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
-import { resourcePath } from '../../core/util/package-root';
 import type { HostedModels } from '../../adapters/models/hosted-models';
-import { loadPromptTemplate, loadPsetOrFail, parseList, parsePositiveInt, UsageError } from './common';
+import { loadPromptTemplate, loadPsetOrFail, parseList, parsePositiveInt, parseReportFlags, UsageError } from './common';
 import type { RunOptions } from './run-command';
 import { addRunSpecOptions } from './run-options';
 
@@ -105,10 +101,6 @@ function adapters(deps: CloudDeps, outputs: StackOutputs): { store: RunStore; bl
   return { store: new DynamoRunStore(deps.doc, { tableName: outputs.table }), blobs: new S3BlobStore(deps.s3, { bucket: outputs.bucket }) };
 }
 
-function templateText(file: string | undefined): string {
-  return readFileSync(file ? resolve(file) : resourcePath('prompt-template.txt'), 'utf8');
-}
-
 // ---- push ----
 
 export interface PushOptions extends StackFlags {
@@ -120,11 +112,11 @@ export interface PushOptions extends StackFlags {
 export async function cloudPush(opts: PushOptions, deps: CloudDeps): Promise<number> {
   const { uploadPsetBundle, uploadPromptTemplate } = require('../../core/cloud/pset-bundle') as typeof import('../../core/cloud/pset-bundle');
   const pset = loadPsetOrFail(opts.pset, parseList(opts.papers));
-  loadPromptTemplate(opts.promptTemplate);
+  const template = loadPromptTemplate(opts.promptTemplate);
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { blobs } = adapters(deps, outputs);
   const psetKey = await uploadPsetBundle(blobs, pset);
-  const templateKey = await uploadPromptTemplate(blobs, templateText(opts.promptTemplate));
+  const templateKey = await uploadPromptTemplate(blobs, template.text);
   deps.out(`pset: s3://${outputs.bucket}/${psetKey} (${pset.papers.length} paper(s), digest ${pset.digest})\nprompt template: s3://${outputs.bucket}/${templateKey}\n`);
   return 0;
 }
@@ -147,7 +139,7 @@ const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
 ];
 
 function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
-  const { resolveRun } = require('./run-command') as typeof import('./run-command');
+  const { resolveRun } = require('./resolve-run') as typeof import('./resolve-run');
   const resolved = resolveRun(opts, hosted);
   // The cloud rebuilds model clients from the spec: offline ones by name, the rest from the deployed registry.
   const replayed = resolved.spec.models.filter((m) => !['oracle', 'empty'].includes(m.id) && !hosted.resolve(m.id, { temperature: resolved.temperature }));
@@ -164,11 +156,11 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
   if (ignored.length) deps.err(`note: ignored in the cloud: ${ignored.join(', ')}\n`);
 
-  const { pset, spec, runId, models } = resolveCloudRun(opts, hosted);
+  const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { blobs, store } = adapters(deps, outputs);
   const psetKey = await uploadPsetBundle(blobs, pset);
-  await uploadPromptTemplate(blobs, templateText(opts.promptTemplate));
+  await uploadPromptTemplate(blobs, template.text);
   const input = parsePayload(
     runWorkflowInputSchema,
     { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}) },
@@ -246,11 +238,11 @@ async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: Cl
   const { emulateCloudRun } = require('../../adapters/emulate/emulated-run') as typeof import('../../adapters/emulate/emulated-run');
   const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
   const { defaultPython } = require('./common') as typeof import('./common');
-  const { pset, spec, runId, models } = resolveCloudRun(opts, hosted);
+  const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
   const started = Date.now();
   deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); synthesizing the stack\n`);
   const run = await emulateCloudRun(
-    { pset, templateText: templateText(opts.promptTemplate), spec, models: models.info, force: opts.force },
+    { pset, templateText: template.text, spec, models: models.info, force: opts.force },
     {
       deliverTwice: opts.emulateDeliverTwice,
       failFirstShardOnce: opts.emulateFailShardOnce,
@@ -336,18 +328,11 @@ export interface ResultsOptions extends StackFlags {
   subset: string;
 }
 
-function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
-  if (!allowed.includes(value as T)) throw new UsageError(`${flag} must be one of ${allowed.join(', ')} (got "${value}")`);
-  return value as T;
-}
-
 export async function cloudResults(runId: string, opts: ResultsOptions, deps: CloudDeps): Promise<number> {
   const { CLOUD_REPORTS } = require('../../core/cloud/aggregate-run') as typeof import('../../core/cloud/aggregate-run');
   const { cloudKeys } = require('../../core/cloud/payloads') as typeof import('../../core/cloud/payloads');
   const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
-  const format = oneOf('--format', opts.format, REPORT_FORMATS) as ReportFormat;
-  const subset = oneOf('--subset', opts.subset, ['all', 'safe-common', 'safe-per-model'] as Subset[]);
-  const judge = opts.judge === undefined ? undefined : oneOf('--judge', opts.judge, ['strict', 'official'] as Judge[]);
+  const { format, judge, subset } = parseReportFlags(opts);
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { store, blobs } = adapters(deps, outputs);
   // Aggregate wrote each format with its default judge over all papers: read that when it fits.
@@ -361,7 +346,7 @@ export async function cloudResults(runId: string, opts: ResultsOptions, deps: Cl
   }
   const run = await store.getRun(runId);
   if (!run) throw new UsageError(`no run ${runId} in stack ${opts.stackName}`);
-  const { text } = await buildReport(store, runId, { format, judge: judge ?? (format === 'official' ? 'official' : 'strict'), subset }).catch((e: Error) => {
+  const { text } = await buildReport(store, runId, { format, judge, subset }).catch((e: Error) => {
     throw new UsageError(e.message);
   });
   if (run.status !== 'succeeded') deps.err(`note: run ${runId} is ${run.status}; these are the results so far\n`);

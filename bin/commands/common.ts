@@ -4,7 +4,9 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Pset } from '../../core/types';
+import type { Judge, Pset } from '../../core/types';
+import type { Subset } from '../../core/scoring';
+import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
 import { formatProblem, readPset } from '../../core/pset/read-pset';
 import { packageRoot, resourcePath } from '../../core/util/package-root';
 import { loadTemplate, type PromptTemplate } from '../../core/prompt/template';
@@ -83,4 +85,18 @@ export function runIdIn(dir: string): string | null {
 
 export function writeRunId(dir: string, runId: string): void {
   writeFileSync(join(dir, RUN_FILE), JSON.stringify({ runId }, null, 2) + '\n');
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!allowed.includes(value as T)) throw new UsageError(`${flag} must be one of ${allowed.join(', ')} (got "${value}")`);
+  return value as T;
+}
+
+/** `--format`, `--judge` and `--subset` of the report commands, checked; no judge means the report's default. */
+export function parseReportFlags(opts: { format: string; judge?: string; subset: string }): { format: ReportFormat; judge?: Judge; subset: Subset } {
+  return {
+    format: oneOf('--format', opts.format, REPORT_FORMATS),
+    judge: opts.judge === undefined ? undefined : oneOf<Judge>('--judge', opts.judge, ['strict', 'official']),
+    subset: oneOf<Subset>('--subset', opts.subset, ['all', 'safe-common', 'safe-per-model']),
+  };
 }

@@ -7,7 +7,8 @@ import { loadRegistry, formatModelList, type ModelEntry } from '../../adapters/m
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateModel, type ModelEstimate, type PromptGroup } from '../../adapters/models/estimate';
 import { describeTokenCount } from '../../adapters/models/tokens';
-import { loadPromptTemplate, loadPsetOrFail, parseList, parseNumber, parsePositiveInt, UsageError } from './common';
+import { UsageError } from './common';
+import { resolveRun, type RunSpecFlags } from './resolve-run';
 
 export function loadEntries(modelsFile?: string): ModelEntry[] {
   try {
@@ -83,27 +84,16 @@ export function estimateRun(hosted: HostedModels, ids: string[], pset: Pset, tem
     .map((entry) => estimateModel(entry, groups));
 }
 
-export interface EstimateOptions {
-  pset?: string;
-  model: string[];
-  samples: string;
-  temperature?: string;
-  paper: boolean;
-  papers?: string;
-  promptTemplate?: string;
-  budget?: string;
-  modelsFile?: string;
-}
+export type EstimateOptions = Omit<RunSpecFlags, 'timeout'> & { modelsFile?: string };
 
 export function estimateCommand(opts: EstimateOptions): number {
-  const pset = loadPsetOrFail(opts.pset, parseList(opts.papers));
-  const template = loadPromptTemplate(opts.promptTemplate);
-  const hosted = hostedModels(opts.modelsFile);
-  const unknown = opts.model.filter((id) => !hosted.entry(id));
   if (!opts.model.length) throw new UsageError('name at least one registry model with --model (see `rcb models`)');
-  if (unknown.length) throw new UsageError(`not registry models (offline models cost nothing): ${unknown.join(', ')}`);
-  const temperature = opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined;
-  const estimates = estimateRun(hosted, opts.model, pset, template, opts.paper, parsePositiveInt('--samples', opts.samples), temperature);
-  process.stdout.write(formatEstimates(estimates, opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null));
+  const hosted = hostedModels(opts.modelsFile);
+  // The same reading of the flags as `rcb run`, so the estimate is of the run that command would make.
+  const run = resolveRun({ ...opts, timeout: '60' }, hosted);
+  const free = opts.model.filter((id) => !run.models.costs.has(id));
+  if (free.length) throw new UsageError(`not registry models (offline models cost nothing): ${free.join(', ')}`);
+  const estimates = estimateRun(hosted, opts.model, run.pset, run.template, opts.paper, run.samples, run.temperature);
+  process.stdout.write(formatEstimates(estimates, run.budgetUsd));
   return 0;
 }

@@ -1,31 +1,16 @@
 /** `rcb report` and `rcb import-official`. */
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Judge } from '../../core/types';
-import type { Subset } from '../../core/scoring';
-import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
 import { buildReport } from '../../core/report/build-report';
 import { importOverallStats } from '../../core/report/official';
-import { openRunDir, UsageError, writeRunId } from './common';
-
-const JUDGES: Judge[] = ['strict', 'official'];
-const SUBSETS: Subset[] = ['all', 'safe-common', 'safe-per-model'];
-
-function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
-  if (!allowed.includes(value as T)) throw new UsageError(`${flag} must be one of ${allowed.join(', ')} (got "${value}")`);
-  return value as T;
-}
+import { openRunDir, parseReportFlags, UsageError, writeRunId } from './common';
 
 export async function reportCommand(runDir: string, opts: { format: string; judge?: string; subset: string }): Promise<number> {
-  const format = oneOf('--format', opts.format, REPORT_FORMATS) as ReportFormat;
-  const subset = oneOf('--subset', opts.subset, SUBSETS);
+  const flags = parseReportFlags(opts);
   const { store, runId } = openRunDir(runDir, false);
   try {
     if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-    const run = await store.getRun(runId);
-    // Imported runs know only the original rule; everything else defaults to the strict one.
-    const judge = oneOf('--judge', opts.judge ?? (run?.source === 'import' ? 'official' : 'strict'), JUDGES);
-    const { text } = await buildReport(store, runId, { format, judge, subset }).catch((e: Error) => {
+    const { text } = await buildReport(store, runId, flags).catch((e: Error) => {
       throw new UsageError(e.message);
     });
     process.stdout.write(text);

@@ -1,77 +1,33 @@
 /** `rcb run`: the whole benchmark on this machine. */
-import { cpus } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { writeFileSync } from 'node:fs';
-import type { RunSpec } from '../../core/store';
-import type { Pset } from '../../core/types';
-import type { PromptTemplate } from '../../core/prompt/template';
-import { runId as computeRunId, runFolderName } from '../../core/ids';
+import { runFolderName } from '../../core/ids';
 import { runBenchmark } from '../../core/run/run-benchmark';
 import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
-import { homedir } from 'node:os';
-import { mkdirSync } from 'node:fs';
 import { createLocalExecutor } from '../../adapters/local/executor';
-import { defaultPython, loadPromptTemplate, loadPsetOrFail, openRunDir, parseList, parseNumber, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
-import { resolveModels, type HostedModelResolver, type ResolvedModels } from './model-clients';
+import { defaultPython, openRunDir, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
+import { resolveRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateRun, formatEstimates } from './model-commands';
 
-export interface RunOptions {
-  pset?: string;
-  model: string[];
-  samples: string;
-  temperature?: string;
-  paper: boolean;
-  papers?: string;
+export interface RunOptions extends RunSpecFlags {
   jobs?: string;
   python?: string;
   out?: string;
-  promptTemplate?: string;
-  timeout: string;
-  budget?: string;
   unsafeNoSandbox?: boolean;
   concurrency: string;
   modelsFile?: string;
   executor: string;
 }
 
-/** What the flags of a run define, shared by `rcb run` and `rcb cloud run` so that their run ids match. */
-export interface ResolvedRun {
-  pset: Pset;
-  template: PromptTemplate;
-  models: ResolvedModels;
-  /** The run spec; `psetRoot` is the local pset folder (a cloud run replaces it with the bundle key). */
-  spec: RunSpec;
-  runId: string;
-  samples: number;
-  temperature?: number;
-  budgetUsd: number | null;
-}
-
-export function resolveRun(opts: Pick<RunOptions, 'pset' | 'model' | 'samples' | 'temperature' | 'paper' | 'papers' | 'promptTemplate' | 'timeout' | 'budget'>, hosted: HostedModelResolver | null): ResolvedRun {
-  const papers = parseList(opts.papers);
-  const pset = loadPsetOrFail(opts.pset, papers);
-  const template = loadPromptTemplate(opts.promptTemplate);
-  const samples = parsePositiveInt('--samples', opts.samples);
-  const timeoutSec = parseNumber('--timeout', opts.timeout, 1);
-  const temperature = opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined;
-  const budgetUsd = opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null;
-  const models = resolveModels(opts.model.length ? opts.model : ['oracle'], pset, hosted, { temperature });
-
-  const spec: RunSpec = {
-    psetDigest: pset.digest,
-    psetRoot: pset.root,
-    models: [...models.clients.values()].map((c) => ({ id: c.id, params: c.params })),
-    samples,
-    withPaper: opts.paper,
-    papers: papers ? [...papers].sort() : null,
-    promptTemplateDigest: template.digest,
-    timeoutSec,
-    budgetUsd,
-  };
-  return { pset, template, models, spec, runId: computeRunId(spec), samples, temperature, budgetUsd };
+/** Paid answers are shared by every run on this machine: the same task is never bought twice. */
+function openCompletionCache(): SqliteCompletionCache {
+  const dir = process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
+  mkdirSync(dir, { recursive: true });
+  return new SqliteCompletionCache(join(dir, 'completions.sqlite'));
 }
 
 export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
@@ -80,7 +36,6 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
   const paid = models.costs.size > 0;
   const generationConcurrency = paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8);
-  const timeoutSec = spec.timeoutSec;
   const outDir = resolve(opts.out ?? join('runs', runFolderName(spec, runId)));
   // Every check that can refuse the run comes before the run directory is created: a
   // refused run leaves nothing behind (test/reliability/bad-inputs.test.ts).
@@ -99,7 +54,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     warm: opts.executor === 'warm',
     python: opts.python ?? defaultPython(),
     jobs,
-    timeoutSec,
+    timeoutSec: spec.timeoutSec,
     unsafeNoSandbox: !!opts.unsafeNoSandbox,
   }).catch((e: Error) => {
     throw new UsageError(e.message);
@@ -113,13 +68,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   }
   const { store, dir } = opened;
   writeRunId(dir, runId);
-  // Paid answers are shared by every run on this machine: the same task is never bought twice.
-  const cacheDir = process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
-  let cache: SqliteCompletionCache | undefined;
-  if (paid) {
-    mkdirSync(cacheDir, { recursive: true });
-    cache = new SqliteCompletionCache(join(cacheDir, 'completions.sqlite'));
-  }
+  const cache = paid ? openCompletionCache() : undefined;
   const progress = new TerminalProgress();
   const abort = new AbortController();
   const onSignal = () => {

@@ -1,5 +1,5 @@
 /**
- * The flags that define a run: what resolveRun (run-command.ts) reads to build the run spec
+ * The flags that define a run: what resolveRun (resolve-run.ts) reads to build the run spec
  * and so the run id. `rcb run` and `rcb cloud run` both declare them here, so that the same
  * flags give the same run on this machine and in the cloud.
  */

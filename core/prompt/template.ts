@@ -27,6 +27,8 @@ export interface PromptTemplate {
   withoutPaper: string | null;
   /** sha256 of the file's bytes: part of every task id. */
   digest: string;
+  /** The file's text, as read (what a cloud run uploads). */
+  text: string;
 }
 
 const SECTION = /^%%% (with-paper|without-paper) %%%$/;
@@ -66,6 +68,7 @@ export function parseTemplate(text: string, source: string): PromptTemplate {
     withPaper: form('with-paper'),
     withoutPaper: form('without-paper'),
     digest: createHash('sha256').update(text).digest('hex'),
+    text,
   };
   if (!template.withPaper && !template.withoutPaper) {
     throw new Error(`${source}:1: no "%%% with-paper %%%" or "%%% without-paper %%%" section`);

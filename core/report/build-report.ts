@@ -12,20 +12,30 @@ import { toOverallStats } from './official';
 
 export interface ReportOptions {
   format: ReportFormat;
-  judge: Judge;
+  /** Defaults to `defaultJudge` of the run and format. */
+  judge?: Judge;
   subset: Subset;
+}
+
+/**
+ * The strict judge, except where only the original rule makes sense: imported results
+ * (they record no more) and the original harness's own format.
+ */
+export function defaultJudge(run: RunRecord, format: ReportFormat): Judge {
+  return run.source === 'import' || format === 'official' ? 'official' : 'strict';
 }
 
 export async function buildReport(store: RunStore, runId: string, opts: ReportOptions): Promise<{ run: RunRecord; text: string }> {
   const run = await store.getRun(runId);
   if (!run) throw new Error(`no run ${runId} in this store`);
-  if (run.source === 'import' && opts.judge === 'strict') {
+  const judge = opts.judge ?? defaultJudge(run, opts.format);
+  if (run.source === 'import' && judge === 'strict') {
     throw new Error('this run was imported from overall_stats.json, which records only the original pass rule: use --judge official');
   }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
   const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge: opts.judge, subset: opts.subset, cutoffs });
+  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge, subset: opts.subset, cutoffs });
   switch (opts.format) {
     case 'table':
       return { run, text: formatTable(report, run) };
