@@ -17,7 +17,8 @@ import { join, resolve } from 'node:path';
 import type { Candidate, RawExecution } from '../core/executor';
 import { DEFAULT_LIMITS } from '../core/executor';
 import { OFFICIAL_MARKERS, officialPass } from '../core/judge';
-import { findFile, originalBody, splice } from '../core/prompt/mask';
+import { originalBody } from '../core/prompt/mask';
+import { candidateFor } from '../core/run/evaluate';
 import { loadPset } from '../core/pset/read-pset';
 import { createColdExecutor, createWarmExecutor } from '../adapters/local/executor';
 import { sandboxEnvironment } from '../adapters/local/executor/environment';
@@ -68,13 +69,7 @@ export function oracleCandidates(psetDir: string, papers: string[] | undefined, 
   for (let r = 0; r < repeat; r++) {
     for (const paper of pset.papers) {
       for (const snippet of paper.snippets) {
-        candidates.push({
-          taskId: `${paper.meta.id}/${snippet.file}/${snippet.name}#${r}`,
-          paper: paper.meta.id,
-          paperDir: paper.dir,
-          file: snippet.file,
-          source: splice(findFile(paper, snippet.file), snippet, originalBody(snippet)),
-        });
+        candidates.push(candidateFor(`${paper.meta.id}/${snippet.file}/${snippet.name}#${r}`, paper, snippet, originalBody(snippet)));
       }
     }
   }

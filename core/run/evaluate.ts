@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Paper, Pset } from '../types';
+import type { Paper, Pset, Snippet } from '../types';
 import type { Candidate, RawExecution, TestExecutor } from '../executor';
 import type { CompletionRecord, RunStore, TaskRecord, Verdict } from '../store';
 import { extractCompletion } from '../prompt/extract';
@@ -46,6 +46,17 @@ export function testUsesUnittest(paper: Paper): boolean {
   return uses;
 }
 
+/** A completion spliced into its snippet's file, ready for an executor (SPEC 7). */
+export function candidateFor(taskId: string, paper: Paper, snippet: Snippet, code: string): Candidate {
+  return {
+    taskId,
+    paper: paper.meta.id,
+    paperDir: paper.dir,
+    file: snippet.file,
+    source: splice(findFile(paper, snippet.file), snippet, code),
+  };
+}
+
 export async function evaluate(deps: EvaluateDeps, input: EvaluateInput): Promise<Verdict[]> {
   const progress = deps.progress ?? silentProgress;
   const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
@@ -74,14 +85,7 @@ export async function evaluate(deps: EvaluateDeps, input: EvaluateInput): Promis
     }
     const paper = papers.get(task.paper);
     if (!paper) throw new Error(`task ${task.taskId} names paper "${task.paper}", which is not in the pset`);
-    const snippet = findSnippet(paper, task.snippet, task.file);
-    candidates.push({
-      taskId: task.taskId,
-      paper: task.paper,
-      paperDir: paper.dir,
-      file: task.file,
-      source: splice(findFile(paper, task.file), snippet, code),
-    });
+    candidates.push(candidateFor(task.taskId, paper, findSnippet(paper, task.snippet, task.file), code));
     pending.set(task.taskId, { task, completion: code, paper });
   }
   if (!candidates.length) return verdicts;

@@ -3,7 +3,7 @@
  * (each delivered twice), check progress, evaluate per shard with the real executor,
  * aggregate; the result must equal a local run of the same spec.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestExecutor } from '../../core/executor';

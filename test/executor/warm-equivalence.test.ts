@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import type { Candidate, RawExecution } from '../../core/executor';
 import { judge } from '../../core/judge';
 import { extractCompletion } from '../../core/prompt/extract';
-import { findFile, findSnippet, originalBody, splice } from '../../core/prompt/mask';
+import { findSnippet, originalBody } from '../../core/prompt/mask';
+import { candidateFor } from '../../core/run/evaluate';
 import { loadPset } from '../../core/pset/read-pset';
 import type { Snippet } from '../../core/types';
 import { createColdExecutor, createWarmExecutor } from '../../adapters/local/executor';
@@ -33,13 +34,7 @@ function buildCases(): Case[] {
     const paper = pset.papers.find((p) => p.meta.id === paperId)!;
     cases.push({
       completion,
-      candidate: {
-        taskId: `${paperId}/${snippet.file}/${snippet.name}/${kind}`,
-        paper: paperId,
-        paperDir: paper.dir,
-        file: snippet.file,
-        source: splice(findFile(paper, snippet.file), snippet, completion),
-      },
+      candidate: candidateFor(`${paperId}/${snippet.file}/${snippet.name}/${kind}`, paper, snippet, completion),
     });
   };
   for (const paper of pset.papers) {

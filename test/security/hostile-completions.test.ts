@@ -11,7 +11,8 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { loadPset } from '../../core/pset/read-pset';
 import { extractCompletion } from '../../core/prompt/extract';
-import { findFile, findSnippet, splice } from '../../core/prompt/mask';
+import { findSnippet } from '../../core/prompt/mask';
+import { candidateFor } from '../../core/run/evaluate';
 import { judge } from '../../core/judge';
 import type { Candidate, RawExecution } from '../../core/executor';
 import { createLocalExecutor } from '../../adapters/local/executor';
@@ -78,13 +79,7 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
     const paper = pset.papers[0];
     for (const c of cases) {
       const snippet = findSnippet(paper, c.snippet);
-      candidates.push({
-        taskId: c.case,
-        paper: c.paper,
-        paperDir: paper.dir,
-        file: snippet.file,
-        source: splice(findFile(paper, snippet.file), snippet, extractCompletion(c.completion)),
-      });
+      candidates.push(candidateFor(c.case, paper, snippet, extractCompletion(c.completion)));
     }
     const executor = await createLocalExecutor({ warm, uidBase, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
     try {
