@@ -207,11 +207,6 @@ export class GenerationConstruct extends Construct {
   public laneQueueUrls(): Record<string, string> {
     return Object.fromEntries(this.lanes.map((l) => [l.config.name, l.queue.queueUrl]));
   }
-
-  /** Lane name -> dead-letter queue URL, for progress checks that count dead-lettered tasks. */
-  public laneDeadLetterQueueUrls(): Record<string, string> {
-    return Object.fromEntries(this.lanes.map((l) => [l.config.name, l.deadLetterQueue.queueUrl]));
-  }
 }
 
 /** `open-ai` -> `OpenAi`, for construct ids. */

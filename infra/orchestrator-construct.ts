@@ -115,16 +115,11 @@ export class OrchestratorConstruct extends Construct {
       timeout: Duration.minutes(1),
       environment: {
         ...common,
-        RCB_LANE_QUEUES: stack.toJsonString(generation.laneQueueUrls()),
-        RCB_LANE_DLQS: stack.toJsonString(generation.laneDeadLetterQueueUrls()),
         RCB_GENERATION_TIMEOUT_SEC: String((props.generationTimeout ?? Duration.hours(24)).toSeconds()),
       },
     });
+    // Progress is read from the run's items alone: it needs no queue access.
     storage.grantTable(this.checkProgress.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-    for (const lane of generation.lanes) {
-      lane.queue.grant(this.checkProgress.role, 'sqs:GetQueueAttributes');
-      lane.deadLetterQueue.grant(this.checkProgress.role, 'sqs:GetQueueAttributes');
-    }
 
     this.aggregate = new RcbFunction(this, 'AggregateFunction', {
       functionDir: 'aggregate',

@@ -5,8 +5,7 @@
  * was created it throws, which sends the run to MarkRunFailed. A thin adapter over
  * core/cloud/check-progress.ts.
  *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES, RCB_LANE_DLQS (JSON lane -> URL),
- * RCB_GENERATION_TIMEOUT_SEC.
+ * Environment: RCB_TABLE, RCB_BUCKET, RCB_GENERATION_TIMEOUT_SEC.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
