@@ -28,8 +28,8 @@ import { loadRunContext } from '../core/cloud/run-context';
 import { evaluateShard } from '../core/cloud/evaluate-shard';
 import { silentProgress, type Progress } from '../core/run/progress';
 import { createLocalExecutor } from '../adapters/local/executor';
-import { loadStorageConfig } from '../functions/shared/cloud-config';
-import { createStorageAdapters } from '../functions/shared/cloud-adapters';
+import { loadStorageConfig } from '../adapters/aws/runtime/cloud-config';
+import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 
 /** What one shard task is told to do. */
 export interface ShardEnv {

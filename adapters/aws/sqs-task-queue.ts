@@ -105,7 +105,7 @@ const BATCH_MAX = 10;
 
 /**
  * Generation jobs onto their providers' lane queues. The core TaskQueue port
- * (core/cloud/ports.ts) is LaneTaskQueue (functions/shared/cloud-adapters.ts) over this.
+ * (core/cloud/ports.ts) is LaneTaskQueue (adapters/aws/runtime/cloud-adapters.ts) over this.
  */
 export class SqsTaskQueue {
   private readonly maxAttempts: number;

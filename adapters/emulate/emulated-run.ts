@@ -21,9 +21,9 @@ import { parsePayload, runWorkflowInputSchema, type RunWorkflowInput } from '../
 import { envKeySource } from '../../core/keys';
 import { HostedModels } from '../models/hosted-models';
 import { loadRegistry } from '../models/registry';
-import { createStorageAdapters } from '../../functions/shared/cloud-adapters';
-import { once } from '../../functions/shared/cloud-config';
-import { resolveRunModels, runModelCosts } from '../../functions/shared/run-models';
+import { createStorageAdapters } from '../aws/runtime/cloud-adapters';
+import { once } from '../aws/runtime/cloud-config';
+import { resolveRunModels, runModelCosts } from '../aws/runtime/run-models';
 import * as planRunFn from '../../functions/plan-run/handler';
 import * as generateFn from '../../functions/generate/handler';
 import * as checkProgressFn from '../../functions/check-progress/handler';

@@ -13,7 +13,7 @@ import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../aws/clients';
 import { createRunTable } from '../aws/run-table';
-import type { StorageConfig } from '../../functions/shared/cloud-config';
+import type { StorageConfig } from '../aws/runtime/cloud-config';
 
 /** s3rver checks request signatures against its one built-in account; dynalite accepts any. */
 export const LOCAL_CREDENTIALS: AwsStaticCredentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };

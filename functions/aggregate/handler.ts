@@ -11,8 +11,8 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { parsePayload, runRefSchema, type AggregateResult, type RunRef } from '../../core/cloud/payloads';
 import type { BlobStore, RunStore } from '../../core/store';
-import { loadStorageConfig, once, type StorageConfig } from '../shared/cloud-config';
-import { createStorageAdapters } from '../shared/cloud-adapters';
+import { loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
 export const aggregateInputSchema = runRefSchema;
 export type AggregateInput = RunRef;

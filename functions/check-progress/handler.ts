@@ -12,8 +12,8 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { checkProgress } from '../../core/cloud/check-progress';
 import { parsePayload, runRefSchema, type CheckProgressResult, type RunRef } from '../../core/cloud/payloads';
 import type { RunStore } from '../../core/store';
-import { loadStorageConfig, once, positiveNumberEnv, type StorageConfig } from '../shared/cloud-config';
-import { createStorageAdapters } from '../shared/cloud-adapters';
+import { loadStorageConfig, once, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
 export const checkProgressInputSchema = runRefSchema;
 export type CheckProgressInput = RunRef;

@@ -25,9 +25,9 @@ import { createSecretsManagerClient } from '../../adapters/aws/clients';
 import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
-import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../shared/cloud-config';
-import { createStorageAdapters, type StorageAdapters } from '../shared/cloud-adapters';
-import { resolveRunModels, type RunModels } from '../shared/run-models';
+import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { resolveRunModels, type RunModels } from '../../adapters/aws/runtime/run-models';
 
 export { generationMessageSchema };
 export type { GenerationMessage };

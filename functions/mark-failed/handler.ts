@@ -9,8 +9,8 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { markRunFailed } from '../../core/cloud/mark-run-failed';
 import { markRunFailedInputSchema, parsePayload, stateFailureSchema, type MarkRunFailedInput } from '../../core/cloud/payloads';
 import type { RunStore } from '../../core/store';
-import { loadStorageConfig, once, type StorageConfig } from '../shared/cloud-config';
-import { createStorageAdapters } from '../shared/cloud-adapters';
+import { loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
 export { markRunFailedInputSchema, stateFailureSchema };
 export type { MarkRunFailedInput };

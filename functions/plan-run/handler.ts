@@ -17,9 +17,9 @@ import { createSqsClient } from '../../adapters/aws/clients';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
 import { envKeySource } from '../../core/keys';
-import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../shared/cloud-config';
-import { createStorageAdapters, LaneTaskQueue } from '../shared/cloud-adapters';
-import { OFFLINE_MODELS, runModelCosts } from '../shared/run-models';
+import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import { createStorageAdapters, LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
+import { OFFLINE_MODELS, runModelCosts } from '../../adapters/aws/runtime/run-models';
 
 export { runWorkflowInputSchema };
 export type { RunWorkflowInput, ShardRef, PlanRunResult };

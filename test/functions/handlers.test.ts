@@ -19,7 +19,7 @@ import { createHandler as createPlanRun } from '../../functions/plan-run/handler
 import { createHandler as createCheckProgress } from '../../functions/check-progress/handler';
 import { createHandler as createAggregate } from '../../functions/aggregate/handler';
 import { createHandler as createMarkFailed } from '../../functions/mark-failed/handler';
-import { LaneTaskQueue } from '../../functions/shared/cloud-adapters';
+import { LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
 import { planCloudRun } from '../../core/cloud/plan-cloud-run';
 import type { RunStore } from '../../core/store';
 import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';

@@ -2,12 +2,12 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../../adapters/aws/clients';
-import { DynamoCompletionCache, DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
-import { S3BlobStore } from '../../adapters/aws/s3-blob-store';
-import { SqsTaskQueue, type LaneRouting } from '../../adapters/aws/sqs-task-queue';
-import type { BlobStore, CompletionCache, RunStore } from '../../core/store';
-import type { QueuedGeneration, TaskQueue } from '../../core/cloud/ports';
+import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../clients';
+import { DynamoCompletionCache, DynamoRunStore } from '../dynamo-run-store';
+import { S3BlobStore } from '../s3-blob-store';
+import { SqsTaskQueue, type LaneRouting } from '../sqs-task-queue';
+import type { BlobStore, CompletionCache, RunStore } from '../../../core/store';
+import type { QueuedGeneration, TaskQueue } from '../../../core/cloud/ports';
 import type { StorageConfig } from './cloud-config';
 
 export interface StorageAdapters {

@@ -3,13 +3,13 @@
  * models from the registry with the spec's parameters. A hosted model whose registry
  * parameters no longer match the spec is refused: its answers would not be the run's.
  */
-import type { ModelClient } from '../../core/model';
-import type { ModelSpec, RunSpec } from '../../core/store';
-import type { Pset } from '../../core/types';
-import type { CostModel } from '../../core/run/generate';
-import { canonicalJson } from '../../core/ids';
-import { EmptyModel, OracleModel } from '../../adapters/models/offline';
-import type { HostedModels } from '../../adapters/models/hosted-models';
+import type { ModelClient } from '../../../core/model';
+import type { ModelSpec, RunSpec } from '../../../core/store';
+import type { Pset } from '../../../core/types';
+import type { CostModel } from '../../../core/run/generate';
+import { canonicalJson } from '../../../core/ids';
+import { EmptyModel, OracleModel } from '../../models/offline';
+import type { HostedModels } from '../../models/hosted-models';
 
 export const OFFLINE_MODELS = new Set(['oracle', 'empty']);
 
