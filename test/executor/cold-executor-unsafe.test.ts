@@ -23,7 +23,6 @@ beforeAll(async () => {
   executor = await createColdExecutor({
     jobs: 2,
     unsafeNoSandbox: true,
-    uidBase: 310_000,
     limits: { timeoutSec: 10 },
     envAllow: ['FAKE_API_KEY'],
     warn: (m) => void warnings.push(m),

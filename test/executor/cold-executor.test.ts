@@ -11,7 +11,6 @@ import { ColdExecutor, createColdExecutor } from '../../adapters/local/executor'
 import { passedSuiteReport } from '../helpers/driver-report';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
 
-const UID_BASE = 300_000;
 
 let paper: TinyPaper;
 let executor: ColdExecutor;
@@ -25,7 +24,7 @@ async function runOne(source: string, on: ColdExecutor = executor): Promise<RawE
 
 beforeAll(async () => {
   paper = makeTinyPaper();
-  executor = await createColdExecutor({ jobs: 4, limits: { timeoutSec: 20 }, uidBase: UID_BASE, warn: () => undefined });
+  executor = await createColdExecutor({ jobs: 4, limits: { timeoutSec: 20 }, warn: () => undefined });
 });
 
 afterAll(async () => {
@@ -151,7 +150,6 @@ describe('ColdExecutor (bwrap)', () => {
       const warnings: string[] = [];
       const withEnv = await createColdExecutor({
         jobs: 1,
-        uidBase: UID_BASE,
         envAllow: ['FAKE_API_KEY', 'AWS_SECRET_ACCESS_KEY', 'RCB_TEST_VISIBLE'],
         warn: (m) => void warnings.push(m),
       });
@@ -300,7 +298,6 @@ describe('ColdExecutor (bwrap)', () => {
     beforeAll(async () => {
       tight = await createColdExecutor({
         jobs: 2,
-        uidBase: UID_BASE,
         limits: { timeoutSec: 2, maxProcesses: 32, maxOutputBytes: 32 * 1024 * 1024, logCapBytes: 4096 },
         warn: () => undefined,
       });
@@ -380,7 +377,7 @@ describe('ColdExecutor (bwrap)', () => {
 
 describe('ColdExecutor batches', () => {
   it('stops starting candidates and rejects when onResult throws', async () => {
-    const one = await createColdExecutor({ jobs: 1, uidBase: UID_BASE, warn: () => undefined });
+    const one = await createColdExecutor({ jobs: 1, warn: () => undefined });
     const seen: string[] = [];
     try {
       const batch = ['a', 'b', 'c'].map((id) => paper.candidate(id, modelSource(CORRECT_BODY)));
@@ -398,7 +395,7 @@ describe('ColdExecutor batches', () => {
   });
 
   it('kills runs in flight on close and leaves no process behind', async () => {
-    const closing = await createColdExecutor({ jobs: 1, uidBase: UID_BASE, limits: { timeoutSec: 30 }, warn: () => undefined });
+    const closing = await createColdExecutor({ jobs: 1, limits: { timeoutSec: 30 }, warn: () => undefined });
     const mark = marker();
     const top = `import subprocess, sys, time\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${mark}"])\ntime.sleep(300)`;
     const running = closing.run([paper.candidate('slow', modelSource(CORRECT_BODY, top)), paper.candidate('never', 'x = 1\n')]);

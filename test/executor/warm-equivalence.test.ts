@@ -82,13 +82,13 @@ describe('WarmExecutor equivalence with ColdExecutor on examples/pset-mini', () 
   let warm: RawExecution[] = [];
 
   beforeAll(async () => {
-    const coldExecutor = await createColdExecutor({ jobs: 2, limits: LIMITS, uidBase: 320_000, warn: () => undefined });
+    const coldExecutor = await createColdExecutor({ jobs: 2, limits: LIMITS, warn: () => undefined });
     try {
       cold = await coldExecutor.run(cases.map((c) => c.candidate));
     } finally {
       await coldExecutor.close();
     }
-    const warmExecutor = await createWarmExecutor({ jobs: 2, limits: LIMITS, uidBase: 330_000, warn: () => undefined });
+    const warmExecutor = await createWarmExecutor({ jobs: 2, limits: LIMITS, warn: () => undefined });
     try {
       warm = await warmExecutor.run(cases.map((c) => c.candidate));
     } finally {

@@ -30,8 +30,8 @@ beforeAll(async () => {
   paper = makeTinyPaper();
   writeFileSync(join(paper.paperDir, BIG_FILE), Buffer.alloc(LINK_THRESHOLD_BYTES, 7));
   // One slot, so consecutive candidates share a worker.
-  warm = await createWarmExecutor({ jobs: 1, limits: LIMITS, uidBase: 340_000, preload: ['json'], warn: () => undefined });
-  cold = await createColdExecutor({ jobs: 1, limits: LIMITS, uidBase: 341_000, warn: () => undefined });
+  warm = await createWarmExecutor({ jobs: 1, limits: LIMITS, preload: ['json'], warn: () => undefined });
+  cold = await createColdExecutor({ jobs: 1, limits: LIMITS, warn: () => undefined });
 });
 
 afterAll(async () => {
@@ -165,7 +165,7 @@ describe('WarmExecutor', () => {
   });
 
   it('stops a candidate at the time limit', async () => {
-    const quick = await createWarmExecutor({ jobs: 1, limits: { timeoutSec: 1 }, uidBase: 342_000, warn: () => undefined });
+    const quick = await createWarmExecutor({ jobs: 1, limits: { timeoutSec: 1 }, warn: () => undefined });
     try {
       const [r] = await quick.run([paper.candidate('tiny/add', modelSource('    while True:\n        pass'))]);
       const [next] = await quick.run([paper.candidate('tiny/add', modelSource(CORRECT_BODY))]);
@@ -179,7 +179,7 @@ describe('WarmExecutor', () => {
   });
 
   it('runs coldOnly papers through the cold executor', async () => {
-    const mixed = await createWarmExecutor({ jobs: 1, limits: LIMITS, uidBase: 343_000, coldOnly: ['tiny-paper'], warn: () => undefined });
+    const mixed = await createWarmExecutor({ jobs: 1, limits: LIMITS, coldOnly: ['tiny-paper'], warn: () => undefined });
     try {
       const [r] = await mixed.run([paper.candidate('tiny/add', modelSource(CORRECT_BODY))]);
 

@@ -42,16 +42,13 @@ function strayProcesses(): string[] {
   return ps.split('\n').filter((l) => /^sleep 317\b/.test(l.trim()));
 }
 
-/**
- * Both executors, with the same checks; sandbox uids of their own (jest runs test files in
- * parallel, and RLIMIT_NPROC counts per uid), not shared with each other or another suite.
- */
+/** Both executors, with the same checks (each jest worker process has sandbox uids of its own). */
 const EXECUTORS = [
-  { kind: 'cold', warm: false, uidBase: 360_000 },
-  { kind: 'warm', warm: true, uidBase: 350_000 },
+  { kind: 'cold', warm: false },
+  { kind: 'warm', warm: true },
 ] as const;
 
-describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ kind, warm, uidBase }) => {
+describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ kind, warm }) => {
   let server: Server;
   let connections = 0;
   const saved: Record<string, string | undefined> = {};
@@ -81,7 +78,7 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
       const snippet = findSnippet(paper, c.snippet);
       candidates.push(candidateFor(c.case, paper, snippet, extractCompletion(c.completion)));
     }
-    const executor = await createLocalExecutor({ warm, uidBase, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
+    const executor = await createLocalExecutor({ warm, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
     try {
       // Act
       results = await executor.run(candidates);

@@ -35,23 +35,75 @@ export function spawnGroup(spec: ProcessSpawn, stdio: StdioOptions): ChildProces
   });
 }
 
-/** SIGKILL to `pid` (a negative one: a process group); nothing when it is already gone. */
-export function killQuietly(pid: number): void {
+/** `signal` (SIGKILL by default) to `pid` (a negative one: a process group); nothing when it is already gone. */
+export function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
   try {
-    process.kill(pid, 'SIGKILL');
+    process.kill(pid, signal);
   } catch {
     // Already gone.
   }
 }
 
-/** What bwrap writes to its --info-fd: `{"child-pid": N}`, the sandbox's init. */
+/**
+ * Ends a spawned sandbox or supervisor with everything it started. It signals only while
+ * the spawned process has not exited, so that neither its pid nor its process group can
+ * have been handed to another process yet:
+ *
+ * - bwrap: its init, once bwrap said which (the pid namespace empties with it);
+ * - a supervisor (rcb_contain.py, the warm server without a namespace): SIGTERM, on which
+ *   it ends its own descendants and then itself;
+ *
+ * and SIGKILL to the process group if it is still alive `graceMs` later.
+ */
+export class ProcessEnder {
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly child: ChildProcess,
+    private readonly how: { sandbox: SandboxInfo } | { supervisor: true },
+    private readonly graceMs: number,
+  ) {
+    child.once('exit', () => {
+      if (this.timer) clearTimeout(this.timer);
+    });
+  }
+
+  private get alive(): boolean {
+    return this.child.pid !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Starts ending it; calling again while it ends changes nothing. */
+  end(): void {
+    if (!this.alive || this.timer) return;
+    const pid = this.child.pid!;
+    const init = 'sandbox' in this.how ? this.how.sandbox.initPid() : null;
+    if (init !== null) killQuietly(init);
+    else if ('supervisor' in this.how) killQuietly(pid, 'SIGTERM');
+    else return killQuietly(-pid); // bwrap has not said its init yet: --die-with-parent ends the namespace with bwrap
+    this.timer = setTimeout(() => {
+      if (this.alive) killQuietly(-pid);
+    }, this.graceMs);
+  }
+}
+
+/**
+ * What bwrap writes to its --info-fd, `{"child-pid": N}` (the sandbox's init), or
+ * rcb_contain.py to its --status-fd, `{"exit-code": N}` once the test has ended.
+ */
 export class SandboxInfo {
   private text = '';
 
-  listen(stream: Readable | null | undefined): void {
+  /** `onData` is called after each chunk. */
+  listen(stream: Readable | null | undefined, onData?: () => void): void {
     stream?.on('data', (chunk: Buffer) => {
       if (this.text.length < 4096) this.text += chunk.toString('utf8');
+      onData?.();
     });
+  }
+
+  /** Whether the supervisor said the test itself has ended (its clean-up may go on). */
+  testEnded(): boolean {
+    return /"exit-(code|signal)"\s*:\s*\d+/.test(this.text);
   }
 
   /** The pid of the sandbox's init, whose death ends every process in the sandbox; null before bwrap said it. */

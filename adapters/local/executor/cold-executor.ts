@@ -4,7 +4,7 @@
  * shared between candidates but the read-only system.
  */
 import { chmod, mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
 import { TEST_ENTRY } from '../../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
@@ -67,7 +67,7 @@ export class ColdExecutor implements TestExecutor {
         await mkdir(workspaces, { mode: 0o711 });
         await chmod(workspaces, 0o711);
         const driverDir = join(runDir, 'driver');
-        await copyPythonFiles(driverDir, { 'rcb_driver.py': this.options.driverPath });
+        await copyPythonFiles(driverDir, { 'rcb_driver.py': this.options.driverPath, 'rcb_contain.py': undefined });
         return { workspaces, driver: join(driverDir, 'rcb_driver.py') };
       },
     });
@@ -107,7 +107,27 @@ export class ColdExecutor implements TestExecutor {
             cwd: '/',
             infoFd: INFO_FD,
           }
-        : { ...common, command: setup.python.executable, args: [setup.driver, ...driverArgs], cwd: workspace };
+        : {
+            // No pid namespace: rcb_contain.py supervises the test and ends all it started
+            // (as root it runs the test as the slot user and ends that uid's processes too).
+            ...common,
+            uid: undefined,
+            gid: undefined,
+            command: setup.python.executable,
+            args: [
+              join(dirname(setup.driver), 'rcb_contain.py'),
+              ...(user ? ['--uid', String(user.uid), '--gid', String(user.gid)] : []),
+              '--status-fd',
+              String(INFO_FD),
+              '--',
+              setup.python.executable,
+              setup.driver,
+              ...driverArgs,
+            ],
+            cwd: workspace,
+            infoFd: INFO_FD,
+            supervisor: true,
+          };
       const outcome = await runTestProcess(spec, limits, this.lifecycle.abort.signal);
       const tamperedFiles = await this.baseFiles.tamperedFiles(candidate.paperDir, workspace, file);
       return this.lifecycle.finished(setup, candidate, outcome, tamperedFiles);

@@ -7,16 +7,18 @@
 import { rm } from 'node:fs/promises';
 import type { Candidate, RawExecution } from '../../../core/executor';
 import { parseDriverReport } from './driver-report';
+import { releaseSandboxUsers, type SandboxUser } from './sandbox-users';
 import type { SlotPool } from './slot-pool';
 import type { TestProcessOutcome } from './test-process';
 
 type ExecutorKind = RawExecution['executor'];
 type OnResult = (r: RawExecution) => void | Promise<void>;
 
-/** What the lifecycle needs of an executor's set-up: the run directory, and whether tests run in bwrap. */
+/** What the lifecycle needs of an executor's set-up: the run directory, whether tests run in bwrap, the slot users. */
 interface Setup {
   runDir: string;
   sandbox: object | null;
+  users: readonly SandboxUser[];
 }
 
 export class ExecutorLifecycle<Prepared extends Setup> {
@@ -95,7 +97,7 @@ export class ExecutorLifecycle<Prepared extends Setup> {
     void promise.finally(() => this.inFlight.delete(promise)).catch(() => undefined);
   }
 
-  /** Aborts and waits for what is in flight, then `release`, then removes the run directory. */
+  /** Aborts and waits for what is in flight, then `release`, then removes the run directory and gives the users back. */
   async close(release?: () => Promise<unknown>): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
@@ -103,7 +105,9 @@ export class ExecutorLifecycle<Prepared extends Setup> {
     await Promise.allSettled([...this.inFlight]);
     await release?.();
     const setup = await this.prepared?.catch(() => undefined);
-    if (setup) await rm(setup.runDir, { recursive: true, force: true });
+    if (!setup) return;
+    await rm(setup.runDir, { recursive: true, force: true });
+    releaseSandboxUsers(setup.users);
   }
 }
 

@@ -33,8 +33,6 @@ export interface ColdExecutorOptions {
   readonly tmpDir?: string;
   /** Largest file a test may write (RLIMIT_FSIZE), and the size of its /tmp and /dev/shm, MiB. @default 1024 */
   readonly maxFileMb?: number;
-  /** First uid/gid of the test users when running as root, one per job. @default 200000 */
-  readonly uidBase?: number;
   /** bubblewrap executable. @default the first `bwrap` on PATH, else /usr/bin/bwrap */
   readonly bwrap?: string;
   /** The in-sandbox driver. @default adapters/local/python/rcb_driver.py of this package */

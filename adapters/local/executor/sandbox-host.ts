@@ -12,14 +12,7 @@ import type { ColdExecutorOptions, ExecutorSettings } from './executor-options';
 import { probePython, type PythonInfo } from './python';
 import { createRunDir, removeStaleRunDirs } from './run-dir';
 import { bwrapOptions, checkSandbox, findBwrap, missingBwrapError, sandboxBaseArgs } from './sandbox';
-import {
-  allocateSandboxUsers,
-  DEFAULT_UID_BASE,
-  groupText,
-  passwdText,
-  runningAsRoot,
-  type SandboxUser,
-} from './sandbox-users';
+import { allocateSandboxUsers, groupText, passwdText, releaseSandboxUsers, runningAsRoot, type SandboxUser } from './sandbox-users';
 
 export interface SandboxHost {
   runDir: string;
@@ -47,10 +40,10 @@ export async function prepareSandboxHost<Files extends object>(
   if (!bwrap && !options.unsafeNoSandbox) throw missingBwrapError();
   if (!bwrap) warn('rcb: running tests WITHOUT a sandbox (unsafeNoSandbox): generated code can reach your files and network');
 
-  const users = runningAsRoot() ? allocateSandboxUsers(options.jobs, options.uidBase ?? DEFAULT_UID_BASE) : [];
   const parent = options.tmpDir ?? tmpdir();
   await removeStaleRunDirs(parent).catch(() => undefined);
   const runDir = await createRunDir(parent);
+  const users = runningAsRoot() ? allocateSandboxUsers(options.jobs) : [];
   try {
     const files = await options.populate(runDir, users);
     const etc = join(runDir, 'etc');
@@ -88,6 +81,7 @@ export async function prepareSandboxHost<Files extends object>(
     return { ...files, runDir, python, env, sandbox, users };
   } catch (error) {
     await rm(runDir, { recursive: true, force: true });
+    releaseSandboxUsers(users);
     throw error;
   }
 }

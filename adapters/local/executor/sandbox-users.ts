@@ -1,14 +1,26 @@
 /**
  * Unprivileged users that test processes run as when rcb runs as root. Each worker slot
  * gets its own uid, so that RLIMIT_NPROC (counted per user) of one candidate cannot
- * starve another, and a candidate's files are never writable by another's.
+ * starve another, a candidate's files are never writable by another's, and what a test
+ * left running can be found by its uid.
  */
 
-/** Default first uid/gid handed out; far above the ids a distribution assigns. */
-export const DEFAULT_UID_BASE = 200_000;
+/**
+ * Where sandbox uids come from: each rcb process takes them from a block of its own,
+ * derived from its pid. Two live processes never share a pid, so they never share a uid:
+ * ending every process of a slot's uid (rcb_contain.py, after each test without a pid
+ * namespace) can never reach another rcb's tests, whoever started it. The range,
+ * 2^30 up to 2^30 + 2^22 x 128, lies above the ids distributions and directory services
+ * hand out and below 2^31, which some tools cannot take.
+ */
+export const UID_SPACE_START = 1 << 30;
+/** Users one process may hold at once (slots of all its executors together). */
+export const UIDS_PER_PROCESS = 128;
+/** Pids are below the kernel's largest pid_max, 2^22. */
+const PID_LIMIT = 1 << 22;
 
-/** Ids already handed out in this process, per base, so two executors never share one. */
-const nextOffset = new Map<number, number>();
+/** Offsets in this process's block that an executor holds now. */
+const held = new Set<number>();
 
 export interface SandboxUser {
   uid: number;
@@ -16,14 +28,33 @@ export interface SandboxUser {
   name: string;
 }
 
-/** Hands out `count` fresh users starting at `base` (gid equal to uid). */
-export function allocateSandboxUsers(count: number, base: number = DEFAULT_UID_BASE): SandboxUser[] {
-  const first = nextOffset.get(base) ?? 0;
-  nextOffset.set(base, first + count);
-  return Array.from({ length: count }, (_, i) => {
-    const id = base + first + i;
+/** The first uid of this process's block. */
+export function processUidBase(pid: number = process.pid): number {
+  if (!Number.isInteger(pid) || pid <= 0 || pid >= PID_LIMIT) throw new Error(`rcb: unexpected pid ${pid}`);
+  return UID_SPACE_START + pid * UIDS_PER_PROCESS;
+}
+
+/** Hands out `count` users of this process's block that no executor holds (gid equal to uid). */
+export function allocateSandboxUsers(count: number): SandboxUser[] {
+  const base = processUidBase();
+  const offsets: number[] = [];
+  for (let offset = 0; offset < UIDS_PER_PROCESS && offsets.length < count; offset++) {
+    if (!held.has(offset)) offsets.push(offset);
+  }
+  if (offsets.length < count) {
+    throw new Error(`rcb: one process can run at most ${UIDS_PER_PROCESS} sandbox slots at once (asked for ${count} more, ${held.size} held)`);
+  }
+  for (const offset of offsets) held.add(offset);
+  return offsets.map((offset) => {
+    const id = base + offset;
     return { uid: id, gid: id, name: `rcb${id}` };
   });
+}
+
+/** Gives users back once nothing of theirs runs any more (the executor is closed). */
+export function releaseSandboxUsers(users: readonly SandboxUser[]): void {
+  const base = processUidBase();
+  for (const u of users) held.delete(u.uid - base);
 }
 
 /** Whether test processes must be moved off this process's user (it is root). */

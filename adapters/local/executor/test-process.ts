@@ -4,21 +4,32 @@
  */
 import type { Readable } from 'node:stream';
 import type { StreamCapture } from './capped-log';
-import { killQuietly, OutputCapture, SandboxInfo, spawnGroup, type CapturedOutput, type ProcessSpawn } from './child-process';
+import { OutputCapture, ProcessEnder, SandboxInfo, spawnGroup, type CapturedOutput, type ProcessSpawn } from './child-process';
 
 /** How long to wait for the pipes to close once the process has exited and been killed. */
 const PIPE_GRACE_MS = 2_000;
-/** How long the sandbox's init may take to die before the whole process group is killed. */
+/** How long the sandbox's init may take to end before the whole process group is killed. */
 const KILL_GRACE_MS = 2_000;
+/**
+ * How long a supervisor may take to end what a test left (rcb_contain.py gives up after
+ * 10 s) before its process group is killed: killing it sooner would let the rest escape.
+ */
+const SUPERVISOR_GRACE_MS = 15_000;
 
 export interface TestProcessSpec extends ProcessSpawn {
   /** The child's fd where the driver writes its report. */
   reportFd: number;
   /**
    * The child's fd where bwrap writes `{"child-pid": N}`: the sandbox's init, whose
-   * death ends every process in the sandbox before bwrap itself exits.
+   * death ends every process in the sandbox before bwrap itself exits. For a supervisor,
+   * its --status-fd: the test's end, after which the time limit no longer runs.
    */
   infoFd?: number;
+  /**
+   * The process is a supervisor (rcb_contain.py) that ends what the test started on
+   * SIGTERM and when the test ends; without it, it is bwrap.
+   */
+  supervisor?: boolean;
 }
 
 export interface TestProcessLimits {
@@ -56,21 +67,19 @@ export function runTestProcess(
     let killedFor: TestProcessOutcome['killedFor'] = null;
     let exit: { code: number | null; signal: string | null; at: number } | null = null;
     let settled = false;
+    /** When a supervisor said the test had ended. */
+    let endedAt: number | null = null;
     const timers: NodeJS.Timeout[] = [];
 
-    const killGroup = (): void => {
-      if (child.pid !== undefined) killQuietly(-child.pid);
-    };
+    const ender = spec.supervisor
+      ? new ProcessEnder(child, { supervisor: true }, SUPERVISOR_GRACE_MS)
+      : new ProcessEnder(child, { sandbox: info }, KILL_GRACE_MS);
     let killing = false;
     const kill = (reason: TestProcessOutcome['killedFor']): void => {
       if (exit || killing) return;
       killing = true;
       killedFor = reason;
-      const init = info.initPid();
-      if (init === null) return killGroup();
-      // Killing the sandbox's init empties its pid namespace before bwrap reports the exit.
-      killQuietly(init);
-      timers.push(setTimeout(killGroup, KILL_GRACE_MS));
+      ender.end();
     };
 
     const onOutput = (capture: StreamCapture) => (chunk: Buffer) => {
@@ -80,9 +89,17 @@ export function runTestProcess(
     child.stdout?.on('data', onOutput(output.stdout));
     child.stderr?.on('data', onOutput(output.stderr));
     (child.stdio[spec.reportFd] as Readable | null)?.on('data', (chunk: Buffer) => output.writeReport(chunk));
-    if (spec.infoFd !== undefined) info.listen(child.stdio[spec.infoFd] as Readable | null);
-
-    timers.push(setTimeout(() => kill('timeout'), limits.timeoutSec * 1000));
+    const timeout = setTimeout(() => kill('timeout'), limits.timeoutSec * 1000);
+    timers.push(timeout);
+    if (spec.infoFd !== undefined) {
+      info.listen(child.stdio[spec.infoFd] as Readable | null, () => {
+        if (!spec.supervisor || !info.testEnded() || endedAt !== null) return;
+        // The test is over; what is left is the supervisor's clean-up, on its own clock.
+        endedAt = Date.now();
+        clearTimeout(timeout);
+        timers.push(setTimeout(() => ender.end(), SUPERVISOR_GRACE_MS));
+      });
+    }
     const onAbort = (): void => kill(null);
     abort?.addEventListener('abort', onAbort);
     if (abort?.aborted) onAbort();
@@ -92,7 +109,7 @@ export function runTestProcess(
       settled = true;
       timers.forEach(clearTimeout);
       abort?.removeEventListener('abort', onAbort);
-      const at = exit?.at ?? Date.now();
+      const at = endedAt ?? exit?.at ?? Date.now();
       resolve({
         exitCode: exit?.code ?? null,
         signal: exit?.signal ?? null,
@@ -113,9 +130,8 @@ export function runTestProcess(
       }
     });
     child.on('exit', (code, signal) => {
+      // What the test left behind died with bwrap's pid namespace, or at its supervisor's hands.
       exit = { code, signal, at: Date.now() };
-      // Whatever the test left in its process group (a background child) dies with it.
-      killGroup();
       // A process that escaped the group may hold the pipes open: stop waiting for them.
       timers.push(
         setTimeout(() => {

@@ -85,7 +85,7 @@ export class WarmExecutor implements TestExecutor {
 
     const batch = this.lifecycle.batch(setup, candidates, onResult);
     if (coldIndexes.length > 0) {
-      // Same uidBase: the allocator hands its test users ids after this executor's own.
+      // Its own slot users, from the same per-process block as this executor's.
       this.cold ??= new ColdExecutor(this.options);
       const cold = this.cold;
       batch.add(
@@ -121,7 +121,11 @@ export class WarmExecutor implements TestExecutor {
       populate: async (runDir, users) => {
         // The driver and the server, bound read-only at /rcb.
         const rcbDir = join(runDir, 'rcb');
-        await copyPythonFiles(rcbDir, { 'rcb_driver.py': this.options.driverPath, 'rcb_warm_server.py': this.options.serverPath });
+        await copyPythonFiles(rcbDir, {
+          'rcb_driver.py': this.options.driverPath,
+          'rcb_warm_server.py': this.options.serverPath,
+          'rcb_contain.py': undefined,
+        });
         const slotsDir = join(runDir, 'slots');
         await mkdir(slotsDir, { mode: 0o711 });
         await chmod(slotsDir, 0o711);
@@ -161,7 +165,10 @@ export class WarmExecutor implements TestExecutor {
       setup.sandbox ? `${SANDBOX_RCB_DIR}/rcb_warm_server.py` : join(setup.rcbDir, 'rcb_warm_server.py'),
       ...(this.preloadList?.length ? ['--preload', this.preloadList.join(',')] : []),
       // Only the sandbox's own /tmp and /dev/shm: without a sandbox they are the host's.
-      ...(setup.sandbox ? ['--scratch', '/tmp,/dev/shm'] : []),
+      ...(setup.sandbox ? ['--scratch', '/tmp,/dev/shm', '--contain', 'namespace'] : ['--contain', 'tree']),
+      // Without a namespace the server stays root and each child drops to the slot user,
+      // so a test can neither signal its supervisor nor outlive the uid sweep.
+      ...(!setup.sandbox && user ? ['--uid', String(user.uid), '--gid', String(user.gid)] : []),
     ];
     const worker = setup.sandbox
       ? new WarmWorker({
@@ -177,8 +184,15 @@ export class WarmExecutor implements TestExecutor {
           env: setup.env,
           uid: user?.uid,
           gid: user?.gid,
+          supervisor: false,
         })
-      : new WarmWorker({ command: serverArgs[0], args: serverArgs.slice(1), cwd: slot.workspace.workspace, env: setup.env });
+      : new WarmWorker({
+          command: serverArgs[0],
+          args: serverArgs.slice(1),
+          cwd: slot.workspace.workspace,
+          env: setup.env,
+          supervisor: true,
+        });
     slot.worker = worker;
     slot.ready = worker.ready.then((hello) => {
       this.lastHello = hello;

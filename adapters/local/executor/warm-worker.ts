@@ -8,10 +8,12 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { killQuietly, OutputCapture, SandboxInfo, spawnGroup, type ProcessSpawn } from './child-process';
+import { OutputCapture, ProcessEnder, SandboxInfo, spawnGroup, type ProcessSpawn } from './child-process';
 import type { TestProcessOutcome } from './test-process';
 /** Extra time the server gets beyond the test's limit before this side kills the sandbox. */
 const BACKSTOP_GRACE_MS = 10_000;
+/** How long the sandbox's init (or the server, on SIGTERM) may take to end it all before its process group is killed. */
+const KILL_GRACE_MS = 2_000;
 /** Longest a worker may take to start and import its modules. */
 const START_TIMEOUT_MS = 180_000;
 /** A frame longer than this is a broken server, not output. */
@@ -51,8 +53,18 @@ interface Frame {
   payload: Buffer;
 }
 
+export interface WarmWorkerSpawn extends ProcessSpawn {
+  /**
+   * The server runs without a pid namespace (--contain tree): it is the supervisor that
+   * ends what its children started, on SIGTERM too. Otherwise it runs in bwrap, whose
+   * info fd is INFO_FD.
+   */
+  supervisor: boolean;
+}
+
 export class WarmWorker {
   private readonly child: ChildProcess;
+  private readonly ender: ProcessEnder;
   private buffer: Buffer = Buffer.alloc(0);
   private readonly info = new SandboxInfo();
   private listener: ((frame: Frame) => void) | null = null;
@@ -65,8 +77,9 @@ export class WarmWorker {
   /** The server's own stderr (diagnostics), last few KiB. */
   private diagnostics = '';
 
-  constructor(spec: ProcessSpawn) {
+  constructor(spec: WarmWorkerSpawn) {
     this.child = spawnGroup(spec, ['pipe', 'pipe', 'pipe', 'pipe', 'pipe']);
+    this.ender = new ProcessEnder(this.child, spec.supervisor ? { supervisor: true } : { sandbox: this.info }, KILL_GRACE_MS);
     const keep = (chunk: Buffer): void => {
       this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-4096);
     };
@@ -200,11 +213,9 @@ export class WarmWorker {
     });
   }
 
-  /** Kills the whole sandbox (its init first, so its pid namespace empties) and the process group. */
+  /** Ends the worker and everything its children started (see ProcessEnder). */
   kill(): void {
-    const init = this.info.initPid();
-    if (init !== null) killQuietly(init);
-    if (this.child.pid !== undefined) killQuietly(-this.child.pid);
+    this.ender.end();
   }
 
   /** Resolves once the sandbox process has exited. */

@@ -15,13 +15,24 @@ Channels (file descriptors of this process):
 
 The child gets fresh pipes on fds 1, 2 and 3 (3 is the driver's report fd, as in the
 cold executor), /dev/null on fd 0, and nothing else: it cannot reach the request or
-frame channels. After each child the server kills the child's process group and looks
-for any other process left in the sandbox; when it finds one it says so (``strays``)
-and rcb replaces this whole sandbox.
+frame channels. After each child the server kills the child's process group and ends
+whatever else the child started; when there was anything it says so (``strays``) and
+rcb replaces this whole worker. What it may signal depends on ``--contain``:
+
+* ``namespace``: the server runs in a pid namespace of its own (bubblewrap's, whose init
+  is its parent, pid 1; checked at start-up): every process there but init and the
+  server is the child's;
+* ``tree`` (the default): the server is a child subreaper and ends only its own
+  descendants (see rcb_contain.py), and with ``--uid U --gid G`` (the server then runs
+  as root) each child drops to that slot user before the test, and the slot uid's
+  processes are ended after it. It never looks at another process of the machine.
+
+SIGTERM ends the running child and everything it started, then the server.
 
 Command line::
 
     python rcb_warm_server.py [--preload mod1,mod2,...] [--scratch dir1,dir2,...]
+        [--contain tree|namespace] [--uid U --gid G]
 
 ``--scratch`` names directories emptied after every child (the sandbox's /tmp and
 /dev/shm); never given outside a sandbox.
@@ -30,6 +41,7 @@ Command line::
 import sys
 
 import rcb_driver  # first, so that its record of the startup modules is python's own
+import rcb_contain  # noqa: E402 - standard library only, like the driver
 
 import errno  # noqa: E402
 import gc  # noqa: E402
@@ -45,6 +57,8 @@ FRAME_FD = 3
 CHILD_REPORT_FD = 3
 # Output after which the child is killed comes from each request; this bounds one read.
 READ_BYTES = 65536
+# How often orphans of a running child, re-parented to the server, are reaped.
+ORPHAN_REAP_SEC = 0.2
 
 
 def _frame(kind, payload):
@@ -119,8 +133,11 @@ def _read_request(buffer):
     return line
 
 
-def _strays(own):
-    """Live processes of the sandbox other than its init, this server and its ancestors."""
+def _namespace_strays(own):
+    """Live processes of the server's own pid namespace other than its init and the server.
+
+    Only for ``--contain namespace``, whose start-up check makes /proc the namespace's.
+    """
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -138,17 +155,69 @@ def _strays(own):
     return found
 
 
-def _ancestors():
-    pids = {1, os.getpid()}
-    pid = os.getppid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                pid = int(f.read().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return pids
+def _check_own_namespace():
+    """``--contain namespace`` is only for a server whose parent is its namespace's init."""
+    if os.getppid() != 1:
+        raise SystemExit(
+            "rcb_warm_server.py: --contain namespace needs a pid namespace of its own "
+            "(parent pid 1, as under bubblewrap); parent is %d" % os.getppid()
+        )
+
+
+class _Strays:
+    """Ends what a child left behind, by the server's containment mode."""
+
+    def __init__(self, contain, uid, gid):
+        self.namespace = contain == "namespace"
+        self.tree = None if self.namespace else rcb_contain.Containment(uid, gid)
+        self.current = None  # the running child's pid
+
+    def start(self):
+        if self.namespace:
+            _check_own_namespace()
+        else:
+            self.tree.start()
+        signal.signal(signal.SIGTERM, self._on_term)
+
+    def end(self):
+        """Kills everything the last child left; returns how many processes were alive."""
+        if self.namespace:
+            found = _namespace_strays({1, os.getpid()})
+            for stray in found:
+                try:
+                    os.kill(stray, signal.SIGKILL)
+                except OSError:
+                    pass
+            return len(found)
+        found, gone = self.tree.end_all()
+        return found if gone else max(found, 1)
+
+    def reap_orphans(self, child):
+        """Reaps orphans of the child re-parented here while it runs (tree mode)."""
+        if self.namespace:
+            return
+        while True:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if info is None or info.si_pid == child:
+                return
+            try:
+                os.waitpid(info.si_pid, 0)
+            except ChildProcessError:
+                return
+
+    def in_child(self):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if self.tree is not None:
+            self.tree.enter_child()
+
+    def _on_term(self, _signum, _frame):
+        if self.current is not None:
+            _kill_group(self.current)
+        self.end()
+        os._exit(0)
 
 
 def _empty_dir(path):
@@ -190,7 +259,7 @@ def _kill_group(pgid):
         pass
 
 
-def _supervise(pid, pipes, request, started):
+def _supervise(pid, pipes, request, started, strays):
     """Relay the child's output until it has ended; return the done message."""
     deadline = started + float(request["timeoutSec"])
     max_output = int(request["maxOutputBytes"])
@@ -213,6 +282,9 @@ def _supervise(pid, pipes, request, started):
             timeout = max(0.0, (deadline if status is None else exited_at + 2.0) - now)
             if killed_for is not None and status is None:
                 timeout = 0.05
+            if strays.tree is not None:
+                timeout = min(timeout, ORPHAN_REAP_SEC)
+                strays.reap_orphans(pid)
             ready, _, _ = select.select(wait, [], [], timeout)
             for fd in ready:
                 if fd == pidfd:
@@ -249,9 +321,10 @@ def _supervise(pid, pipes, request, started):
     }
 
 
-def _child(request, pipes_w):
-    """In the forked child: set up fds and session, then hand over to the driver."""
+def _child(request, pipes_w, strays):
+    """In the forked child: set up fds, session and user, then hand over to the driver."""
     os.setsid()
+    strays.in_child()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(pipes_w[0], 1)
@@ -323,7 +396,8 @@ def _exit_like_python(exit_arg, server_modules):
     os._exit(status)
 
 
-def serve(preload, scratch):
+def serve(preload, scratch, strays):
+    strays.start()
     baseline_kb = _vm_size_kb()
     loaded, failed = _preload(preload)
     extra_mb = max(0, (_vm_size_kb() - baseline_kb) // 1024)
@@ -333,7 +407,6 @@ def serve(preload, scratch):
     # keep them out of its collections, and their pages shared.
     gc.collect()
     gc.freeze()
-    own = _ancestors()
     _frame(b"h", json.dumps({
         "pid": os.getpid(), "preloaded": loaded, "failed": failed,
         "preloadMb": extra_mb, "notDumpable": dumpable_off,
@@ -355,16 +428,12 @@ def serve(preload, scratch):
             for read_end, _ in pipes:
                 os.close(read_end)
             return request, [w for _, w in pipes], frozenset(sys.modules)
+        strays.current = pid
         for _, write_end in pipes:
             os.close(write_end)
-        done = _supervise(pid, [r for r, _ in pipes], request, started)
-        strays = _strays(own)
-        for stray in strays:
-            try:
-                os.kill(stray, signal.SIGKILL)
-            except OSError:
-                pass
-        done["strays"] = len(strays)
+        done = _supervise(pid, [r for r, _ in pipes], request, started, strays)
+        done["strays"] = strays.end()
+        strays.current = None
         # The sandbox's /tmp and /dev/shm outlive the child: empty them, as a fresh
         # sandbox would have them, or have this worker replaced.
         done["dirty"] = [d for d in scratch if not _empty_dir(d)]
@@ -372,18 +441,29 @@ def serve(preload, scratch):
 
 
 def _parse(argv):
-    options = {"--preload": "", "--scratch": ""}
+    usage = (
+        "usage: rcb_warm_server.py [--preload mod1,mod2,...] [--scratch dir1,dir2,...] "
+        "[--contain tree|namespace] [--uid U --gid G]"
+    )
+    options = {"--preload": "", "--scratch": "", "--contain": "tree", "--uid": None, "--gid": None}
     if len(argv) % 2 or any(a not in options for a in argv[0::2]):
-        raise SystemExit("usage: rcb_warm_server.py [--preload mod1,mod2,...] [--scratch dir1,dir2,...]")
+        raise SystemExit(usage)
     options.update(zip(argv[0::2], argv[1::2]))
+    if options["--contain"] not in ("tree", "namespace"):
+        raise SystemExit(usage)
+    if options["--contain"] == "namespace" and options["--uid"] is not None:
+        raise SystemExit("rcb_warm_server.py: --uid is for --contain tree (a namespace's user is bubblewrap's)")
     split = lambda value: [n for n in value.split(",") if n]  # noqa: E731
-    return split(options["--preload"]), split(options["--scratch"])
+    number = lambda value: None if value is None else int(value)  # noqa: E731
+    strays = _Strays(options["--contain"], number(options["--uid"]), number(options["--gid"]))
+    return split(options["--preload"]), split(options["--scratch"]), strays
 
 
 if __name__ == "__main__":
-    _job = serve(*_parse(sys.argv[1:]))
+    _PRELOAD, _SCRATCH, _STRAYS = _parse(sys.argv[1:])
+    _job = serve(_PRELOAD, _SCRATCH, _STRAYS)
     if _job is None:
         sys.exit(0)
     # In the forked child, with the server's frames gone from the stack.
     _request, _pipes, _server_modules = _job
-    _exit_like_python(_child(_request, _pipes), _server_modules)
+    _exit_like_python(_child(_request, _pipes, _STRAYS), _server_modules)

@@ -1,0 +1,365 @@
+"""Process containment without a pid namespace: end every process a test started, and
+nothing else.
+
+A test may leave processes behind: background children, double-forked daemons in
+sessions of their own, fork bombs. Inside bubblewrap's pid namespace they all die with
+the namespace. Without one (``--unsafe-no-sandbox``, the uid sandbox where user
+namespaces are refused), what gets signalled is bounded by construction:
+
+* the supervisor (the warm server, or this file run as the cold executor's wrapper) is a
+  child subreaper (PR_SET_CHILD_SUBREAPER): an orphan of the test is re-parented to it
+  rather than to init, so every process the test started stays its descendant;
+* after the test it SIGKILLs each of its descendants through a pidfd, opened while that
+  process's parent (a checked descendant, or the supervisor) was alive and still its
+  parent, so a pid freed and handed to another process meanwhile is never signalled;
+  it reaps the orphans that come to it and repeats until nothing is left (a fork bomb
+  included: the whole tree is killed in every round, not one generation);
+* when the test ran as a uid of its own (a slot user: rcb runs as root), a helper forked
+  from the supervisor takes that uid and sends SIGKILL to -1: the kernel signals exactly
+  the processes of that uid, never another user's, never the helper itself.
+
+Never signalled: a process of another user, one that existed before the test, the
+supervisor, rcb or their parents.
+
+Command line (the cold executor's wrapper)::
+
+    python rcb_contain.py [--uid U --gid G] [--status-fd N] -- COMMAND [ARG...]
+
+runs COMMAND in a session of its own (as U:G with no supplementary groups, when given;
+that needs root), waits for it, ends whatever it left, and exits as COMMAND did (by the
+same signal when one ended it). With ``--status-fd``, it writes ``{"exit-code": N}`` or
+``{"exit-signal": S}`` there the moment COMMAND ends, before the clean-up, so that the
+caller's time limit covers the test and not rcb's clean-up (COMMAND never has that fd).
+SIGTERM to the wrapper ends COMMAND and everything it started, then the wrapper itself
+with SIGKILL.
+"""
+
+import os
+import signal
+import sys
+import time
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+
+# How long one clean-up may keep killing (a fork bomb within its process limit ends in
+# a few rounds); past it the caller is told that something may be left.
+END_TIMEOUT_SEC = 10.0
+
+_libc = None
+
+
+def prctl(option, value):
+    """prctl(2) through libc (Python has no binding); raises OSError on failure."""
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        import ctypes
+
+        error = ctypes.get_errno()
+        raise OSError(error, "prctl(%d): %s" % (option, os.strerror(error)))
+
+
+def become_subreaper():
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def drop_to(uid, gid):
+    """Become uid:gid for good (real, effective and saved ids), with no supplementary groups."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+        raise OSError("rcb: could not drop to uid %d gid %d" % (uid, gid))
+
+
+def _children_of(pid):
+    """Pids of ``pid``'s children, zombies included, from its /proc task entries."""
+    found = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                found.extend(int(p) for p in f.read().split())
+        except FileNotFoundError:
+            if pid == os.getpid():
+                return _children_by_parent()
+        except OSError:
+            continue
+    return found
+
+
+def own_children():
+    """Pids of this process's children, zombies included."""
+    return _children_of(os.getpid())
+
+
+def _children_by_parent():
+    """Fallback for kernels without /proc/PID/task/TID/children: entries whose parent is
+    this process. Only read; what is signalled is still an unreaped child of ours."""
+    me = os.getpid()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if _stat_fields(int(entry))[1] == me:
+                    pids.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return pids
+
+
+def _stat_fields(pid):
+    """(state, ppid) of a process, from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        rest = f.read().rpartition(")")[2].split()
+    return rest[0], int(rest[1])
+
+
+def _alive(pid):
+    try:
+        return _stat_fields(pid)[0] not in ("Z", "X")
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _signal(pidfd, sig):
+    try:
+        signal.pidfd_send_signal(pidfd, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _descendants():
+    """Every live descendant, as {pid: pidfd}, each one checked to be what it seems.
+
+    A pid is taken only through a pidfd opened while the process's parent, itself a
+    checked descendant held by its own pidfd (or this process), is alive and still its
+    parent: a pid that was freed and handed to another process meanwhile never passes.
+    """
+    me = os.getpid()
+    held = {}
+    queue = [(me, None)]
+    while queue:
+        parent, parent_fd = queue.pop()
+        for pid in _children_of(parent):
+            if pid in held:
+                continue
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                state, ppid = _stat_fields(pid)
+            except (OSError, ValueError, IndexError):
+                os.close(fd)
+                continue
+            if ppid != parent or (parent_fd is not None and not _signal(parent_fd, 0)) or not _signal(fd, 0):
+                os.close(fd)
+                continue
+            held[pid] = fd
+            if state not in ("Z", "X"):
+                queue.append((pid, fd))
+    return held
+
+
+def _reap_children():
+    """Reaps whatever children have ended; True while some are left."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def end_descendants(timeout=END_TIMEOUT_SEC):
+    """SIGKILL every descendant, reap what ends up here (orphans are re-parented to this
+    subreaper), and repeat with any process forked meanwhile until none is left.
+    Returns (processes found alive, all gone)."""
+    if not hasattr(os, "pidfd_open"):
+        return _end_children_only(timeout)
+    found = 0
+    seen = set()
+    deadline = time.monotonic() + timeout
+    while True:
+        # Stop the whole tree first (a stopped process forks no more), then kill it.
+        held = _descendants()
+        for pid, fd in held.items():
+            if pid not in seen and _alive(pid):
+                seen.add(pid)
+                found += 1
+            _signal(fd, signal.SIGSTOP)
+        for fd in held.values():
+            _signal(fd, signal.SIGKILL)
+            os.close(fd)
+        if not _reap_children() and not held:
+            return found, True
+        if time.monotonic() > deadline:
+            return found, False
+        time.sleep(0.001)
+
+
+def _end_children_only(timeout):
+    """Without pidfds: SIGKILL this process's own unreaped children only (their pids
+    cannot be reused before they are reaped here), reap them, and repeat."""
+    found = 0
+    deadline = time.monotonic() + timeout
+    while True:
+        children = own_children()
+        if not children:
+            return found, True
+        for pid in children:
+            found += _alive(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        if time.monotonic() > deadline:
+            return found, not own_children()
+
+
+def end_uid(uid, gid):
+    """SIGKILL every process of ``uid`` from a helper that takes that uid (needs root).
+
+    Returns True when there was one. The helper is never signalled itself (kill(2) with
+    -1 spares the caller), and a uid of a slot is used by nothing but that slot.
+    """
+    if uid <= 0 or uid == os.getuid():
+        raise ValueError("rcb: end_uid needs a slot uid other than root and ours, got %d" % uid)
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            drop_to(uid, gid)
+            try:
+                os.kill(-1, signal.SIGKILL)
+                code = 1
+            except ProcessLookupError:
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise OSError("rcb: the helper that ends uid %d's processes failed (%d)" % (uid, code))
+    return code == 1
+
+
+class Containment:
+    """What a supervisor ends after each test: its descendants, then the slot uid's processes."""
+
+    def __init__(self, uid=None, gid=None):
+        if (uid is None) != (gid is None):
+            raise ValueError("rcb: give both uid and gid, or neither")
+        if uid is not None and os.getuid() != 0:
+            raise ValueError("rcb: a slot uid needs the supervisor to run as root")
+        self.uid = uid
+        self.gid = gid
+
+    def start(self):
+        become_subreaper()
+
+    def end_all(self):
+        """Ends everything the tests started; returns (processes found alive, all gone)."""
+        found, gone = end_descendants()
+        if self.uid is not None and end_uid(self.uid, self.gid):
+            found += 1
+        return found, gone
+
+    def enter_child(self):
+        """In the forked test process, before any test code: the slot's uid."""
+        if self.uid is not None:
+            drop_to(self.uid, self.gid)
+
+
+def _exit_as(status):
+    """Exit as a child with wait status ``status`` did: the same code, or the same signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os.kill(os.getpid(), signal.SIGKILL)
+    sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _parse(argv):
+    usage = "usage: rcb_contain.py [--uid U --gid G] [--status-fd N] -- COMMAND [ARG...]"
+    if "--" not in argv:
+        raise SystemExit(usage)
+    split = argv.index("--")
+    options, command = argv[:split], argv[split + 1:]
+    names = ("--uid", "--gid", "--status-fd")
+    if not command or len(options) % 2 or any(o not in names for o in options[0::2]):
+        raise SystemExit(usage)
+    values = dict(zip(options[0::2], (int(v) for v in options[1::2])))
+    return values.get("--uid"), values.get("--gid"), values.get("--status-fd"), command
+
+
+def _write_status(fd, status):
+    if fd is None:
+        return
+    if os.WIFSIGNALED(status):
+        text = '{"exit-signal": %d}\n' % os.WTERMSIG(status)
+    else:
+        text = '{"exit-code": %d}\n' % os.waitstatus_to_exitcode(status)
+    try:
+        os.write(fd, text.encode())
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def main(argv):
+    uid, gid, status_fd, command = _parse(argv)
+    if status_fd is not None:
+        os.set_inheritable(status_fd, False)
+    contain = Containment(uid, gid)
+    contain.start()
+
+    def stop(_signum, _frame):
+        contain.end_all()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    # Before the fork: a SIGTERM that comes early must still end the command.
+    signal.signal(signal.SIGTERM, stop)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.setsid()
+            contain.enter_child()
+            os.execvp(command[0], command)
+        except BaseException as error:  # noqa: BLE001 - report anything, then leave
+            os.write(2, ("rcb_contain: cannot run %s: %s\n" % (command[0], error)).encode())
+        os._exit(127)
+
+    while True:
+        # Reap orphans as they die (they are ours now), until the command itself ends.
+        done, status = os.waitpid(-1, 0)
+        if done == pid:
+            break
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _write_status(status_fd, status)
+    _, gone = contain.end_all()
+    if not gone:
+        os.write(2, b"rcb_contain: processes of the test may be left\n")
+    _exit_as(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
