@@ -77,9 +77,12 @@ export interface RawExecution {
    */
   markersSeen: string[];
   driver: DriverReport | null;
-  /** Base files (relative to the paper folder) that the run changed or removed. */
+  /**
+   * Base files (relative to the paper folder) that the run changed or removed; in the uid
+   * sandbox also files it left outside (absolute paths, see uid-leftovers.ts).
+   */
   tamperedFiles: string[];
-  sandbox: 'bwrap' | 'none';
+  sandbox: 'bwrap' | 'uid' | 'none';
   executor: 'cold' | 'warm';
   /** Set when the executor itself failed: the run is not a verdict on the candidate. */
   infraError?: string;

@@ -113,7 +113,7 @@ export interface Verdict {
   stdout: CappedLog;
   stderr: CappedLog;
   executor: 'cold' | 'warm' | 'none';
-  sandbox: 'bwrap' | 'none';
+  sandbox: 'bwrap' | 'uid' | 'none';
   createdAt: string;
 }
 

@@ -8,6 +8,7 @@ import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor } from '../../adapters/local/executor';
+import { parseSandboxMode, type SandboxMode } from '../../adapters/local/executor/executor-options';
 import { defaultPython, openRunDir, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
 import { resolveRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
@@ -18,9 +19,18 @@ export interface RunOptions extends RunSpecFlags {
   python?: string;
   out?: string;
   unsafeNoSandbox?: boolean;
+  sandbox?: string;
   concurrency: string;
   modelsFile?: string;
   executor: string;
+}
+
+function parseSandbox(value: string): SandboxMode {
+  try {
+    return parseSandboxMode(value, '--sandbox');
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/^rcb: /, ''));
+  }
 }
 
 /** Paid answers are shared by every run on this machine: the same task is never bought twice. */
@@ -34,6 +44,10 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolveRun(opts, hosted);
   const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
   if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
+  const sandbox = opts.unsafeNoSandbox ? 'none' : parseSandbox(opts.sandbox ?? 'auto');
+  if (opts.unsafeNoSandbox && opts.sandbox !== undefined && opts.sandbox !== 'auto' && opts.sandbox !== 'none') {
+    throw new UsageError(`--unsafe-no-sandbox and --sandbox ${opts.sandbox} contradict each other`);
+  }
   const paid = models.costs.size > 0;
   const generationConcurrency = paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8);
   const outDir = resolve(opts.out ?? join('runs', runFolderName(spec, runId)));
@@ -55,7 +69,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     python: opts.python ?? defaultPython(),
     jobs,
     timeoutSec: spec.timeoutSec,
-    unsafeNoSandbox: !!opts.unsafeNoSandbox,
+    sandbox,
   }).catch((e: Error) => {
     throw new UsageError(e.message);
   });

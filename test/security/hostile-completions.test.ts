@@ -16,6 +16,7 @@ import { candidateFor } from '../../core/run/evaluate';
 import { judge } from '../../core/judge';
 import type { Candidate, RawExecution } from '../../core/executor';
 import { createLocalExecutor } from '../../adapters/local/executor';
+import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
 import { PSET_MINI, REPO } from '../helpers/cli';
 import { recordCount } from '../reliability/reliability-summary';
 
@@ -42,13 +43,23 @@ function strayProcesses(): string[] {
   return ps.split('\n').filter((l) => /^sleep 317\b/.test(l.trim()));
 }
 
-/** Both executors, with the same checks (each jest worker process has sandbox uids of its own). */
+/**
+ * Both executors, with the same checks (each jest worker process has sandbox uids of its
+ * own), in bubblewrap and, as root, in the uid sandbox (no namespaces: the host's network
+ * and file system, a slot uid, seccomp).
+ */
 const EXECUTORS = [
-  { kind: 'cold', warm: false },
-  { kind: 'warm', warm: true },
+  { kind: 'cold', warm: false, sandbox: 'bwrap' },
+  { kind: 'warm', warm: true, sandbox: 'bwrap' },
+  ...(runningAsRoot()
+    ? ([
+        { kind: 'cold, uid sandbox,', warm: false, sandbox: 'uid' },
+        { kind: 'warm, uid sandbox,', warm: true, sandbox: 'uid' },
+      ] as const)
+    : []),
 ] as const;
 
-describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ kind, warm }) => {
+describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ kind, warm, sandbox }) => {
   let server: Server;
   let connections = 0;
   const saved: Record<string, string | undefined> = {};
@@ -64,8 +75,9 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
       process.env[k] = v;
     }
     rmSync(SENTINEL_DIR, { recursive: true, force: true });
-    mkdirSync(SENTINEL_DIR, { recursive: true });
-    writeFileSync(SENTINEL, SENTINEL_TEXT);
+    // Private, as a user's secrets are: the uid sandbox reads what any user may read.
+    mkdirSync(SENTINEL_DIR, { recursive: true, mode: 0o700 });
+    writeFileSync(SENTINEL, SENTINEL_TEXT, { mode: 0o600 });
     server = createServer((s) => {
       connections++;
       s.destroy();
@@ -78,7 +90,7 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
       const snippet = findSnippet(paper, c.snippet);
       candidates.push(candidateFor(c.case, paper, snippet, extractCompletion(c.completion)));
     }
-    const executor = await createLocalExecutor({ warm, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
+    const executor = await createLocalExecutor({ warm, sandbox, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
     try {
       // Act
       results = await executor.run(candidates);
@@ -99,6 +111,7 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
   it('returns a result for every case: none stops the run', () => {
     expect(results.map((r) => r.taskId)).toEqual(cases.map((c) => c.case));
     expect(results.filter((r) => r.infraError)).toEqual([]);
+    expect(new Set(results.map((r) => r.sandbox))).toEqual(new Set([sandbox]));
   });
 
   /** `a|b`: either flag names the case (a memory bomb may raise MemoryError or be killed, depending on timing). */

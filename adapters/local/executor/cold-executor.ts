@@ -11,10 +11,11 @@ import { BaseFiles } from './base-files';
 import { ExecutorLifecycle } from './executor-lifecycle';
 import { copyPythonFiles, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
 import { SANDBOX_DRIVER, sandboxArgs } from './sandbox';
-import { prepareSandboxHost, type SandboxHost } from './sandbox-host';
+import { prepareSandboxHost, slotEnvironment, type SandboxHost } from './sandbox-host';
+import { takeFilesOfUid } from './uid-leftovers';
 import { SlotPool } from './slot-pool';
 import { runTestProcess, type TestProcessSpec } from './test-process';
-import { createWorkspace, removeTree, splicedFilePath } from './workspace';
+import { createWorkspace, emptyDir, removeTree, splicedFilePath } from './workspace';
 
 export type { ColdExecutorOptions } from './executor-options';
 
@@ -94,7 +95,7 @@ export class ColdExecutor implements TestExecutor {
         String(maxFileMb),
         TEST_ENTRY,
       ];
-      const common = { env: setup.env, uid: user?.uid, gid: user?.gid, reportFd: REPORT_FD };
+      const common = { env: slotEnvironment(setup, slot), uid: user?.uid, gid: user?.gid, reportFd: REPORT_FD };
       const spec: TestProcessSpec = setup.sandbox
         ? {
             ...common,
@@ -109,7 +110,8 @@ export class ColdExecutor implements TestExecutor {
           }
         : {
             // No pid namespace: rcb_contain.py supervises the test and ends all it started
-            // (as root it runs the test as the slot user and ends that uid's processes too).
+            // (as root it runs the test as the slot user and ends that uid's processes too;
+            // in the uid sandbox under its seccomp filter).
             ...common,
             uid: undefined,
             gid: undefined,
@@ -117,6 +119,7 @@ export class ColdExecutor implements TestExecutor {
             args: [
               join(dirname(setup.driver), 'rcb_contain.py'),
               ...(user ? ['--uid', String(user.uid), '--gid', String(user.gid)] : []),
+              ...(setup.kind === 'uid' ? ['--seccomp'] : []),
               '--status-fd',
               String(INFO_FD),
               '--',
@@ -130,6 +133,7 @@ export class ColdExecutor implements TestExecutor {
           };
       const outcome = await runTestProcess(spec, limits, this.lifecycle.abort.signal);
       const tamperedFiles = await this.baseFiles.tamperedFiles(candidate.paperDir, workspace, file);
+      if (setup.kind === 'uid' && user) tamperedFiles.push(...(await takeFilesOfUid(user.uid, [setup.runDir])));
       return this.lifecycle.finished(setup, candidate, outcome, tamperedFiles);
     } catch (error) {
       return this.lifecycle.failed(setup, candidate, error);
@@ -139,6 +143,8 @@ export class ColdExecutor implements TestExecutor {
           this.settings.warn(`rcb: could not remove workspace ${workspace}: ${String(error)}`),
         );
       }
+      const home = setup.slotHomes[slot];
+      if (home) await emptyDir(home).catch((error: unknown) => this.settings.warn(`rcb: could not empty ${home}: ${String(error)}`));
     }
   }
 }

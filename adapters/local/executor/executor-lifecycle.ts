@@ -14,10 +14,10 @@ import type { TestProcessOutcome } from './test-process';
 type ExecutorKind = RawExecution['executor'];
 type OnResult = (r: RawExecution) => void | Promise<void>;
 
-/** What the lifecycle needs of an executor's set-up: the run directory, whether tests run in bwrap, the slot users. */
+/** What the lifecycle needs of an executor's set-up: the run directory, the sandbox, the slot users. */
 interface Setup {
   runDir: string;
-  sandbox: object | null;
+  kind: RawExecution['sandbox'];
   users: readonly SandboxUser[];
 }
 
@@ -62,7 +62,7 @@ export class ExecutorLifecycle<Prepared extends Setup> {
       markersSeen: outcome.markersSeen,
       driver: parseDriverReport(outcome.report),
       tamperedFiles,
-      sandbox: setup.sandbox ? 'bwrap' : 'none',
+      sandbox: setup.kind,
       executor: this.kind,
       ...(this.isClosed ? { infraError: 'rcb: the executor was closed while this candidate ran' } : {}),
     };
@@ -85,7 +85,7 @@ export class ExecutorLifecycle<Prepared extends Setup> {
       markersSeen: [],
       driver: null,
       tamperedFiles: [],
-      sandbox: setup.sandbox ? 'bwrap' : 'none',
+      sandbox: setup.kind,
       executor: this.kind,
       infraError: reason instanceof Error ? reason.message : String(reason),
     };

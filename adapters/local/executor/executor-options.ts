@@ -10,6 +10,16 @@ import type { ExecutionLimits } from '../../../core/executor';
 import { DEFAULT_LIMITS } from '../../../core/executor';
 import { packageRoot } from '../../../core/util/package-root';
 
+/** The sandbox asked for (see ColdExecutorOptions.sandbox). */
+export type SandboxMode = 'auto' | 'bwrap' | 'uid' | 'none';
+export const SANDBOX_MODES: readonly SandboxMode[] = ['auto', 'bwrap', 'uid', 'none'];
+
+/** Reads a sandbox mode given as text (a flag, an environment variable), naming `source` on error. */
+export function parseSandboxMode(value: string, source: string): SandboxMode {
+  if ((SANDBOX_MODES as readonly string[]).includes(value)) return value as SandboxMode;
+  throw new Error(`rcb: ${source} must be one of ${SANDBOX_MODES.join(', ')} (got ${JSON.stringify(value)})`);
+}
+
 export interface ColdExecutorOptions {
   /** Interpreter the tests run with. @default '/usr/bin/python3' */
   readonly python?: string;
@@ -23,6 +33,15 @@ export interface ColdExecutorOptions {
    * @default false
    */
   readonly unsafeNoSandbox?: boolean;
+  /**
+   * How tests are isolated: `bwrap` (bubblewrap: namespaces, an empty root, no network);
+   * `uid` (no namespaces, for hosts that refuse them such as Fargate: rcb runs as root and
+   * each slot's tests as a uid of their own under a seccomp filter; see uid-sandbox.md in
+   * the README's Security model); `none` (the same as unsafeNoSandbox); `auto`: bwrap where
+   * it can start, else uid when rcb runs as root, else an error naming both.
+   * @default 'auto' ('none' when unsafeNoSandbox is set)
+   */
+  readonly sandbox?: SandboxMode;
   /**
    * More environment variables passed to tests when set here. Names that may hold a
    * credential (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL*, AWS_*) are refused.

@@ -4,13 +4,14 @@
  * the interpreter probed as the test user, the tests' environment, and the bubblewrap
  * command line checked by starting an empty sandbox once.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { sandboxEnvironment } from './environment';
-import type { ColdExecutorOptions, ExecutorSettings } from './executor-options';
+import type { ColdExecutorOptions, ExecutorSettings, SandboxMode } from './executor-options';
 import { probePython, type PythonInfo } from './python';
 import { createRunDir, removeStaleRunDirs } from './run-dir';
+import type { RawExecution } from '../../../core/executor';
 import { bwrapOptions, checkSandbox, findBwrap, missingBwrapError, sandboxBaseArgs } from './sandbox';
 import { allocateSandboxUsers, groupText, passwdText, releaseSandboxUsers, runningAsRoot, type SandboxUser } from './sandbox-users';
 
@@ -18,10 +19,17 @@ export interface SandboxHost {
   runDir: string;
   python: PythonInfo;
   env: Record<string, string>;
-  /** bwrap path and the per-executor part of its command line; null without sandbox. */
+  /** The sandbox the tests run in. */
+  kind: RawExecution['sandbox'];
+  /** bwrap path and the per-executor part of its command line; null without bwrap. */
   sandbox: { bwrap: string; baseArgs: string[] } | null;
   /** One user per slot when running as root; empty otherwise. */
   users: SandboxUser[];
+  /**
+   * The uid sandbox's per-slot home (HOME, TMPDIR and caches point there): the slot
+   * user's own, emptied after each test; none in the other sandboxes (bwrap's /tmp is private).
+   */
+  slotHomes: string[];
 }
 
 export interface SandboxHostOptions<Files extends object>
@@ -36,14 +44,20 @@ export async function prepareSandboxHost<Files extends object>(
   options: SandboxHostOptions<Files>,
 ): Promise<SandboxHost & Files> {
   const { warn } = options;
-  const bwrap = options.unsafeNoSandbox ? null : findBwrap(options.bwrap);
-  if (!bwrap && !options.unsafeNoSandbox) throw missingBwrapError();
-  if (!bwrap) warn('rcb: running tests WITHOUT a sandbox (unsafeNoSandbox): generated code can reach your files and network');
+  const mode: SandboxMode = options.unsafeNoSandbox ? 'none' : (options.sandbox ?? 'auto');
+  const root = runningAsRoot();
+  if (mode === 'uid' && !root) {
+    throw new Error('rcb: the uid sandbox (--sandbox uid) needs rcb to run as root: it gives each slot a uid of its own');
+  }
+  const bwrap = mode === 'bwrap' || mode === 'auto' ? findBwrap(options.bwrap) : null;
+  if (mode === 'bwrap' && !bwrap) throw missingBwrapError();
+  if (mode === 'auto' && !bwrap && !root) throw noSandboxError('bubblewrap (bwrap) is not installed');
+  if (mode === 'none') warn('rcb: running tests WITHOUT a sandbox (unsafeNoSandbox): generated code can reach your files and network');
 
   const parent = options.tmpDir ?? tmpdir();
   await removeStaleRunDirs(parent).catch(() => undefined);
   const runDir = await createRunDir(parent);
-  const users = runningAsRoot() ? allocateSandboxUsers(options.jobs) : [];
+  const users = root ? allocateSandboxUsers(options.jobs) : [];
   try {
     const files = await options.populate(runDir, users);
     const etc = join(runDir, 'etc');
@@ -64,6 +78,7 @@ export async function prepareSandboxHost<Files extends object>(
     const env = sandboxEnvironment({ allow: options.envAllow, interpreterDir: dirname(python.executable) });
 
     let sandbox: SandboxHost['sandbox'] = null;
+    let kind: SandboxHost['kind'] = mode === 'none' ? 'none' : 'uid';
     if (bwrap) {
       const baseArgs = sandboxBaseArgs({
         bwrapOptions: await bwrapOptions(bwrap),
@@ -75,13 +90,53 @@ export async function prepareSandboxHost<Files extends object>(
         runDir,
         warn,
       });
-      await checkSandbox(bwrap, baseArgs, users[0]);
-      sandbox = { bwrap, baseArgs };
+      try {
+        await checkSandbox(bwrap, baseArgs, users[0]);
+        sandbox = { bwrap, baseArgs };
+        kind = 'bwrap';
+      } catch (error) {
+        if (mode === 'bwrap') throw error;
+        if (!root) throw noSandboxError((error as Error).message.replace(/^rcb: /, ''));
+        warn(`rcb: ${(error as Error).message.replace(/^rcb: /, '')}; using the uid sandbox instead (--sandbox auto)`);
+      }
+    } else if (mode === 'auto') {
+      warn('rcb: bubblewrap (bwrap) is not installed; using the uid sandbox (--sandbox auto, rcb runs as root)');
     }
-    return { ...files, runDir, python, env, sandbox, users };
+    const slotHomes = kind === 'uid' ? await makeSlotHomes(runDir, users) : [];
+    return { ...files, runDir, python, env, kind, sandbox, users, slotHomes };
   } catch (error) {
     await rm(runDir, { recursive: true, force: true });
     releaseSandboxUsers(users);
     throw error;
   }
+}
+
+/** Neither sandbox can be had: bubblewrap cannot start, and rcb is not root. */
+function noSandboxError(why: string): Error {
+  return new Error(
+    `rcb: no sandbox for the tests here: ${why}, and the uid sandbox (--sandbox uid) needs rcb to run as root. ` +
+      'Install or enable bubblewrap (apt-get install bubblewrap; unprivileged user namespaces), run rcb as root for ' +
+      'the uid sandbox, or pass --unsafe-no-sandbox to run tests without one.',
+  );
+}
+
+/** One home per slot, owned by its user, in a parent the users cannot write. */
+async function makeSlotHomes(runDir: string, users: readonly SandboxUser[]): Promise<string[]> {
+  const homes = join(runDir, 'home');
+  await mkdir(homes, { mode: 0o711 });
+  const dirs: string[] = [];
+  for (const [i, user] of users.entries()) {
+    const dir = join(homes, String(i));
+    await mkdir(dir, { mode: 0o700 });
+    await chown(dir, user.uid, user.gid);
+    dirs.push(dir);
+  }
+  return dirs;
+}
+
+/** The environment of slot `slot`'s tests: in the uid sandbox, its home for HOME, TMPDIR and caches. */
+export function slotEnvironment(host: Pick<SandboxHost, 'env' | 'slotHomes'>, slot: number): Record<string, string> {
+  const home = host.slotHomes[slot];
+  if (home === undefined) return host.env;
+  return { ...host.env, HOME: home, TMPDIR: home, XDG_CACHE_HOME: join(home, '.cache'), MPLCONFIGDIR: join(home, '.config', 'matplotlib') };
 }

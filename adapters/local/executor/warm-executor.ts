@@ -20,7 +20,9 @@ import { ColdExecutor } from './cold-executor';
 import { ExecutorLifecycle } from './executor-lifecycle';
 import { copyPythonFiles, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';
 import { SANDBOX_RCB_DIR, SANDBOX_WORKSPACE, sandboxCommandArgs } from './sandbox';
-import { prepareSandboxHost, type SandboxHost } from './sandbox-host';
+import { prepareSandboxHost, slotEnvironment, type SandboxHost } from './sandbox-host';
+import { takeFilesOfUid } from './uid-leftovers';
+import { emptyDir } from './workspace';
 import { SlotPool } from './slot-pool';
 import { INFO_FD, WarmWorker, type WarmHello } from './warm-worker';
 import { detectPreloadModules } from './warm-preload';
@@ -169,6 +171,7 @@ export class WarmExecutor implements TestExecutor {
       // Without a namespace the server stays root and each child drops to the slot user,
       // so a test can neither signal its supervisor nor outlive the uid sweep.
       ...(!setup.sandbox && user ? ['--uid', String(user.uid), '--gid', String(user.gid)] : []),
+      ...(setup.kind === 'uid' ? ['--seccomp'] : []),
     ];
     const worker = setup.sandbox
       ? new WarmWorker({
@@ -190,7 +193,7 @@ export class WarmExecutor implements TestExecutor {
           command: serverArgs[0],
           args: serverArgs.slice(1),
           cwd: slot.workspace.workspace,
-          env: setup.env,
+          env: slotEnvironment(setup, index),
           supervisor: true,
         });
     slot.worker = worker;
@@ -228,15 +231,19 @@ export class WarmExecutor implements TestExecutor {
       // A worker that may still have something running is gone before its files are read.
       if (outcome.workerBroken) await worker.stop();
       tampered = await this.baseFiles.tamperedFiles(candidate.paperDir, slot.workspace.workspace, file);
+      const user = setup.users[index];
+      const outside = setup.kind === 'uid' && user ? await takeFilesOfUid(user.uid, [setup.runDir]) : [];
       // A worker that died under a candidate (the child may kill its server: same user)
       // is that candidate's failure, like any other death without a report.
-      return this.lifecycle.finished(setup, candidate, outcome, tampered);
+      return this.lifecycle.finished(setup, candidate, outcome, [...tampered, ...outside]);
     } catch (error) {
       return this.lifecycle.failed(setup, candidate, error);
     } finally {
       await slot.workspace.clean(tampered).catch((error: unknown) => {
         this.settings.warn(`rcb: could not empty warm workspace ${slot.workspace.workspace}: ${String(error)}`);
       });
+      const home = setup.slotHomes[index];
+      if (home) await emptyDir(home).catch((error: unknown) => this.settings.warn(`rcb: could not empty ${home}: ${String(error)}`));
     }
   }
 }

@@ -90,3 +90,8 @@ async function openUpTree(path: string): Promise<void> {
   const entries = await readdir(path).catch(() => [] as string[]);
   for (const entry of entries) await openUpTree(join(path, entry));
 }
+
+/** Removes everything inside `dir` (as removeTree does), keeping `dir` itself. */
+export async function emptyDir(dir: string): Promise<void> {
+  for (const entry of await readdir(dir)) await removeTree(join(dir, entry));
+}

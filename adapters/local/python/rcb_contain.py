@@ -23,10 +23,10 @@ supervisor, rcb or their parents.
 
 Command line (the cold executor's wrapper)::
 
-    python rcb_contain.py [--uid U --gid G] [--status-fd N] -- COMMAND [ARG...]
+    python rcb_contain.py [--uid U --gid G] [--seccomp] [--status-fd N] -- COMMAND [ARG...]
 
 runs COMMAND in a session of its own (as U:G with no supplementary groups, when given;
-that needs root), waits for it, ends whatever it left, and exits as COMMAND did (by the
+that needs root; with ``--seccomp`` under no_new_privs and the filter below), waits for it, ends whatever it left, and exits as COMMAND did (by the
 same signal when one ended it). With ``--status-fd``, it writes ``{"exit-code": N}`` or
 ``{"exit-signal": S}`` there the moment COMMAND ends, before the clean-up, so that the
 caller's time limit covers the test and not rcb's clean-up (COMMAND never has that fd).
@@ -233,6 +233,154 @@ def _end_children_only(timeout):
             return found, not own_children()
 
 
+# --- seccomp: the uid sandbox's kernel filter ------------------------------------------
+#
+# rcb writes its own BPF program rather than use libseccomp's Python binding: the
+# interpreter that runs the tests (a venv in the image) need not see Debian's
+# python3-seccomp, nothing is imported into the test's process, and the whole policy
+# is this table, checked against the architecture so a syscall number of another ABI
+# (x32, i386 through int 0x80) can never be read as one of this one.
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_X32_SYSCALL_BIT = 0x40000000
+
+# name: (x86_64, aarch64)
+_SYSCALLS = {
+    "socket": (41, 198),
+    "socketpair": (53, 199),
+    "clone": (56, 220),
+    "clone3": (435, 435),
+    "unshare": (272, 97),
+    "setns": (308, 268),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "chroot": (161, 51),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "bpf": (321, 280),
+    "perf_event_open": (298, 241),
+    "keyctl": (250, 219),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "userfaultfd": (323, 282),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "open_by_handle_at": (304, 265),
+    "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294),
+    "init_module": (175, 105),
+    "finit_module": (313, 273),
+    "delete_module": (176, 106),
+    "reboot": (169, 142),
+    "swapon": (167, 224),
+    "swapoff": (168, 225),
+}
+
+# Refused outright with EPERM: another process's memory, namespaces and mounts, kernel
+# objects shared across users (keys), the kernel's own programs and modules, and
+# io_uring (which performs socket and file operations without these syscalls).
+SECCOMP_REFUSED = (
+    "unshare", "setns", "ptrace", "process_vm_readv", "process_vm_writev",
+    "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr", "bpf", "perf_event_open",
+    "keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup",
+    "io_uring_enter", "io_uring_register", "open_by_handle_at", "kexec_load",
+    "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff",
+)
+# Flags of clone(2) that make a namespace.
+CLONE_NAMESPACE_FLAGS = 0x00000080 | 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+AF_UNIX = 1
+_EPERM, _ENOSYS, _EAFNOSUPPORT = 1, 38, 97
+
+_RET_ALLOW = 0x7FFF0000
+_RET_KILL_PROCESS = 0x80000000
+_RET_ERRNO = 0x00050000
+_LD_ABS_W, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW = 0, 4, 16  # struct seccomp_data, little-endian
+
+
+def seccomp_program(machine=None):
+    """The filter as BPF instructions (code, jt, jf, k): sockets of any family but AF_UNIX
+    fail with EAFNOSUPPORT, clone with a namespace flag and the SECCOMP_REFUSED syscalls
+    with EPERM, clone3 with ENOSYS (its flags are out of a filter's reach; libc then falls
+    back to clone); any other architecture or ABI kills the process."""
+    machine = machine or os.uname().machine
+    if machine not in _AUDIT_ARCH:
+        raise OSError("rcb: no seccomp filter for the %s architecture" % machine)
+    column = 0 if machine == "x86_64" else 1
+    nr = {name: numbers[column] for name, numbers in _SYSCALLS.items()}
+    errno_ret = lambda e: _RET_ERRNO | e  # noqa: E731
+    prog = [
+        (_LD_ABS_W, 0, 0, _OFF_ARCH),
+        (_JEQ, 1, 0, _AUDIT_ARCH[machine]),
+        (_RET, 0, 0, _RET_KILL_PROCESS),
+        (_LD_ABS_W, 0, 0, _OFF_NR),
+    ]
+    if machine == "x86_64":
+        prog += [(_JGE, 0, 1, _X32_SYSCALL_BIT), (_RET, 0, 0, _RET_KILL_PROCESS)]
+    for family_call in ("socket", "socketpair"):
+        prog += [
+            (_JEQ, 0, 4, nr[family_call]),
+            (_LD_ABS_W, 0, 0, _OFF_ARG0_LOW),
+            (_JEQ, 0, 1, AF_UNIX),
+            (_RET, 0, 0, _RET_ALLOW),
+            (_RET, 0, 0, errno_ret(_EAFNOSUPPORT)),
+        ]
+    prog += [
+        (_JEQ, 0, 4, nr["clone"]),
+        (_LD_ABS_W, 0, 0, _OFF_ARG0_LOW),
+        (_JSET, 0, 1, CLONE_NAMESPACE_FLAGS),
+        (_RET, 0, 0, errno_ret(_EPERM)),
+        (_RET, 0, 0, _RET_ALLOW),
+        (_JEQ, 0, 1, nr["clone3"]),
+        (_RET, 0, 0, errno_ret(_ENOSYS)),
+    ]
+    for name in SECCOMP_REFUSED:
+        prog += [(_JEQ, 0, 1, nr[name]), (_RET, 0, 0, errno_ret(_EPERM))]
+    prog.append((_RET, 0, 0, _RET_ALLOW))
+    return prog
+
+
+class SeccompFilter:
+    """A filter built once (in the supervisor, before it forks) and installed in a child."""
+
+    def __init__(self, program):
+        import ctypes
+        import struct
+
+        self._ctypes = ctypes
+        blob = b"".join(struct.pack("<HBBI", *insn) for insn in program)
+        self._buffer = ctypes.create_string_buffer(blob, len(blob))
+
+        class _Fprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        self._fprog = _Fprog(len(program), ctypes.cast(self._buffer, ctypes.c_void_p))
+
+    def install(self):
+        """no_new_privs, then the filter, for this thread and all it starts (irrevocably)."""
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        ctypes = self._ctypes
+        if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, "rcb: cannot install the seccomp filter: %s" % os.strerror(error))
+
+
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
 def end_uid(uid, gid):
     """SIGKILL every process of ``uid`` from a helper that takes that uid (needs root).
 
@@ -261,18 +409,23 @@ def end_uid(uid, gid):
 
 
 class Containment:
-    """What a supervisor ends after each test: its descendants, then the slot uid's processes."""
+    """What a supervisor ends after each test (its descendants, then the slot uid's
+    processes), and what it puts on each test child (the slot's uid, the seccomp filter)."""
 
-    def __init__(self, uid=None, gid=None):
+    def __init__(self, uid=None, gid=None, seccomp=False):
         if (uid is None) != (gid is None):
             raise ValueError("rcb: give both uid and gid, or neither")
         if uid is not None and os.getuid() != 0:
             raise ValueError("rcb: a slot uid needs the supervisor to run as root")
         self.uid = uid
         self.gid = gid
+        self.seccomp = SeccompFilter(seccomp_program()) if seccomp else None
 
     def start(self):
         become_subreaper()
+        # The supervisor runs as root beside the tests' uid: keep its memory and fds out
+        # of reach even of a process that got its uid.
+        prctl(PR_SET_DUMPABLE, 0)
 
     def end_all(self):
         """Ends everything the tests started; returns (processes found alive, all gone)."""
@@ -282,9 +435,11 @@ class Containment:
         return found, gone
 
     def enter_child(self):
-        """In the forked test process, before any test code: the slot's uid."""
+        """In the forked test process, before any test code: the slot's uid, then the filter."""
         if self.uid is not None:
             drop_to(self.uid, self.gid)
+        if self.seccomp is not None:
+            self.seccomp.install()
 
 
 def _exit_as(status):
@@ -298,16 +453,18 @@ def _exit_as(status):
 
 
 def _parse(argv):
-    usage = "usage: rcb_contain.py [--uid U --gid G] [--status-fd N] -- COMMAND [ARG...]"
+    usage = "usage: rcb_contain.py [--uid U --gid G] [--seccomp] [--status-fd N] -- COMMAND [ARG...]"
     if "--" not in argv:
         raise SystemExit(usage)
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1:]
+    seccomp = "--seccomp" in options
+    options = [o for o in options if o != "--seccomp"]
     names = ("--uid", "--gid", "--status-fd")
     if not command or len(options) % 2 or any(o not in names for o in options[0::2]):
         raise SystemExit(usage)
     values = dict(zip(options[0::2], (int(v) for v in options[1::2])))
-    return values.get("--uid"), values.get("--gid"), values.get("--status-fd"), command
+    return values.get("--uid"), values.get("--gid"), seccomp, values.get("--status-fd"), command
 
 
 def _write_status(fd, status):
@@ -325,10 +482,10 @@ def _write_status(fd, status):
 
 
 def main(argv):
-    uid, gid, status_fd, command = _parse(argv)
+    uid, gid, seccomp, status_fd, command = _parse(argv)
     if status_fd is not None:
         os.set_inheritable(status_fd, False)
-    contain = Containment(uid, gid)
+    contain = Containment(uid, gid, seccomp)
     contain.start()
 
     def stop(_signum, _frame):

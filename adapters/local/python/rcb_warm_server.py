@@ -25,14 +25,15 @@ rcb replaces this whole worker. What it may signal depends on ``--contain``:
 * ``tree`` (the default): the server is a child subreaper and ends only its own
   descendants (see rcb_contain.py), and with ``--uid U --gid G`` (the server then runs
   as root) each child drops to that slot user before the test, and the slot uid's
-  processes are ended after it. It never looks at another process of the machine.
+  processes are ended after it; ``--seccomp`` puts each child under rcb_contain's filter
+  (no_new_privs first). It never looks at another process of the machine.
 
 SIGTERM ends the running child and everything it started, then the server.
 
 Command line::
 
     python rcb_warm_server.py [--preload mod1,mod2,...] [--scratch dir1,dir2,...]
-        [--contain tree|namespace] [--uid U --gid G]
+        [--contain tree|namespace] [--uid U --gid G] [--seccomp]
 
 ``--scratch`` names directories emptied after every child (the sandbox's /tmp and
 /dev/shm); never given outside a sandbox.
@@ -167,9 +168,9 @@ def _check_own_namespace():
 class _Strays:
     """Ends what a child left behind, by the server's containment mode."""
 
-    def __init__(self, contain, uid, gid):
+    def __init__(self, contain, uid, gid, seccomp):
         self.namespace = contain == "namespace"
-        self.tree = None if self.namespace else rcb_contain.Containment(uid, gid)
+        self.tree = None if self.namespace else rcb_contain.Containment(uid, gid, seccomp)
         self.current = None  # the running child's pid
 
     def start(self):
@@ -443,19 +444,21 @@ def serve(preload, scratch, strays):
 def _parse(argv):
     usage = (
         "usage: rcb_warm_server.py [--preload mod1,mod2,...] [--scratch dir1,dir2,...] "
-        "[--contain tree|namespace] [--uid U --gid G]"
+        "[--contain tree|namespace] [--uid U --gid G] [--seccomp]"
     )
+    seccomp = "--seccomp" in argv
+    argv = [a for a in argv if a != "--seccomp"]
     options = {"--preload": "", "--scratch": "", "--contain": "tree", "--uid": None, "--gid": None}
     if len(argv) % 2 or any(a not in options for a in argv[0::2]):
         raise SystemExit(usage)
     options.update(zip(argv[0::2], argv[1::2]))
     if options["--contain"] not in ("tree", "namespace"):
         raise SystemExit(usage)
-    if options["--contain"] == "namespace" and options["--uid"] is not None:
-        raise SystemExit("rcb_warm_server.py: --uid is for --contain tree (a namespace's user is bubblewrap's)")
+    if options["--contain"] == "namespace" and (options["--uid"] is not None or seccomp):
+        raise SystemExit("rcb_warm_server.py: --uid and --seccomp are for --contain tree (bubblewrap isolates a namespace)")
     split = lambda value: [n for n in value.split(",") if n]  # noqa: E731
     number = lambda value: None if value is None else int(value)  # noqa: E731
-    strays = _Strays(options["--contain"], number(options["--uid"]), number(options["--gid"]))
+    strays = _Strays(options["--contain"], number(options["--uid"]), number(options["--gid"]), seccomp)
     return split(options["--preload"]), split(options["--scratch"]), strays
 
 
