@@ -80,17 +80,17 @@ export async function prepareSandboxHost<Files extends object>(
     let sandbox: SandboxHost['sandbox'] = null;
     let kind: SandboxHost['kind'] = mode === 'none' ? 'none' : 'uid';
     if (bwrap) {
-      const baseArgs = sandboxBaseArgs({
-        bwrapOptions: await bwrapOptions(bwrap),
-        python,
-        env,
-        passwdFile: join(etc, 'passwd'),
-        groupFile: join(etc, 'group'),
-        tmpfsBytes: options.maxFileMb * 1024 * 1024,
-        runDir,
-        warn,
-      });
       try {
+        const baseArgs = sandboxBaseArgs({
+          bwrapOptions: await bwrapOptions(bwrap),
+          python,
+          env,
+          passwdFile: join(etc, 'passwd'),
+          groupFile: join(etc, 'group'),
+          tmpfsBytes: options.maxFileMb * 1024 * 1024,
+          runDir,
+          warn,
+        });
         await checkSandbox(bwrap, baseArgs, users[0]);
         sandbox = { bwrap, baseArgs };
         kind = 'bwrap';
