@@ -59,7 +59,11 @@ async function main(argv: string[]): Promise<number> {
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')
-    .option('--sandbox <kind>', 'auto (bubblewrap where it can start, else the uid sandbox as root), bwrap, uid (no namespaces: a uid per slot, seccomp; needs root) or none', 'auto')
+    .option(
+      '--sandbox <kind>',
+      'auto (bubblewrap where it can start, else the uid sandbox as root), bwrap, uid (no namespaces: a uid per slot, seccomp; needs root) or none (default: $RCB_SANDBOX, else auto)',
+      process.env.RCB_SANDBOX || 'auto',
+    )
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without a sandbox, as --sandbox none (model-written code then runs with your user\'s rights)'))
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.

@@ -3,7 +3,9 @@
  * (through tsx, so no build is needed), with a clean temp folder per test.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { closeSync, mkdtempSync } from 'node:fs';
+import { findBwrap } from '../../adapters/local/executor/sandbox';
+import { fargateLikeHost } from '../security/support/fargate-like-host';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -33,10 +35,24 @@ export function rcb(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEn
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/**
+ * `rcb ARGS` as a child process. With RCB_TEST_HOST=fargate-like in the environment (see
+ * test/reliability/fargate-like-host.test.ts), rcb runs on the Fargate-like host instead
+ * (test/security/support/fargate-like-host.ts), with RCB_SANDBOX=uid; the temp folder is
+ * its writable scratch, and killing the child kills the whole host.
+ */
 export function rcbAsync(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcess {
-  return spawn(process.execPath, ['-r', TSX, ENTRY, ...args], {
-    cwd: opts.cwd ?? REPO,
-    env: { ...process.env, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const command = [process.execPath, '-r', TSX, ENTRY, ...args];
+  const env = { ...process.env, ...opts.env };
+  if (process.env.RCB_TEST_HOST === 'fargate-like') {
+    const host = fargateLikeHost(tmpdir(), command);
+    const child = spawn(findBwrap() ?? 'bwrap', host.args, {
+      cwd: opts.cwd ?? REPO,
+      env: { ...env, RCB_SANDBOX: 'uid' },
+      stdio: ['ignore', 'pipe', 'pipe', host.seccompFd],
+    });
+    closeSync(host.seccompFd);
+    return child;
+  }
+  return spawn(command[0], command.slice(1), { cwd: opts.cwd ?? REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
 }

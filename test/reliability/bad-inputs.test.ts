@@ -175,6 +175,6 @@ describe('rcb run on bad inputs', () => {
   });
 
   afterAll(() => {
-    recordCount('bad-inputs', 'bad-inputs', rejected, CASES.length);
+    recordCount('bad-inputs', `bad-inputs-${process.env.RCB_TEST_HOST ?? 'local'}`, rejected, CASES.length);
   });
 });

@@ -121,12 +121,15 @@ describe('rcb run killed with SIGKILL and run again', () => {
     const state = readStore(out);
     reference = outcomes(state);
     referenceTested = new Set([...state.verdicts].filter(([, record]) => JSON.parse(record).executor !== 'none').map(([taskId]) => taskId));
+    // On the Fargate-like host (fargate-like-host.test.ts) bubblewrap cannot start: every test ran in the uid sandbox.
+    const sandboxes = new Set([...state.verdicts].filter(([id]) => referenceTested.has(id)).map(([, record]) => JSON.parse(record).sandbox));
+    expect(sandboxes).toEqual(new Set([process.env.RCB_TEST_HOST === 'fargate-like' ? 'uid' : 'bwrap']));
     expect(Object.keys(reference)).toHaveLength(taskCount);
   }, 180_000);
 
   afterAll(async () => {
     await endpoint.close();
-    recordCount('crash', 'crash-trials', recovered, TRIALS);
+    recordCount('crash', `crash-trials-${process.env.RCB_TEST_HOST ?? 'local'}`, recovered, TRIALS);
   });
 
   const trials = Array.from({ length: TRIALS }, (_, i) => ({ trial: i + 1, phase: i % 2 === 0 ? 'generation' : 'evaluation' }));
