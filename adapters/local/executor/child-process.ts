@@ -44,6 +44,14 @@ export function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): vo
   }
 }
 
+/** How long bwrap's init may take to die (and empty its pid namespace). */
+const SANDBOX_KILL_GRACE_MS = 2_000;
+/**
+ * How long a supervisor may take to end what a test left (rcb_contain.py gives up after
+ * 10 s): killing it sooner would let the rest escape.
+ */
+const SUPERVISOR_GRACE_MS = 15_000;
+
 /**
  * Ends a spawned sandbox or supervisor with everything it started. It signals only while
  * the spawned process has not exited, so that neither its pid nor its process group can
@@ -53,16 +61,18 @@ export function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): vo
  * - a supervisor (rcb_contain.py, the warm server without a namespace): SIGTERM, on which
  *   it ends its own descendants and then itself;
  *
- * and SIGKILL to the process group if it is still alive `graceMs` later.
+ * and SIGKILL to the process group if it is still alive a grace period later.
  */
 export class ProcessEnder {
   private timer: NodeJS.Timeout | null = null;
+  /** How long the end may take before the process group is killed. */
+  readonly graceMs: number;
 
   constructor(
     private readonly child: ChildProcess,
     private readonly how: { sandbox: SandboxInfo } | { supervisor: true },
-    private readonly graceMs: number,
   ) {
+    this.graceMs = 'supervisor' in how ? SUPERVISOR_GRACE_MS : SANDBOX_KILL_GRACE_MS;
     child.once('exit', () => {
       if (this.timer) clearTimeout(this.timer);
     });

@@ -8,13 +8,6 @@ import { OutputCapture, ProcessEnder, SandboxInfo, spawnGroup, type CapturedOutp
 
 /** How long to wait for the pipes to close once the process has exited and been killed. */
 const PIPE_GRACE_MS = 2_000;
-/** How long the sandbox's init may take to end before the whole process group is killed. */
-const KILL_GRACE_MS = 2_000;
-/**
- * How long a supervisor may take to end what a test left (rcb_contain.py gives up after
- * 10 s) before its process group is killed: killing it sooner would let the rest escape.
- */
-const SUPERVISOR_GRACE_MS = 15_000;
 
 export interface TestProcessSpec extends ProcessSpawn {
   /** The child's fd where the driver writes its report. */
@@ -71,9 +64,7 @@ export function runTestProcess(
     let endedAt: number | null = null;
     const timers: NodeJS.Timeout[] = [];
 
-    const ender = spec.supervisor
-      ? new ProcessEnder(child, { supervisor: true }, SUPERVISOR_GRACE_MS)
-      : new ProcessEnder(child, { sandbox: info }, KILL_GRACE_MS);
+    const ender = new ProcessEnder(child, spec.supervisor ? { supervisor: true } : { sandbox: info });
     let killing = false;
     const kill = (reason: TestProcessOutcome['killedFor']): void => {
       if (exit || killing) return;
@@ -97,7 +88,7 @@ export function runTestProcess(
         // The test is over; what is left is the supervisor's clean-up, on its own clock.
         endedAt = Date.now();
         clearTimeout(timeout);
-        timers.push(setTimeout(() => ender.end(), SUPERVISOR_GRACE_MS));
+        timers.push(setTimeout(() => ender.end(), ender.graceMs));
       });
     }
     const onAbort = (): void => kill(null);

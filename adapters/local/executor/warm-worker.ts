@@ -12,8 +12,6 @@ import { OutputCapture, ProcessEnder, SandboxInfo, spawnGroup, type ProcessSpawn
 import type { TestProcessOutcome } from './test-process';
 /** Extra time the server gets beyond the test's limit before this side kills the sandbox. */
 const BACKSTOP_GRACE_MS = 10_000;
-/** How long the sandbox's init (or the server, on SIGTERM) may take to end it all before its process group is killed. */
-const KILL_GRACE_MS = 2_000;
 /** Longest a worker may take to start and import its modules. */
 const START_TIMEOUT_MS = 180_000;
 /** A frame longer than this is a broken server, not output. */
@@ -79,7 +77,7 @@ export class WarmWorker {
 
   constructor(spec: WarmWorkerSpawn) {
     this.child = spawnGroup(spec, ['pipe', 'pipe', 'pipe', 'pipe', 'pipe']);
-    this.ender = new ProcessEnder(this.child, spec.supervisor ? { supervisor: true } : { sandbox: this.info }, KILL_GRACE_MS);
+    this.ender = new ProcessEnder(this.child, spec.supervisor ? { supervisor: true } : { sandbox: this.info });
     const keep = (chunk: Buffer): void => {
       this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-4096);
     };
