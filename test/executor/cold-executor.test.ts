@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { RawExecution } from '../../core/executor';
 import { ColdExecutor, createColdExecutor } from '../../adapters/local/executor';
+import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
 import { passedSuiteReport } from '../helpers/driver-report';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
 
@@ -415,9 +416,22 @@ describe('ColdExecutor batches', () => {
 });
 
 describe('createColdExecutor', () => {
-  it('refuses to run without bubblewrap unless unsafeNoSandbox is given', async () => {
-    await expect(createColdExecutor({ bwrap: '/nonexistent/bwrap', jobs: 1 })).rejects.toThrow(
+  it('refuses to run without bubblewrap when bwrap is asked for', async () => {
+    await expect(createColdExecutor({ bwrap: '/nonexistent/bwrap', sandbox: 'bwrap', jobs: 1 })).rejects.toThrow(
       /apt-get install bubblewrap/,
     );
+  });
+
+  it('falls back to the uid sandbox without bubblewrap as root (auto), and says so', async () => {
+    if (!runningAsRoot()) return;
+    const warnings: string[] = [];
+    const executor = await createColdExecutor({ bwrap: '/nonexistent/bwrap', jobs: 1, warn: (m) => warnings.push(m) });
+    try {
+      const [r] = await executor.run([paper.candidate('auto', modelSource(CORRECT_BODY))]);
+      expect([r.sandbox, r.exitCode]).toEqual(['uid', 0]);
+      expect(warnings.join('\n')).toMatch(/using the uid sandbox/);
+    } finally {
+      await executor.close();
+    }
   });
 });

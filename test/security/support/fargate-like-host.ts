@@ -6,7 +6,7 @@
  * (clone/unshare with CLONE_NEWUSER fail with ENOSPC, clone3 with ENOSYS). bubblewrap
  * cannot start inside it, so rcb has to use the uid sandbox.
  */
-import { openSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { arch } from 'node:os';
 import { join } from 'node:path';
 
@@ -52,9 +52,12 @@ export function userNamespaceRefusingFilter(): Buffer {
 
 /** The command line that runs `command` on the Fargate-like host; `seccompFd` must be passed as stdio fd 3. */
 export function fargateLikeHost(scratch: string, command: readonly string[]): { args: string[]; seccompFd: number } {
-  const filter = join(scratch, 'fargate-like.bpf');
+  // A file of its own per host (hosts start concurrently), gone once open.
+  const dir = mkdtempSync(join(scratch, 'rcb-fargate-bpf-'));
+  const filter = join(dir, 'filter.bpf');
   writeFileSync(filter, userNamespaceRefusingFilter());
   const seccompFd = openSync(filter, 'r');
+  rmSync(dir, { recursive: true, force: true });
   const args = [
     '--ro-bind', '/', '/',
     '--dev', '/dev',
