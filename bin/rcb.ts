@@ -47,7 +47,7 @@ async function main(argv: string[]): Promise<number> {
     .argument('<snippet>', 'snippet name')
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
     .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
-    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
     .action((paper, snippet, o) => {
       code = promptCommand(paper, snippet, o);
     });
@@ -85,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--temperature <t>', 'sampling temperature')
     .option('--no-paper', 'leave the paper text out of prompts')
     .option('--papers <ids>', 'only these papers, comma-separated')
-    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
     .option('--budget <usd>', 'compare the estimate with this budget')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
     .action((o) => {

@@ -9,7 +9,7 @@ import type { Subset } from '../../core/scoring';
 import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
 import { formatProblem, readPset } from '../../core/pset/read-pset';
 import { packageRoot, resourcePath } from '../../core/util/package-root';
-import { loadTemplate, type PromptTemplate } from '../../core/prompt/template';
+import { DEFAULT_TEMPLATE, isShippedTemplate, loadTemplate, SHIPPED_TEMPLATES, type PromptTemplate } from '../../core/prompt/template';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 
 /** An error the user can act on: printed without a stack trace. */
@@ -38,9 +38,16 @@ export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null
   return pset;
 }
 
-export function loadPromptTemplate(file: string | undefined): PromptTemplate {
-  const path = file ? resolve(file) : resourcePath('prompt-template.txt');
-  if (!existsSync(path)) throw new UsageError(`prompt template ${path} does not exist`);
+/**
+ * `--prompt-template NAME|FILE`: a shipped template by name (`original`, the default, or
+ * `rcb`), else a template file. A file that shares a shipped name is reached as `./NAME`.
+ */
+export function loadPromptTemplate(nameOrFile: string | undefined): PromptTemplate {
+  const name = nameOrFile ?? DEFAULT_TEMPLATE;
+  const path = isShippedTemplate(name) ? resourcePath(SHIPPED_TEMPLATES[name]) : resolve(name);
+  if (!existsSync(path)) {
+    throw new UsageError(`prompt template ${path} does not exist (--prompt-template takes ${Object.keys(SHIPPED_TEMPLATES).join(', ')} or a file)`);
+  }
   try {
     return loadTemplate(path);
   } catch (e) {
