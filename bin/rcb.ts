@@ -52,6 +52,18 @@ async function main(argv: string[]): Promise<number> {
       code = promptCommand(paper, snippet, o);
     });
 
+  program
+    .command('prompts')
+    .description('every task\'s exact prompt as JSONL: one {paper, file, snippet, no_paper, prompt} per line')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
+    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
+    .action((o) => {
+      const { promptsCommand } = require('./commands/prompts-command') as typeof import('./commands/prompts-command');
+      code = promptsCommand(o);
+    });
+
   addRunSpecOptions(program.command('run').description('run the benchmark on this machine; rerunning the same command resumes it'))
     .option('--jobs <n>', 'tests run at once (default: one per core)')
     .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
