@@ -117,6 +117,18 @@ async function main(argv: string[]): Promise<number> {
     });
 
   program
+    .command('rejudge')
+    .description('rescore a stored run with today\'s judge, from the evidence its verdicts keep, running no test')
+    .argument('<run-dir>', 'run directory')
+    .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
+    .option('--judge <judge>', 'strict or official (default: strict; official with --format official)')
+    .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .action(async (dir, o) => {
+      const { rejudgeCommand } = require('./commands/rejudge-command') as typeof import('./commands/rejudge-command');
+      code = await rejudgeCommand(dir, o);
+    });
+
+  program
     .command('import-official')
     .description('load an original-harness overall_stats.json as a run')
     .argument('<file>', 'overall_stats.json')

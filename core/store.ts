@@ -5,6 +5,7 @@
  */
 import type { FailureClass, CappedLog, PaperMeta, TokenUsage } from './types';
 import type { FinishReason } from './model';
+import type { DriverReport } from './executor';
 
 /** A model as a run uses it: the id and the parameters that change its answers. */
 export interface ModelSpec {
@@ -96,6 +97,26 @@ export interface CompletionRecord {
   createdAt: string;
 }
 
+/**
+ * What a test run showed, kept with its verdict so that a judge can be applied again
+ * (`rcb rejudge`) without running the test: with the verdict's exitCode, signal, logs and
+ * durations, it is the RawExecution the verdict was judged from.
+ */
+export interface VerdictEvidence {
+  /** Why the executor stopped the process, if it did. */
+  killedFor: 'timeout' | 'output' | null;
+  /** SPEC 7 error markers seen anywhere in the full stdout or stderr (also in parts cut from the kept logs). */
+  markersSeen: string[];
+  /** The in-sandbox driver's report (unittest counts, how the script ended, its flags); null when the process never reached its exit hook. */
+  driver: DriverReport | null;
+  /** Base files the run changed or removed. */
+  tamperedFiles: string[];
+  /** Whether the paper's test entry point uses unittest (the strict judge then needs tests to have run). */
+  testUsesUnittest: boolean;
+  /** Where the logs are: the verdict's own stdout and stderr (head and tail, the cut marked); rcb keeps no other copy. */
+  logsAt: 'verdict';
+}
+
 /** The judged outcome of one task. */
 export interface Verdict {
   taskId: string;
@@ -105,7 +126,11 @@ export interface Verdict {
   strictPass: boolean;
   /** Why strict judging failed or what looked suspicious (named flags). */
   flags: string[];
-  /** Class of the official failure (SPEC 10); 'integrity' when only the strict judge failed; null when both pass. */
+  /**
+   * Class of the failure (SPEC 10): 'no_code' for an answer without code (whatever the
+   * official rule said of its test); otherwise the official failure's class; 'integrity'
+   * when only the strict judge failed; null when both pass.
+   */
   failureClass: FailureClass | null;
   exitCode: number | null;
   signal: string | null;
@@ -115,6 +140,8 @@ export interface Verdict {
   executor: 'cold' | 'warm' | 'none';
   sandbox: 'bwrap' | 'none';
   createdAt: string;
+  /** What the test run showed; absent for verdicts without a run and for those written before rcb kept it. */
+  evidence?: VerdictEvidence;
 }
 
 export interface RunStore {
