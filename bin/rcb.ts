@@ -72,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (model-written code then runs with your user\'s rights)'))
+    .option('--skip-env-check', 'do not check first that each paper\'s oracle passes here (papers whose tests cannot run then score as model failures)')
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
       const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');

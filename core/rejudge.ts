@@ -54,6 +54,7 @@ export function withVerdicts(store: RunStore, verdicts: Verdict[]): RunStore {
     getRun: (id) => store.getRun(id),
     setRunStatus: refuse,
     setRunBudget: refuse,
+    setRunEnvironment: refuse,
     putTasks: refuse,
     listTasks: (id) => store.listTasks(id),
     putCompletion: refuse,

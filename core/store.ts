@@ -47,6 +47,22 @@ export interface ModelInfo {
   config: Record<string, unknown>;
 }
 
+/** Whether a paper's tests run in the environment a run's tests run in (its oracle passes there). */
+export interface PaperEnvironment {
+  paper: string;
+  runs: boolean;
+  /** For a paper that does not run: the missing module, else the first error line. */
+  reason: string | null;
+}
+
+/** The environment check a run's tasks were tested under (`rcb run` without --skip-env-check). */
+export interface RunEnvironment {
+  /** The interpreter the tests run with. */
+  python: string;
+  papers: PaperEnvironment[];
+  checkedAt: string;
+}
+
 export interface RunRecord {
   runId: string;
   spec: RunSpec;
@@ -63,6 +79,11 @@ export interface RunRecord {
   /** Spend reserved by calls in flight, USD. */
   reservedUsd: number;
   error?: string;
+  /**
+   * The latest environment check of the run; tasks of papers that do not run are env_broken:
+   * kept out of the scores and named in reports. Absent when the check was skipped.
+   */
+  environment?: RunEnvironment;
 }
 
 /** One task of a run: (paper, file, snippet) x model x sample. */
@@ -151,6 +172,8 @@ export interface RunStore {
   setRunStatus(runId: string, status: RunStatus, error?: string): Promise<void>;
   /** Update the budget of an existing run (a resumed run may raise it). */
   setRunBudget(runId: string, budgetUsd: number | null): Promise<void>;
+  /** Record the run's environment check, replacing an earlier one (a resumed run checks again). */
+  setRunEnvironment(runId: string, environment: RunEnvironment): Promise<void>;
 
   /** Insert tasks that are not there yet; existing ones are left as they are. */
   putTasks(runId: string, tasks: TaskRecord[]): Promise<void>;

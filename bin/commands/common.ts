@@ -3,7 +3,8 @@
  * pset or failing with every problem, opening a run directory.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
+import { homedir } from 'node:os';
 import type { Judge, Pset } from '../../core/types';
 import type { Subset } from '../../core/scoring';
 import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
@@ -27,6 +28,24 @@ export function defaultPsetDir(): string {
 /** `--python`, else RCB_PYTHON, else Debian's interpreter where it exists, else python3 on PATH. */
 export function defaultPython(): string {
   return process.env.RCB_PYTHON || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
+}
+
+/** rcb's cache folder on this machine: paid answers, environment checks. */
+export function cacheDir(): string {
+  return process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
+}
+
+/**
+ * The interpreter as the environment cache knows it: an absolute path, symlinks kept (a
+ * virtualenv's python links to its base interpreter but has other packages).
+ */
+export function interpreterPath(python: string): string {
+  if (python.includes('/')) return resolve(python);
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const candidate = join(dir || '.', python);
+    if (existsSync(candidate)) return resolve(candidate);
+  }
+  return python;
 }
 
 export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null): Pset {

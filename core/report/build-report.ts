@@ -35,7 +35,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
   const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge, subset: opts.subset, cutoffs });
+  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge, subset: opts.subset, cutoffs, environment: run.environment?.papers });
   switch (opts.format) {
     case 'table':
       return { run, text: formatTable(report, run) };
