@@ -81,6 +81,20 @@ async function main(argv: string[]): Promise<number> {
     });
 
   program
+    .command('doctor')
+    .description('run each paper\'s oracle here: which papers\' tests run, and for the others the missing module or first error line (exit 1 if any does not run)')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--json', 'JSON array of {paper, runs, reason}')
+    .option('--timeout <seconds>', 'time limit of one test run', '60')
+    .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (model-written code then runs with your user\'s rights)'))
+    .action(async (o) => {
+      const { doctorCommand } = require('./commands/doctor-command') as typeof import('./commands/doctor-command');
+      code = await doctorCommand(o);
+    });
+
+  program
     .command('models')
     .description('list the model registry (shipped resources/models.yaml, merged with --models-file)')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
