@@ -3,6 +3,7 @@
  * original harness tested it, and a stored run is rescored from its evidence (rcb rejudge),
  * also when it was written before verdicts kept evidence.
  */
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { rcb, REPO, tempDir } from '../helpers/cli';
@@ -103,12 +104,9 @@ describe('rcb rejudge', () => {
   it('still loads a run written before verdicts kept evidence, and keeps its verdicts as judged then', () => {
     // Prepare: the same run as the previous rcb stored it: no evidence, and answers without code failed untested.
     const old = tempDir();
-    const db = new Database(join(out, 'rcb.sqlite'), { readonly: true });
-    db.backup(join(old, 'rcb.sqlite')).then(() => undefined);
-    db.close();
-    require('node:fs').copyFileSync(join(out, 'run.json'), join(old, 'run.json'));
+    copyFileSync(join(out, 'rcb.sqlite'), join(old, 'rcb.sqlite'));
+    copyFileSync(join(out, 'run.json'), join(old, 'run.json'));
     const copy = new Database(join(old, 'rcb.sqlite'));
-    copy.exec('PRAGMA wal_checkpoint');
     const rows = copy.prepare('SELECT run_id, task_id, record FROM verdicts').all() as { run_id: string; task_id: string; record: string }[];
     const update = copy.prepare('UPDATE verdicts SET record = ? WHERE run_id = ? AND task_id = ?');
     for (const row of rows) {
@@ -127,5 +125,63 @@ describe('rcb rejudge', () => {
     expect(rejudged.stdout).toBe(report.stdout);
     expect(rejudged.stderr).toContain('rejudged 0 verdict(s) from their evidence, no test run (0 changed); 84 kept as stored');
     expect(rejudged.stderr).toMatch(/note: 29 answer\(s\) without code were failed by an older rcb without running their test/);
+  });
+});
+
+describe('a paper whose tests cannot run here', () => {
+  // alpha runs; gamma imports a module no environment has.
+  const files = {
+    ...UNEXERCISED_PSET,
+    'papers.yaml': UNEXERCISED_PSET['papers.yaml'] + UNEXERCISED_PSET['papers.yaml'].replace(/beta/g, 'gamma').replace(/Beta/g, 'Gamma'),
+    ...Object.fromEntries(Object.entries(UNEXERCISED_PSET).filter(([k]) => k.startsWith('beta/')).map(([k, v]) => [k.replace('beta/', 'gamma/'), v])),
+    'gamma/paper2code_test.py': 'import rcb_no_such_module_anywhere\n' + UNEXERCISED_PSET['beta/paper2code_test.py'],
+  };
+
+  it('is reported by rcb doctor with its missing module, and its tasks are env_broken in rcb run: untested, out of the scores, named', () => {
+    // Prepare
+    const pset = makeTempPset(files);
+    const cache = tempDir();
+    const out = tempDir();
+
+    // Act
+    const doctor = rcb(['doctor', '--pset', pset, '--json'], { env: { RCB_CACHE_DIR: cache } });
+    const run = rcb(['run', '--pset', pset, '--model', 'oracle', '--executor', 'cold', '--out', out], { env: { RCB_CACHE_DIR: cache } });
+
+    // Assess
+    expect(doctor.status).toBe(1);
+    expect(JSON.parse(doctor.stdout)).toEqual([
+      { paper: 'beta', runs: true, reason: null },
+      { paper: 'gamma', runs: false, reason: 'missing module rcb_no_such_module_anywhere' },
+    ]);
+    expect(doctor.stderr).toContain('1 of 2 paper(s) run here');
+    expect(run.status).toBe(0);
+    expect(run.stderr).toContain('env_broken: gamma cannot run here (missing module rcb_no_such_module_anywhere): its 2 task(s) are left untested and out of the scores');
+    expect(run.stdout).toContain('2 test(s) run');
+    expect(run.stdout).toMatch(/oracle\s+100\.00 ± 0\.00\s+100\.00 ± 0\.00\s+2\s/);
+    expect(run.stdout).toContain('note: env_broken: 2 task sample(s) of 1 paper(s)');
+    const rep = JSON.parse(rcb(['report', out, '--format', 'json', '--judge', 'official']).stdout) as { notes: string[]; models: { envBroken: number; pending: number }[] };
+    expect(rep.models[0]).toMatchObject({ envBroken: 2, pending: 0 });
+    expect(rep.notes[0]).toContain('gamma (missing module rcb_no_such_module_anywhere)');
+  });
+
+  it('is read from doctor\'s cache by rcb run, and not checked at all with --skip-env-check', () => {
+    // Prepare: a cache that says beta does not run (as a doctor run with another environment would have found).
+    const pset = makeTempPset(files);
+    const cache = tempDir();
+    expect(rcb(['doctor', '--pset', pset, '--papers', 'beta'], { env: { RCB_CACHE_DIR: cache } }).status).toBe(0);
+    const file = join(cache, 'environment.json');
+    const entries = JSON.parse(readFileSync(file, 'utf8')) as Record<string, { runs: boolean; reason: string | null }>;
+    for (const e of Object.values(entries)) Object.assign(e, { runs: false, reason: 'recorded by doctor' });
+    writeFileSync(file, JSON.stringify(entries));
+
+    // Act
+    const cached = rcb(['run', '--pset', pset, '--papers', 'beta', '--model', 'oracle', '--executor', 'cold', '--out', tempDir()], { env: { RCB_CACHE_DIR: cache } });
+    const skipped = rcb(['run', '--pset', pset, '--papers', 'beta', '--model', 'oracle', '--executor', 'cold', '--skip-env-check', '--out', tempDir()], { env: { RCB_CACHE_DIR: cache } });
+
+    // Assess
+    expect(cached.stderr).toContain('env_broken: beta cannot run here (recorded by doctor)');
+    expect(cached.stdout).toContain('0 test(s) run');
+    expect(skipped.stderr).not.toContain('env_broken');
+    expect(skipped.stdout).toContain('2 test(s) run');
   });
 });
