@@ -153,8 +153,9 @@ export function rejudge(v: Verdict, completion: string): Verdict | null {
 }
 
 /**
- * A verdict with no test run behind it: an empty completion or a failed generation, or a
- * result imported from elsewhere (`fields` then carries what the source recorded).
+ * A verdict with no test run behind it: a failed generation, or a result imported from
+ * elsewhere (`fields` then carries what the source recorded). It keeps no evidence, so a
+ * rejudge leaves it as it is.
  */
 export function verdictWithoutRun(
   taskId: string,
