@@ -46,6 +46,11 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     case 'json':
       return { run, text: formatJson(report, run) };
     case 'official':
-      return { run, text: JSON.stringify(toOverallStats(run, tasks, verdicts, report), null, 2) + '\n' };
+      // The original format has no place for notes: rcb adds `rcb_notes` only when there are some
+      // (untested or env_broken tasks), so a complete run's file stays in the original's shape.
+      return {
+        run,
+        text: JSON.stringify({ ...toOverallStats(run, tasks, verdicts, report), ...(report.notes.length ? { rcb_notes: report.notes } : {}) }, null, 2) + '\n',
+      };
   }
 }

@@ -162,6 +162,11 @@ describe('a paper whose tests cannot run here', () => {
     const rep = JSON.parse(rcb(['report', out, '--format', 'json', '--judge', 'official']).stdout) as { notes: string[]; models: { envBroken: number; pending: number }[] };
     expect(rep.models[0]).toMatchObject({ envBroken: 2, pending: 0 });
     expect(rep.notes[0]).toContain('gamma (missing module rcb_no_such_module_anywhere)');
+    const official = rcb(['report', out, '--format', 'official']);
+    expect(JSON.parse(official.stdout).rcb_notes).toEqual(rep.notes);
+    const statsFile = join(tempDir(), 'overall_stats.json');
+    writeFileSync(statsFile, official.stdout);
+    expect(rcb(['import-official', statsFile, '--out', tempDir()]).status).toBe(0);
   });
 
   it('is read from doctor\'s cache by rcb run, and not checked at all with --skip-env-check', () => {
