@@ -172,8 +172,8 @@ export interface RunStore {
   setRunStatus(runId: string, status: RunStatus, error?: string): Promise<void>;
   /** Update the budget of an existing run (a resumed run may raise it). */
   setRunBudget(runId: string, budgetUsd: number | null): Promise<void>;
-  /** Record the run's environment check, replacing an earlier one (a resumed run checks again). */
-  setRunEnvironment(runId: string, environment: RunEnvironment): Promise<void>;
+  /** Record the run's environment check, replacing an earlier one (a resumed run checks again); null removes it. */
+  setRunEnvironment(runId: string, environment: RunEnvironment | null): Promise<void>;
 
   /** Insert tasks that are not there yet; existing ones are left as they are. */
   putTasks(runId: string, tasks: TaskRecord[]): Promise<void>;

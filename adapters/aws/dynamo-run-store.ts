@@ -242,11 +242,11 @@ export class DynamoRunStore implements RunStore {
     });
   }
 
-  async setRunEnvironment(runId: string, environment: RunEnvironment): Promise<void> {
+  async setRunEnvironment(runId: string, environment: RunEnvironment | null): Promise<void> {
     await this.updateRun(runId, {
-      UpdateExpression: 'SET #environment = :environment',
+      UpdateExpression: environment === null ? 'REMOVE #environment' : 'SET #environment = :environment',
       ExpressionAttributeNames: { '#environment': 'environment' },
-      ExpressionAttributeValues: { ':environment': JSON.stringify(environment) },
+      ...(environment === null ? {} : { ExpressionAttributeValues: { ':environment': JSON.stringify(environment) } }),
     });
   }
 
@@ -487,7 +487,7 @@ export class DynamoRunStore implements RunStore {
   /** UpdateItem on an existing run item; a missing run is left missing (as SQLite's UPDATE does). */
   private async updateRun(
     runId: string,
-    expr: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, NativeAttributeValue> },
+    expr: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues?: Record<string, NativeAttributeValue> },
   ): Promise<void> {
     await this.sendConditional(
       new UpdateCommand({

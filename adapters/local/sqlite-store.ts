@@ -121,8 +121,9 @@ export class SqliteRunStore implements RunStore {
     this.file.prepare('UPDATE runs SET budget_usd = ? WHERE run_id = ?').run(budgetUsd, runId);
   }
 
-  async setRunEnvironment(runId: string, environment: RunEnvironment): Promise<void> {
-    this.file.prepare("UPDATE runs SET record = json_set(record, '$.environment', json(?)) WHERE run_id = ?").run(JSON.stringify(environment), runId);
+  async setRunEnvironment(runId: string, environment: RunEnvironment | null): Promise<void> {
+    if (environment === null) this.file.prepare("UPDATE runs SET record = json_remove(record, '$.environment') WHERE run_id = ?").run(runId);
+    else this.file.prepare("UPDATE runs SET record = json_set(record, '$.environment', json(?)) WHERE run_id = ?").run(JSON.stringify(environment), runId);
   }
 
   async putTasks(runId: string, tasks: TaskRecord[]): Promise<void> {

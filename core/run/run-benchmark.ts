@@ -69,7 +69,7 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const progress = deps.progress ?? silentProgress;
   const { store } = deps;
   const { runId } = input;
-  await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
+  const opened = await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
   if (input.clearStaleReservations) await store.clearReservations(runId);
 
   const allTasks = planTasks(input.pset, input.spec);
@@ -87,6 +87,10 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
       const n = allTasks.filter((t) => t.paper === p.paper).length;
       progress.note(`env_broken: ${p.paper} cannot run here (${p.reason}): its ${n} task(s) are left untested and out of the scores`);
     }
+  }
+  else if (opened.environment) {
+    // Resumed without the check: every paper's tasks are now tested, so none is env_broken.
+    await store.setRunEnvironment(runId, null);
   }
   const tasks = allTasks.filter((t) => !broken.has(t.paper));
   const envBroken = allTasks.filter((t) => broken.has(t.paper));

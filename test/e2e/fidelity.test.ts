@@ -167,6 +167,13 @@ describe('a paper whose tests cannot run here', () => {
     const statsFile = join(tempDir(), 'overall_stats.json');
     writeFileSync(statsFile, official.stdout);
     expect(rcb(['import-official', statsFile, '--out', tempDir()]).status).toBe(0);
+
+    // A resume without the check tests gamma's tasks, which then fail as the model's.
+    const resumed = rcb(['run', '--pset', pset, '--model', 'oracle', '--executor', 'cold', '--skip-env-check', '--out', out], { env: { RCB_CACHE_DIR: cache } });
+    expect(resumed.stdout).toContain('2 test(s) run');
+    const after = JSON.parse(rcb(['report', out, '--format', 'json']).stdout) as { notes: string[]; models: { envBroken: number; failures: Record<string, number> }[] };
+    expect(after.notes).toEqual([]);
+    expect(after.models[0]).toMatchObject({ envBroken: 0, failures: { import: 2 } });
   });
 
   it('is read from doctor\'s cache by rcb run, and not checked at all with --skip-env-check', () => {

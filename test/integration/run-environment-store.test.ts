@@ -36,7 +36,7 @@ const broken: RunEnvironment = {
 };
 
 describe.each(stores)('%s run environment', (_, open) => {
-  it('loads a run without one, records one, and replaces it on a later check', async () => {
+  it('loads a run without one, records one, replaces it on a later check, and removes it', async () => {
     // Prepare
     const store = await open();
     const run = makeRun('run-1');
@@ -49,6 +49,8 @@ describe.each(stores)('%s run environment', (_, open) => {
     const fixed: RunEnvironment = { ...broken, papers: broken.papers.map((p) => ({ ...p, runs: true, reason: null })), checkedAt: '2026-12-02T08:00:00.000Z' };
     await store.setRunEnvironment('run-1', fixed);
     const second = await store.getRun('run-1');
+    await store.setRunEnvironment('run-1', null);
+    const cleared = await store.getRun('run-1');
     await store.close();
 
     // Assess
@@ -56,5 +58,6 @@ describe.each(stores)('%s run environment', (_, open) => {
     expect(before).not.toHaveProperty('environment');
     expect(first).toEqual({ ...run, environment: broken });
     expect(second?.environment).toEqual(fixed);
+    expect(cleared).toEqual(run);
   });
 });
