@@ -47,29 +47,48 @@ async function main(argv: string[]): Promise<number> {
     .argument('<snippet>', 'snippet name')
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
     .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
-    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
     .action((paper, snippet, o) => {
       code = promptCommand(paper, snippet, o);
     });
 
-  addRunSpecOptions(program.command('run').description('run the benchmark on this machine; rerunning the same command resumes it'))
+  program
+    .command('prompts')
+    .description('every task\'s exact prompt as JSONL: one {paper, file, snippet, no_paper, prompt} per line')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
+    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
+    .action((o) => {
+      const { promptsCommand } = require('./commands/prompts-command') as typeof import('./commands/prompts-command');
+      code = promptsCommand(o);
+    });
+
+  addSandboxOptions(addRunSpecOptions(program.command('run').description('run the benchmark on this machine; rerunning the same command resumes it')))
     .option('--jobs <n>', 'tests run at once (default: one per core)')
     .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
     .option('--out <dir>', 'run directory (default: runs/<models>-<run id>, derived from the run spec)')
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')
-    .option(
-      '--sandbox <kind>',
-      'auto (bubblewrap where it can start, else the uid sandbox as root), bwrap, uid (no namespaces: a uid per slot, seccomp; needs root) or none (default: $RCB_SANDBOX, else auto)',
-      process.env.RCB_SANDBOX || 'auto',
-    )
-    .addOption(new Option('--unsafe-no-sandbox', 'run tests without a sandbox, as --sandbox none (model-written code then runs with your user\'s rights)'))
+    .option('--skip-env-check', 'do not check first that each paper\'s oracle passes here (papers whose tests cannot run then score as model failures)')
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
       const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');
       const { hostedModels } = require('./commands/model-commands') as typeof import('./commands/model-commands');
       code = await runCommand(o, hostedModels(o.modelsFile));
+    });
+
+  addSandboxOptions(program.command('doctor'))
+    .description('run each paper\'s oracle here: which papers\' tests run, and for the others the missing module or first error line (exit 1 if any does not run)')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--json', 'JSON array of {paper, runs, reason}')
+    .option('--timeout <seconds>', 'time limit of one test run', '60')
+    .action(async (o) => {
+      const { doctorCommand } = require('./commands/doctor-command') as typeof import('./commands/doctor-command');
+      code = await doctorCommand(o);
     });
 
   program
@@ -90,7 +109,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--temperature <t>', 'sampling temperature')
     .option('--no-paper', 'leave the paper text out of prompts')
     .option('--papers <ids>', 'only these papers, comma-separated')
-    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
     .option('--budget <usd>', 'compare the estimate with this budget')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
     .action((o) => {
@@ -107,6 +126,18 @@ async function main(argv: string[]): Promise<number> {
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .action(async (dir, o) => {
       code = await reportCommand(dir, o);
+    });
+
+  program
+    .command('rejudge')
+    .description('rescore a stored run with today\'s judge, from the evidence its verdicts keep, running no test')
+    .argument('<run-dir>', 'run directory')
+    .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
+    .option('--judge <judge>', 'strict or official (default: strict; official with --format official)')
+    .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .action(async (dir, o) => {
+      const { rejudgeCommand } = require('./commands/rejudge-command') as typeof import('./commands/rejudge-command');
+      code = await rejudgeCommand(dir, o);
     });
 
   program
@@ -149,3 +180,13 @@ main(process.argv).then(
     }
   },
 );
+
+/** --sandbox and --unsafe-no-sandbox, for the commands that run tests here. */
+function addSandboxOptions(command: Command): Command {
+  return command
+    .option(
+      '--sandbox <kind>',
+      'auto (bubblewrap where it can start, else the uid sandbox as root), bwrap, uid (no namespaces: a uid per slot, seccomp; needs root) or none (default: $RCB_SANDBOX, else auto)',
+    )
+    .addOption(new Option('--unsafe-no-sandbox', "run tests without a sandbox, as --sandbox none (model-written code then runs with your user's rights)"));
+}

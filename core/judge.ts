@@ -2,9 +2,13 @@
  * Verdicts (SPEC 7): the original pass rule, and the strict one that also asks for evidence
  * that the test suite ran to its end and succeeded, and for no integrity flag. Both are
  * recorded on every verdict; reports say which one a score uses.
+ *
+ * An answer without code is tested like any other, with the snippet's body removed (SPEC 6):
+ * the original harness did so, and a test that does not exercise the snippet passes it. The
+ * official judge takes that result; the strict judge fails it as no_code.
  */
 import type { RawExecution } from './executor';
-import type { Verdict } from './store';
+import type { Verdict, VerdictEvidence } from './store';
 import type { FailureClass } from './types';
 import { classifyFailure } from './failure-class';
 
@@ -73,22 +77,33 @@ export function strictFlags(raw: RawExecution, ctx: JudgeContext): string[] {
 
 export function judge(raw: RawExecution, ctx: JudgeContext, now: () => Date = () => new Date()): Verdict {
   const official = !raw.infraError && officialPass(raw);
+  const completionEmpty = ctx.completion.trim() === '';
   const runtimeFlags = raw.infraError ? ['infra_error'] : strictFlags(raw, ctx);
+  if (completionEmpty) runtimeFlags.unshift('no_code');
   const fromText = staticFlags(ctx.completion);
   const strict = official && runtimeFlags.length === 0 && fromText.strict.length === 0;
-  const completionEmpty = ctx.completion.trim() === '';
-  const failureClass = official
-    ? strict
-      ? null
-      : 'integrity'
-    : classifyFailure({
-        completionEmpty,
-        killedFor: raw.killedFor,
-        signal: raw.signal,
-        exitCode: raw.exitCode,
-        stderr: raw.stderr.text,
-        stdout: raw.stdout.text,
-      });
+  const failureClass: FailureClass | null = completionEmpty
+    ? 'no_code'
+    : official
+      ? strict
+        ? null
+        : 'integrity'
+      : classifyFailure({
+          completionEmpty,
+          killedFor: raw.killedFor,
+          signal: raw.signal,
+          exitCode: raw.exitCode,
+          stderr: raw.stderr.text,
+          stdout: raw.stdout.text,
+        });
+  const evidence: VerdictEvidence = {
+    killedFor: raw.killedFor,
+    markersSeen: raw.markersSeen,
+    driver: raw.driver,
+    tamperedFiles: raw.tamperedFiles,
+    testUsesUnittest: ctx.testUsesUnittest,
+    logsAt: 'verdict',
+  };
   return {
     taskId: raw.taskId,
     officialPass: official,
@@ -103,12 +118,44 @@ export function judge(raw: RawExecution, ctx: JudgeContext, now: () => Date = ()
     executor: raw.executor,
     sandbox: raw.sandbox,
     createdAt: now().toISOString(),
+    ...(raw.infraError ? {} : { evidence }),
   };
 }
 
 /**
- * A verdict with no test run behind it: an empty completion or a failed generation, or a
- * result imported from elsewhere (`fields` then carries what the source recorded).
+ * The RawExecution a verdict was judged from, rebuilt from its evidence; null when the
+ * verdict has none (no test run, or written before rcb kept evidence).
+ */
+export function executionOf(v: Verdict): RawExecution | null {
+  const e = v.evidence;
+  if (!e || v.executor === 'none') return null;
+  return {
+    taskId: v.taskId,
+    exitCode: v.exitCode,
+    signal: v.signal,
+    durationMs: v.durationMs,
+    killedFor: e.killedFor,
+    stdout: v.stdout,
+    stderr: v.stderr,
+    markersSeen: e.markersSeen,
+    driver: e.driver,
+    tamperedFiles: e.tamperedFiles,
+    sandbox: v.sandbox,
+    executor: v.executor,
+  };
+}
+
+/** The verdict the judge gives today for the test run behind `v`, keeping its time; null when it cannot be rebuilt. */
+export function rejudge(v: Verdict, completion: string): Verdict | null {
+  const raw = executionOf(v);
+  if (!raw) return null;
+  return judge(raw, { completion, testUsesUnittest: v.evidence!.testUsesUnittest }, () => new Date(v.createdAt));
+}
+
+/**
+ * A verdict with no test run behind it: a failed generation, or a result imported from
+ * elsewhere (`fields` then carries what the source recorded). It keeps no evidence, so a
+ * rejudge leaves it as it is.
  */
 export function verdictWithoutRun(
   taskId: string,

@@ -2,7 +2,7 @@
  * Scores (SPEC 8) and the contamination-safe subsets (SPEC 9).
  */
 import type { FailureClass, Judge, PaperMeta } from './types';
-import type { TaskRecord, Verdict } from './store';
+import type { PaperEnvironment, TaskRecord, Verdict } from './store';
 
 export type Subset = 'all' | 'safe-common' | 'safe-per-model';
 
@@ -43,8 +43,14 @@ export interface ModelScore {
   samples: number;
   /** Failed task samples by class (of the chosen judge). */
   failures: Partial<Record<FailureClass, number>>;
-  /** Task samples with no verdict yet (unfinished run). */
+  /**
+   * Task samples with no verdict yet (unfinished run). The strict judge counts them as
+   * failures; the official judge leaves their tasks out of the denominator, as the original
+   * harness did (it skipped a snippet until every sample of it was tested).
+   */
   pending: number;
+  /** Task samples of papers that cannot run in the run's environment (env_broken): out of the scores. */
+  envBroken: number;
   /** Papers in scope for this model. */
   paperIds: string[];
   /** Cutoff used for the subset, if any. */
@@ -59,6 +65,8 @@ export interface ScoreInput {
   subset: Subset;
   /** Knowledge cutoff month (YYYY-MM) per model, where known. */
   cutoffs: Record<string, string | undefined>;
+  /** The run's environment check, if it had one: tasks of papers that do not run are env_broken. */
+  environment?: PaperEnvironment[];
 }
 
 export interface ScoreReport {
@@ -67,6 +75,8 @@ export interface ScoreReport {
   /** The common cutoff used by safe-common, if any. */
   commonCutoff: string | null;
   models: ModelScore[];
+  /** What a reader must know to read the scores: untested and env_broken tasks, and how they are treated. */
+  notes: string[];
 }
 
 export function passed(v: Verdict | undefined, judge: Judge): boolean {
@@ -112,7 +122,8 @@ export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
   const models = [...new Set(input.tasks.map((t) => t.model))];
   const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
-  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, models: [] };
+  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, models: [], notes: [] };
+  const broken = new Map((input.environment ?? []).filter((p) => !p.runs).map((p) => [p.paper, p.reason]));
 
   for (const model of models) {
     const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : input.cutoffs[model] ?? null;
@@ -123,9 +134,14 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     const groups = new Map<string, TaskGroup>();
     const failures: Partial<Record<FailureClass, number>> = {};
     let pending = 0;
+    let envBroken = 0;
     let samples = 0;
     for (const t of input.tasks) {
       if (t.model !== model || !inScope(t.paper)) continue;
+      if (broken.has(t.paper)) {
+        envBroken++;
+        continue;
+      }
       const key = `${t.paper}\0${t.file}\0${t.snippet}`;
       let g = groups.get(key);
       if (!g) groups.set(key, (g = { paper: t.paper, loc: t.loc, samples: new Map() }));
@@ -139,7 +155,9 @@ export function scoreRun(input: ScoreInput): ScoreReport {
         failures[cls] = (failures[cls] ?? 0) + 1;
       }
     }
-    const all = [...groups.values()];
+    // The official judge scores only fully tested tasks (the original harness's rule); the
+    // strict one scores every task, an untested sample counting as a failure.
+    const all = [...groups.values()].filter((g) => input.judge === 'strict' || ![...g.samples.values()].includes(undefined));
     const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number) => {
       const total = tasks.reduce((a, g) => a + weight(g), 0);
       const out: number[] = [];
@@ -186,10 +204,33 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       samples,
       failures,
       pending,
+      envBroken,
       paperIds,
       cutoff,
     });
   }
   report.models.sort((a, b) => b.scaled.mean - a.scaled.mean || a.model.localeCompare(b.model));
+  report.notes = scoreNotes(report, broken);
   return report;
+}
+
+function scoreNotes(report: ScoreReport, broken: Map<string, string | null>): string[] {
+  const notes: string[] = [];
+  const pending = report.models.filter((m) => m.pending > 0);
+  if (pending.length) {
+    const n = pending.reduce((a, m) => a + m.pending, 0);
+    const treated =
+      report.judge === 'official'
+        ? 'this official-judge report leaves their tasks out of the denominator, as the original harness did; the strict judge counts them as failures'
+        : 'this strict-judge report counts them as failures; the official judge leaves their tasks out of the denominator, as the original harness did';
+    notes.push(`untested: ${n} task sample(s) have no verdict (${pending.map((m) => `${m.model} ${m.pending}`).join(', ')}): ${treated}`);
+  }
+  const brokenCount = report.models.reduce((a, m) => a + m.envBroken, 0);
+  if (broken.size && brokenCount) {
+    const papers = [...broken].map(([paper, reason]) => `${paper} (${reason ?? 'its oracle fails here'})`).join(', ');
+    notes.push(
+      `env_broken: ${brokenCount} task sample(s) of ${broken.size} paper(s) that cannot run in this environment (their oracle fails here) are kept out of the scores, not counted as model failures: ${papers}`,
+    );
+  }
+  return notes;
 }

@@ -5,6 +5,7 @@
  */
 import type { FailureClass, CappedLog, PaperMeta, TokenUsage } from './types';
 import type { FinishReason } from './model';
+import type { DriverReport } from './executor';
 
 /** A model as a run uses it: the id and the parameters that change its answers. */
 export interface ModelSpec {
@@ -46,6 +47,22 @@ export interface ModelInfo {
   config: Record<string, unknown>;
 }
 
+/** Whether a paper's tests run in the environment a run's tests run in (its oracle passes there). */
+export interface PaperEnvironment {
+  paper: string;
+  runs: boolean;
+  /** For a paper that does not run: the missing module, else the first error line. */
+  reason: string | null;
+}
+
+/** The environment check a run's tasks were tested under (`rcb run` without --skip-env-check). */
+export interface RunEnvironment {
+  /** The interpreter the tests run with. */
+  python: string;
+  papers: PaperEnvironment[];
+  checkedAt: string;
+}
+
 export interface RunRecord {
   runId: string;
   spec: RunSpec;
@@ -62,6 +79,11 @@ export interface RunRecord {
   /** Spend reserved by calls in flight, USD. */
   reservedUsd: number;
   error?: string;
+  /**
+   * The latest environment check of the run; tasks of papers that do not run are env_broken:
+   * kept out of the scores and named in reports. Absent when the check was skipped.
+   */
+  environment?: RunEnvironment;
 }
 
 /** One task of a run: (paper, file, snippet) x model x sample. */
@@ -96,6 +118,26 @@ export interface CompletionRecord {
   createdAt: string;
 }
 
+/**
+ * What a test run showed, kept with its verdict so that a judge can be applied again
+ * (`rcb rejudge`) without running the test: with the verdict's exitCode, signal, logs and
+ * durations, it is the RawExecution the verdict was judged from.
+ */
+export interface VerdictEvidence {
+  /** Why the executor stopped the process, if it did. */
+  killedFor: 'timeout' | 'output' | null;
+  /** SPEC 7 error markers seen anywhere in the full stdout or stderr (also in parts cut from the kept logs). */
+  markersSeen: string[];
+  /** The in-sandbox driver's report (unittest counts, how the script ended, its flags); null when the process never reached its exit hook. */
+  driver: DriverReport | null;
+  /** Base files the run changed or removed. */
+  tamperedFiles: string[];
+  /** Whether the paper's test entry point uses unittest (the strict judge then needs tests to have run). */
+  testUsesUnittest: boolean;
+  /** Where the logs are: the verdict's own stdout and stderr (head and tail, the cut marked); rcb keeps no other copy. */
+  logsAt: 'verdict';
+}
+
 /** The judged outcome of one task. */
 export interface Verdict {
   taskId: string;
@@ -105,7 +147,11 @@ export interface Verdict {
   strictPass: boolean;
   /** Why strict judging failed or what looked suspicious (named flags). */
   flags: string[];
-  /** Class of the official failure (SPEC 10); 'integrity' when only the strict judge failed; null when both pass. */
+  /**
+   * Class of the failure (SPEC 10): 'no_code' for an answer without code (whatever the
+   * official rule said of its test); otherwise the official failure's class; 'integrity'
+   * when only the strict judge failed; null when both pass.
+   */
   failureClass: FailureClass | null;
   exitCode: number | null;
   signal: string | null;
@@ -115,6 +161,8 @@ export interface Verdict {
   executor: 'cold' | 'warm' | 'none';
   sandbox: 'bwrap' | 'uid' | 'none';
   createdAt: string;
+  /** What the test run showed; absent for verdicts without a run and for those written before rcb kept it. */
+  evidence?: VerdictEvidence;
 }
 
 export interface RunStore {
@@ -124,6 +172,8 @@ export interface RunStore {
   setRunStatus(runId: string, status: RunStatus, error?: string): Promise<void>;
   /** Update the budget of an existing run (a resumed run may raise it). */
   setRunBudget(runId: string, budgetUsd: number | null): Promise<void>;
+  /** Record the run's environment check, replacing an earlier one (a resumed run checks again); null removes it. */
+  setRunEnvironment(runId: string, environment: RunEnvironment | null): Promise<void>;
 
   /** Insert tasks that are not there yet; existing ones are left as they are. */
   putTasks(runId: string, tasks: TaskRecord[]): Promise<void>;

@@ -7,10 +7,14 @@ set -euo pipefail
 # bubblewrap: the sandbox for model-written code; python3: runs the papers' tests;
 # python3-numpy: the bundled example has a NumPy paper.
 PACKAGES=(bubblewrap python3 python3-numpy)
-EXTRA=("$@")   # e.g. python3-torch for the torch benchmark
+# What the tests of the 9 papers of the public pset that run on Debian's Python need
+# (`rcb doctor` lists them; npm test runs their oracle). The other 11 need modules Debian
+# does not package (timm, jax, hydra, ...): see the README's recipe with a virtualenv.
+PAPER_PACKAGES=(python3-torch python3-scipy python3-pandas python3-yaml python3-tqdm python3-torchvision python3-omegaconf python3-matplotlib)
+EXTRA=("$@")   # any further package
 
 missing=()
-for p in "${PACKAGES[@]}" "${EXTRA[@]}"; do
+for p in "${PACKAGES[@]}" "${PAPER_PACKAGES[@]}" "${EXTRA[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

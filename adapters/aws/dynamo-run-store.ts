@@ -36,7 +36,7 @@
  */
 import type { DynamoDBDocumentClient, NativeAttributeValue } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import type { CompletionCache, CompletionRecord, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
 import { mapLimit } from './map-limit';
 
 import { RUN_TABLE_KEYS } from './run-table-keys';
@@ -122,6 +122,8 @@ interface RunItem {
   budgetRev: number;
   updatedAt: string;
   error?: string;
+  /** The run's latest environment check, JSON (RunRecord.environment). */
+  environment?: string;
 }
 
 function isConditionFailure(err: unknown): boolean {
@@ -237,6 +239,14 @@ export class DynamoRunStore implements RunStore {
           : 'SET #budget = :b, #headroom = :b - #committed ADD #rev :one',
       ExpressionAttributeNames: { '#budget': 'budgetUsd', '#headroom': 'headroomUsd', '#committed': 'committedUsd', '#rev': 'budgetRev' },
       ExpressionAttributeValues: { ...(budgetUsd === null ? { ':zero': 0 } : { ':b': budgetUsd }), ':one': 1 },
+    });
+  }
+
+  async setRunEnvironment(runId: string, environment: RunEnvironment | null): Promise<void> {
+    await this.updateRun(runId, {
+      UpdateExpression: environment === null ? 'REMOVE #environment' : 'SET #environment = :environment',
+      ExpressionAttributeNames: { '#environment': 'environment' },
+      ...(environment === null ? {} : { ExpressionAttributeValues: { ':environment': JSON.stringify(environment) } }),
     });
   }
 
@@ -477,7 +487,7 @@ export class DynamoRunStore implements RunStore {
   /** UpdateItem on an existing run item; a missing run is left missing (as SQLite's UPDATE does). */
   private async updateRun(
     runId: string,
-    expr: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues: Record<string, NativeAttributeValue> },
+    expr: { UpdateExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues?: Record<string, NativeAttributeValue> },
   ): Promise<void> {
     await this.sendConditional(
       new UpdateCommand({
@@ -564,6 +574,7 @@ function toRunRecord(item: RunItem, runId: string): RunRecord {
   run.updatedAt = item.updatedAt;
   if (item.error) run.error = item.error;
   else delete run.error;
+  if (item.environment) run.environment = JSON.parse(item.environment);
   return run;
 }
 

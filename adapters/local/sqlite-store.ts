@@ -4,7 +4,7 @@
  * repeats nothing.
  */
 import Database from 'better-sqlite3';
-import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import type { CompletionCache, CompletionRecord, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
 
 /**
  * A SQLite file opened the way both stores need it, with its statements prepared once: the
@@ -119,6 +119,11 @@ export class SqliteRunStore implements RunStore {
 
   async setRunBudget(runId: string, budgetUsd: number | null): Promise<void> {
     this.file.prepare('UPDATE runs SET budget_usd = ? WHERE run_id = ?').run(budgetUsd, runId);
+  }
+
+  async setRunEnvironment(runId: string, environment: RunEnvironment | null): Promise<void> {
+    if (environment === null) this.file.prepare("UPDATE runs SET record = json_remove(record, '$.environment') WHERE run_id = ?").run(runId);
+    else this.file.prepare("UPDATE runs SET record = json_set(record, '$.environment', json(?)) WHERE run_id = ?").run(JSON.stringify(environment), runId);
   }
 
   async putTasks(runId: string, tasks: TaskRecord[]): Promise<void> {

@@ -2,14 +2,16 @@
  * What several commands share: locating the bundled pset and the interpreter, reading a
  * pset or failing with every problem, opening a run directory.
  */
+import { parseSandboxMode, type SandboxMode } from '../../adapters/local/executor/executor-options';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
+import { homedir } from 'node:os';
 import type { Judge, Pset } from '../../core/types';
 import type { Subset } from '../../core/scoring';
 import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
 import { formatProblem, readPset } from '../../core/pset/read-pset';
 import { packageRoot, resourcePath } from '../../core/util/package-root';
-import { loadTemplate, type PromptTemplate } from '../../core/prompt/template';
+import { DEFAULT_TEMPLATE, isShippedTemplate, loadTemplate, SHIPPED_TEMPLATES, type PromptTemplate } from '../../core/prompt/template';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 
 /** An error the user can act on: printed without a stack trace. */
@@ -29,6 +31,24 @@ export function defaultPython(): string {
   return process.env.RCB_PYTHON || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
 }
 
+/** rcb's cache folder on this machine: paid answers, environment checks. */
+export function cacheDir(): string {
+  return process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
+}
+
+/**
+ * The interpreter as the environment cache knows it: an absolute path, symlinks kept (a
+ * virtualenv's python links to its base interpreter but has other packages).
+ */
+export function interpreterPath(python: string): string {
+  if (python.includes('/')) return resolve(python);
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const candidate = join(dir || '.', python);
+    if (existsSync(candidate)) return resolve(candidate);
+  }
+  return python;
+}
+
 export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null): Pset {
   const root = resolve(dir ?? defaultPsetDir());
   const { pset, problems } = readPset(root, { papers: papers ?? null });
@@ -38,9 +58,16 @@ export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null
   return pset;
 }
 
-export function loadPromptTemplate(file: string | undefined): PromptTemplate {
-  const path = file ? resolve(file) : resourcePath('prompt-template.txt');
-  if (!existsSync(path)) throw new UsageError(`prompt template ${path} does not exist`);
+/**
+ * `--prompt-template NAME|FILE`: a shipped template by name (`original`, the default, or
+ * `rcb`), else a template file. A file that shares a shipped name is reached as `./NAME`.
+ */
+export function loadPromptTemplate(nameOrFile: string | undefined): PromptTemplate {
+  const name = nameOrFile ?? DEFAULT_TEMPLATE;
+  const path = isShippedTemplate(name) ? resourcePath(SHIPPED_TEMPLATES[name]) : resolve(name);
+  if (!existsSync(path)) {
+    throw new UsageError(`prompt template ${path} does not exist (--prompt-template takes ${Object.keys(SHIPPED_TEMPLATES).join(', ')} or a file)`);
+  }
   try {
     return loadTemplate(path);
   } catch (e) {
@@ -99,4 +126,24 @@ export function parseReportFlags(opts: { format: string; judge?: string; subset:
     judge: opts.judge === undefined ? undefined : oneOf<Judge>('--judge', opts.judge, ['strict', 'official']),
     subset: oneOf<Subset>('--subset', opts.subset, ['all', 'safe-common', 'safe-per-model']),
   };
+}
+
+/** The sandbox flags of the commands that run tests here (run, doctor). */
+export interface SandboxFlags {
+  sandbox?: string;
+  unsafeNoSandbox?: boolean;
+}
+
+/** The sandbox asked for by --sandbox (default $RCB_SANDBOX, else auto) and --unsafe-no-sandbox. */
+export function sandboxFromFlags(opts: SandboxFlags): SandboxMode {
+  const given = opts.sandbox ?? (process.env.RCB_SANDBOX || 'auto');
+  if (opts.unsafeNoSandbox && given !== 'auto' && given !== 'none') {
+    throw new UsageError(`--unsafe-no-sandbox and --sandbox ${given} contradict each other`);
+  }
+  if (opts.unsafeNoSandbox) return 'none';
+  try {
+    return parseSandboxMode(given, opts.sandbox === undefined ? 'RCB_SANDBOX' : '--sandbox');
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/^rcb: /, ''));
+  }
 }

@@ -1,6 +1,6 @@
 /** `rcb run`: the whole benchmark on this machine. */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, homedir } from 'node:os';
+import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFolderName } from '../../core/ids';
 import { runBenchmark } from '../../core/run/run-benchmark';
@@ -8,34 +8,25 @@ import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor } from '../../adapters/local/executor';
-import { parseSandboxMode, type SandboxMode } from '../../adapters/local/executor/executor-options';
-import { defaultPython, openRunDir, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
+import { cacheDir, defaultPython, interpreterPath, openRunDir, parsePositiveInt, runIdIn, sandboxFromFlags, UsageError, writeRunId, type SandboxFlags } from './common';
+import { FileEnvironmentCache } from '../../adapters/local/environment-cache';
 import { resolveRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateRun, formatEstimates } from './model-commands';
 
-export interface RunOptions extends RunSpecFlags {
+export interface RunOptions extends RunSpecFlags, SandboxFlags {
   jobs?: string;
   python?: string;
   out?: string;
-  unsafeNoSandbox?: boolean;
-  sandbox?: string;
   concurrency: string;
   modelsFile?: string;
   executor: string;
-}
-
-function parseSandbox(value: string): SandboxMode {
-  try {
-    return parseSandboxMode(value, '--sandbox');
-  } catch (error) {
-    throw new UsageError((error as Error).message.replace(/^rcb: /, ''));
-  }
+  skipEnvCheck?: boolean;
 }
 
 /** Paid answers are shared by every run on this machine: the same task is never bought twice. */
 function openCompletionCache(): SqliteCompletionCache {
-  const dir = process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
+  const dir = cacheDir();
   mkdirSync(dir, { recursive: true });
   return new SqliteCompletionCache(join(dir, 'completions.sqlite'));
 }
@@ -44,10 +35,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolveRun(opts, hosted);
   const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
   if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
-  const sandbox = opts.unsafeNoSandbox ? 'none' : parseSandbox(opts.sandbox ?? 'auto');
-  if (opts.unsafeNoSandbox && opts.sandbox !== undefined && opts.sandbox !== 'auto' && opts.sandbox !== 'none') {
-    throw new UsageError(`--unsafe-no-sandbox and --sandbox ${opts.sandbox} contradict each other`);
-  }
+  const sandbox = sandboxFromFlags(opts);
   const paid = models.costs.size > 0;
   const generationConcurrency = paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8);
   const outDir = resolve(opts.out ?? join('runs', runFolderName(spec, runId)));
@@ -64,9 +52,10 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     if (budgetUsd === null) process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
   }
 
+  const python = opts.python ?? defaultPython();
   const executor = await createLocalExecutor({
     warm: opts.executor === 'warm',
-    python: opts.python ?? defaultPython(),
+    python,
     jobs,
     timeoutSec: spec.timeoutSec,
     sandbox,
@@ -95,7 +84,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   progress.note(`run ${runId} in ${dir}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${samples} sample(s), ${jobs} job(s)`);
   try {
     const result = await runBenchmark(
-      { store, clients: models.clients, executor, costs: models.costs, cache, progress },
+      { store, clients: models.clients, executor, costs: models.costs, cache, progress, environmentCache: new FileEnvironmentCache(join(cacheDir(), 'environment.json')) },
       {
         runId,
         spec,
@@ -105,6 +94,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
         generationConcurrency,
         evaluationBatch: jobs * 4,
         clearStaleReservations: true,
+        environmentCheck: opts.skipEnvCheck ? null : { interpreter: interpreterPath(python) },
         signal: abort.signal,
       },
     );

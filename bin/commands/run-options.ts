@@ -24,6 +24,6 @@ export function addRunSpecOptions(command: Command, help: RunSpecHelp = {}): Com
     .option('--no-paper', 'leave the paper text out of prompts')
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--timeout <seconds>', 'time limit of one test run', '60')
-    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
     .option('--budget <usd>', help.budget ?? 'hard cap on model spend for the run, USD');
 }

@@ -18,25 +18,36 @@ export function findSnippet(paper: Paper, name: string, file?: string): Snippet 
 }
 
 /**
+ * How the placeholder lines and the end of the masked file are written. `rcb`: "line" or
+ * "lines" by count, the file's own final newline. `original`: what the original harness
+ * sends (SPEC 5): "line(s)" for every count, each placeholder line followed by a blank line
+ * (it wrote each with its own "\n" and then joined the lines with "\n"), and no final newline.
+ */
+export type MaskedFileForm = 'rcb' | 'original';
+
+/**
  * SPEC 5 step 1-2: the snippet's lines, markers included, become two TODO comment lines
  * at the snippet's indentation; every other marker line is removed.
  */
-export function maskedView(file: SourceFile, snippet: Snippet): string {
+export function maskedView(file: SourceFile, snippet: Snippet, form: MaskedFileForm = 'rcb'): string {
   const indent = ' '.repeat(snippet.bodyIndent);
-  const plural = snippet.loc === 1 ? 'line' : 'lines';
+  const original = form === 'original';
+  const plural = original ? 'line(s)' : snippet.loc === 1 ? 'line' : 'lines';
   const out: string[] = [];
   file.lines.forEach((line, i) => {
     const lineNo = i + 1;
     if (lineNo === snippet.openLine) {
       out.push(`${indent}# TODO: Implement block "${snippet.name}"`);
+      if (original) out.push('');
       out.push(`${indent}# Approximately ${snippet.loc} ${plural} of code.`);
+      if (original) out.push('');
       return;
     }
     if (lineNo > snippet.openLine && lineNo <= snippet.closeLine) return;
     if (isMarkerLine(line)) return;
     out.push(line);
   });
-  return joinLines({ lines: out, finalNewline: file.finalNewline });
+  return joinLines({ lines: out, finalNewline: original ? false : file.finalNewline });
 }
 
 /** Split a completion into lines; a final newline ends the last line rather than adding an empty one. */

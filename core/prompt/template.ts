@@ -10,6 +10,16 @@
  *   {{masked_file}}    the masked view of that file (SPEC 5), ending with a newline
  *   {{snippet}}        the snippet's name;  {{loc}} its lines of code
  *
+ * Two placeholders take a form after a colon, so that the original harness's prompt can be
+ * written as a template byte for byte (resources/prompt-template.txt) next to rcb's own:
+ *
+ *   {{context_files:original}}  each context file as `## PATH`, a blank line, the file's
+ *                      lines glued together without newlines, and two newlines (the
+ *                      original's defect, kept because published scores were measured with it)
+ *   {{masked_file:original}}    "line(s)" for every count, a blank line after each of the two
+ *                      placeholder lines, and no final newline
+ *   `:rcb` names the default form of either.
+ *
  * Everything before the first task placeholder (file_path, masked_file, snippet, loc) is the
  * same for all of a paper's tasks: that prefix is what providers can cache.
  */
@@ -32,7 +42,9 @@ export interface PromptTemplate {
 }
 
 const SECTION = /^%%% (with-paper|without-paper) %%%$/;
-const PLACEHOLDER = /\{\{(\w+)\}\}/g;
+const PLACEHOLDER = /\{\{(\w+)(?::(\w+))?\}\}/g;
+/** The placeholders that take a form (`{{name:form}}`), and the forms each knows. */
+const FORMS: Record<string, readonly string[]> = { context_files: ['rcb', 'original'], masked_file: ['rcb', 'original'] };
 const PAPER_LEVEL = new Set(['paper_text', 'paper_id', 'paper_title', 'context_files']);
 const TASK_LEVEL = new Set(['file_path', 'masked_file', 'snippet', 'loc']);
 
@@ -56,9 +68,11 @@ export function parseTemplate(text: string, source: string): PromptTemplate {
     while (body.length && body[body.length - 1] === '') body.pop();
     const text = body.join('\n') + '\n';
     for (const m of text.matchAll(PLACEHOLDER)) {
-      if (!PAPER_LEVEL.has(m[1]) && !TASK_LEVEL.has(m[1])) {
-        const line = lines.findIndex((l) => l.includes(m[0])) + 1;
-        throw new Error(`${source}:${line}: unknown placeholder ${m[0]}`);
+      const line = () => lines.findIndex((l) => l.includes(m[0])) + 1;
+      if (!PAPER_LEVEL.has(m[1]) && !TASK_LEVEL.has(m[1])) throw new Error(`${source}:${line()}: unknown placeholder ${m[0]}`);
+      if (m[2] !== undefined && !FORMS[m[1]]?.includes(m[2])) {
+        const known = FORMS[m[1]] ? `its forms are ${FORMS[m[1]].map((f) => `{{${m[1]}:${f}}}`).join(', ')}` : `{{${m[1]}}} takes no form`;
+        throw new Error(`${source}:${line()}: unknown placeholder form ${m[0]}: ${known}`);
       }
     }
     return text;
@@ -76,13 +90,28 @@ export function parseTemplate(text: string, source: string): PromptTemplate {
   return template;
 }
 
+/**
+ * The shipped templates by name (files in resources/). `original` is the default: the
+ * original harness's prompt byte for byte, so scores compare with published ones.
+ */
+export const SHIPPED_TEMPLATES = { original: 'prompt-template.txt', rcb: 'prompt-template-rcb.txt' } as const;
+export type ShippedTemplate = keyof typeof SHIPPED_TEMPLATES;
+export const DEFAULT_TEMPLATE: ShippedTemplate = 'original';
+
+export function isShippedTemplate(name: string): name is ShippedTemplate {
+  return Object.prototype.hasOwnProperty.call(SHIPPED_TEMPLATES, name);
+}
+
 export function loadTemplate(path: string): PromptTemplate {
   return parseTemplate(readFileSync(path, 'utf8'), path);
 }
 
-export function formatContextFiles(paper: Paper): string {
+export function formatContextFiles(paper: Paper, form: 'rcb' | 'original' = 'rcb'): string {
   return paper.contextFiles
     .map((f) => {
+      // The original harness's File.flatten(): `## PATH`, a blank line, then the lines
+      // (split without their terminators) concatenated with nothing between them.
+      if (form === 'original') return `## ${f.path}\n\n${f.lines.join('')}\n\n`;
       const text = f.lines.join('\n');
       return `File: ${f.path}\n\`\`\`\n${text}\n\`\`\`\n\n`;
     })
@@ -103,15 +132,16 @@ export function buildPrompt(template: PromptTemplate, paper: Paper, snippet: Sni
     throw new Error(`${template.source}: no "%%% ${withPaper ? 'with-paper' : 'without-paper'} %%%" form in the prompt template`);
   }
   const file = findFile(paper, snippet.file);
-  const values: Record<string, () => string> = {
+  const values: Record<string, (form?: string) => string> = {
     paper_text: () => paperText(paper),
     paper_id: () => paper.meta.id,
     paper_title: () => paper.meta.title ?? paper.meta.id,
-    context_files: () => formatContextFiles(paper),
+    context_files: (form) => formatContextFiles(paper, form === 'original' ? 'original' : 'rcb'),
     file_path: () => snippet.file,
-    // Documented as ending with a newline, so a template can put the closing fence on the
-    // next line; an annotated file without a final newline would glue the fence to its last line.
-    masked_file: () => {
+    masked_file: (form) => {
+      if (form === 'original') return maskedView(file, snippet, 'original');
+      // Documented as ending with a newline, so a template can put the closing fence on the
+      // next line; an annotated file without a final newline would glue the fence to its last line.
       const view = maskedView(file, snippet);
       return view.endsWith('\n') ? view : `${view}\n`;
     },
@@ -124,7 +154,7 @@ export function buildPrompt(template: PromptTemplate, paper: Paper, snippet: Sni
   for (const m of form.matchAll(PLACEHOLDER)) {
     out += form.slice(last, m.index);
     if (sharedPrefixChars < 0 && TASK_LEVEL.has(m[1])) sharedPrefixChars = out.length;
-    out += values[m[1]]();
+    out += values[m[1]](m[2]);
     last = m.index! + m[0].length;
   }
   out += form.slice(last);

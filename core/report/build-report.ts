@@ -35,7 +35,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
   const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge, subset: opts.subset, cutoffs });
+  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge, subset: opts.subset, cutoffs, environment: run.environment?.papers });
   switch (opts.format) {
     case 'table':
       return { run, text: formatTable(report, run) };
@@ -46,6 +46,11 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     case 'json':
       return { run, text: formatJson(report, run) };
     case 'official':
-      return { run, text: JSON.stringify(toOverallStats(run, tasks, verdicts, report), null, 2) + '\n' };
+      // The original format has no place for notes: rcb adds `rcb_notes` only when there are some
+      // (untested or env_broken tasks), so a complete run's file stays in the original's shape.
+      return {
+        run,
+        text: JSON.stringify({ ...toOverallStats(run, tasks, verdicts, report), ...(report.notes.length ? { rcb_notes: report.notes } : {}) }, null, 2) + '\n',
+      };
   }
 }

@@ -50,6 +50,7 @@ export function formatTable(report: ScoreReport, run?: RunRecord): string {
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
   const out = [line(HEADER), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
   out.push('', describeScope(report));
+  for (const note of report.notes) out.push(`note: ${note}`);
   if (run && run.spec.budgetUsd !== null) out.push(`spend: $${run.spentUsd.toFixed(4)} of $${run.spec.budgetUsd.toFixed(2)} budget`);
   return out.join('\n') + '\n';
 }
@@ -59,6 +60,7 @@ export function formatMarkdown(report: ScoreReport): string {
   const out = [`| ${HEADER.join(' | ')} |`, `|${HEADER.map(() => '---').join('|')}|`];
   for (const r of rows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
   out.push('', `_${describeScope(report)}_`);
+  for (const note of report.notes) out.push('', `**note:** ${esc(note)}`);
   for (const m of report.models) {
     out.push('', `### ${m.model}`, '', '| paper | scaled pass@1 % | pass@1 % | tasks | LoC |', '|---|---|---|---|---|');
     for (const p of m.papers) out.push(`| ${esc(p.paper)} | ${meanStd(p.scaled)} | ${meanStd(p.pass1)} | ${p.tasks} | ${p.loc} |`);
@@ -73,10 +75,11 @@ function csvCell(s: string): string {
 
 /** One row per model and paper, plus an `ALL` row per model. */
 export function formatCsv(report: ScoreReport): string {
-  const header = ['judge', 'subset', 'model', 'paper', 'scaled_pass1_mean', 'scaled_pass1_std', 'pass1_mean', 'pass1_std', 'tasks', 'loc', 'samples'];
+  const header = ['judge', 'subset', 'model', 'paper', 'scaled_pass1_mean', 'scaled_pass1_std', 'pass1_mean', 'pass1_std', 'tasks', 'loc', 'samples', 'untested', 'env_broken'];
   const out = [header.join(',')];
+  // untested and env_broken are the model's task samples, on its ALL row only.
   const row = (m: ModelScore, paper: string, s: { mean: number; std: number }, p: { mean: number; std: number }, tasks: number, loc: number) =>
-    [report.judge, report.subset, m.model, paper, pct(s.mean), pct(s.std), pct(p.mean), pct(p.std), String(tasks), String(loc), String(m.samples)]
+    [report.judge, report.subset, m.model, paper, pct(s.mean), pct(s.std), pct(p.mean), pct(p.std), String(tasks), String(loc), String(m.samples), ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken)] : ['', ''])]
       .map(csvCell)
       .join(',');
   for (const m of report.models) {

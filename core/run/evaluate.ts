@@ -78,11 +78,9 @@ export async function evaluate(deps: EvaluateDeps, input: EvaluateInput): Promis
       await save(task, verdictWithoutRun(task.taskId, 'generation_error'));
       continue;
     }
+    // An answer without code is still tested, with the snippet's body removed (SPEC 6):
+    // the official judge takes the test's result, the strict one fails it as no_code.
     const code = extractCompletion(completion.text);
-    if (code.trim() === '') {
-      await save(task, verdictWithoutRun(task.taskId, 'no_code'));
-      continue;
-    }
     const paper = papers.get(task.paper);
     if (!paper) throw new Error(`task ${task.taskId} names paper "${task.paper}", which is not in the pset`);
     candidates.push(candidateFor(task.taskId, paper, findSnippet(paper, task.snippet, task.file), code));

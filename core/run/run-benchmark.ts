@@ -15,6 +15,8 @@ import { generate } from './generate';
 import { evaluate } from './evaluate';
 import type { Progress } from './progress';
 import { silentProgress } from './progress';
+import type { EnvironmentCache } from './env-check';
+import { checkEnvironment } from './env-check';
 
 export interface RunBenchmarkDeps {
   store: RunStore;
@@ -24,6 +26,8 @@ export interface RunBenchmarkDeps {
   cache?: CompletionCache;
   progress?: Progress;
   now?: () => Date;
+  /** Papers already checked for this interpreter (`rcb doctor`'s results). */
+  environmentCache?: EnvironmentCache;
 }
 
 export interface RunBenchmarkInput {
@@ -41,6 +45,12 @@ export interface RunBenchmarkInput {
    * the run alone (local); never in the cloud, where other workers may be in flight.
    */
   clearStaleReservations: boolean;
+  /**
+   * Check first, per paper, that its oracle passes in this environment (from the cache, or
+   * by running it), and leave the tasks of papers that cannot run untested (env_broken).
+   * Absent or null skips the check (`--skip-env-check`): every paper is taken to run.
+   */
+  environmentCheck?: { interpreter: string } | null;
   signal?: AbortSignal;
 }
 
@@ -48,8 +58,10 @@ export interface RunBenchmarkResult {
   run: RunRecord;
   tasks: TaskRecord[];
   generation: GenerateResult;
-  /** Tests run by this invocation. */
+  /** Tests run by this invocation (the environment check's not counted). */
   evaluated: number;
+  /** Tasks left untested because their paper cannot run here. */
+  envBroken: TaskRecord[];
 }
 
 export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkInput): Promise<RunBenchmarkResult> {
@@ -57,14 +69,35 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const progress = deps.progress ?? silentProgress;
   const { store } = deps;
   const { runId } = input;
-  await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
+  const opened = await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
   if (input.clearStaleReservations) await store.clearReservations(runId);
 
-  const tasks = planTasks(input.pset, input.spec);
-  await store.putTasks(runId, tasks);
+  const allTasks = planTasks(input.pset, input.spec);
+  await store.putTasks(runId, allTasks);
+
+  // Papers whose oracle fails here would score 0% for every model: their tasks are neither
+  // generated nor tested, and reports name them instead of counting them as model failures.
+  let broken = new Set<string>();
+  if (input.environmentCheck) {
+    progress.note('checking that each paper\'s oracle passes in this environment (rcb doctor; --skip-env-check to skip)');
+    const papers = await checkEnvironment({ executor: deps.executor, cache: deps.environmentCache }, { pset: input.pset, interpreter: input.environmentCheck.interpreter });
+    await store.setRunEnvironment(runId, { python: input.environmentCheck.interpreter, papers, checkedAt: now().toISOString() });
+    broken = new Set(papers.filter((p) => !p.runs).map((p) => p.paper));
+    for (const p of papers.filter((x) => !x.runs)) {
+      const n = allTasks.filter((t) => t.paper === p.paper).length;
+      progress.note(`env_broken: ${p.paper} cannot run here (${p.reason}): its ${n} task(s) are left untested and out of the scores`);
+    }
+  }
+  else if (opened.environment) {
+    // Resumed without the check: every paper's tasks are now tested, so none is env_broken.
+    await store.setRunEnvironment(runId, null);
+  }
+  const tasks = allTasks.filter((t) => !broken.has(t.paper));
+  const envBroken = allTasks.filter((t) => broken.has(t.paper));
   await store.setRunStatus(runId, 'generating');
 
-  const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId));
+  const runnable = new Set(tasks.map((t) => t.taskId));
+  const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId).filter((id) => runnable.has(id)));
   progress.start('evaluate', tasks.length);
   progress.advance('evaluate', judged.size);
   const ready: { task: TaskRecord; completion: CompletionRecord }[] = [];
@@ -120,8 +153,8 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   await evaluation;
   progress.end('evaluate');
 
-  const complete = judged.size === tasks.length;
+  const complete = tasks.every((t) => judged.has(t.taskId));
   const status: RunStatus = complete ? 'succeeded' : generation.budgetExhausted ? 'budget_exhausted' : input.signal?.aborted ? 'cancelled' : 'failed';
   await store.setRunStatus(runId, status, status === 'failed' ? `${tasks.length - judged.size} task(s) have no verdict` : undefined);
-  return { run: (await store.getRun(runId))!, tasks, generation, evaluated };
+  return { run: (await store.getRun(runId))!, tasks: allTasks, generation, evaluated, envBroken };
 }

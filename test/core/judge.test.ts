@@ -1,5 +1,5 @@
 import type { DriverReport, RawExecution } from '../../core/executor';
-import { judge, officialPass, OFFICIAL_MARKERS, strictFlags, verdictWithoutRun, type JudgeContext } from '../../core/judge';
+import { executionOf, judge, officialPass, OFFICIAL_MARKERS, rejudge, strictFlags, verdictWithoutRun, type JudgeContext } from '../../core/judge';
 import { passedSuiteReport } from '../helpers/driver-report';
 
 const log = (text: string) => ({ text, totalBytes: Buffer.byteLength(text), truncated: false });
@@ -183,5 +183,67 @@ describe('verdictWithoutRun', () => {
 
     // Assess
     expect(v).toMatchObject({ taskId: 't9', officialPass: false, strictPass: false, failureClass: 'no_code', exitCode: null, executor: 'none' });
+  });
+});
+
+describe('an answer without code (SPEC 6)', () => {
+  it('passes the official judge when its test passed with the body removed, and fails the strict one as no_code', () => {
+    // Act
+    const v = judge(cleanRun(), { completion: '', testUsesUnittest: true });
+
+    // Assess
+    expect(v).toMatchObject({ officialPass: true, strictPass: false, failureClass: 'no_code' });
+    expect(v.flags[0]).toBe('no_code');
+  });
+
+  it('is no_code under both judges when its test failed too', () => {
+    // Act
+    const v = judge(cleanRun({ exitCode: 1, markersSeen: ['Traceback'], stderr: log('Traceback (most recent call last):\nIndentationError: expected an indented block\n') }), {
+      completion: '  \n',
+      testUsesUnittest: true,
+    });
+
+    // Assess
+    expect(v).toMatchObject({ officialPass: false, strictPass: false, failureClass: 'no_code' });
+  });
+});
+
+describe('verdict evidence', () => {
+  it('keeps what the run showed: kill reason, markers, driver report, tampered files, whether tests must run', () => {
+    // Prepare
+    const raw = cleanRun({ killedFor: 'timeout', exitCode: null, signal: 'SIGKILL', markersSeen: ['failed'], tamperedFiles: ['model_ref.py'], driver: null });
+
+    // Act
+    const v = judge(raw, ctx, fixedNow);
+
+    // Assess
+    expect(v.evidence).toEqual({ killedFor: 'timeout', markersSeen: ['failed'], driver: null, tamperedFiles: ['model_ref.py'], testUsesUnittest: true, logsAt: 'verdict' });
+    expect(executionOf(v)).toEqual({ ...raw, infraError: undefined, taskId: 't1' });
+  });
+
+  it.each([
+    ['a clean pass', cleanRun()],
+    ['a timeout', cleanRun({ killedFor: 'timeout', exitCode: null, signal: 'SIGKILL', driver: null })],
+    ['failed tests under exit 0', cleanRun({ driver: cleanDriver({ failures: 1 }) })],
+    ['os._exit', cleanRun({ driver: null })],
+    ['a traceback', cleanRun({ exitCode: 1, markersSeen: ['Traceback'], stderr: log('Traceback (most recent call last):\nNameError: name x\n') })],
+  ])('rejudges %s from its evidence to the same verdict', (_, raw) => {
+    // Prepare
+    const v = judge(raw, ctx, fixedNow);
+
+    // Act
+    const again = rejudge(JSON.parse(JSON.stringify(v)), ctx.completion);
+
+    // Assess
+    expect(again).toEqual(v);
+  });
+
+  it('cannot rejudge a verdict without evidence (no run, or written before evidence was kept)', () => {
+    // Prepare
+    const { evidence: _, ...old } = judge(cleanRun(), ctx, fixedNow);
+
+    // Act & Assess
+    expect(rejudge(old, ctx.completion)).toBeNull();
+    expect(rejudge(verdictWithoutRun('t9', 'generation_error', fixedNow), '')).toBeNull();
   });
 });

@@ -368,16 +368,16 @@ describe('buildPrompt', () => {
     expect(build).toThrow('only-with.txt: no "%%% without-paper %%%" form in the prompt template');
   });
 
-  it('builds prompts from the default template with the task at the end of the shared prefix', () => {
+  it('builds prompts from the rcb template with the task at the end of the shared prefix', () => {
     // Prepare
-    const template = loadTemplate(join(ROOT, 'resources', 'prompt-template.txt'));
+    const template = loadTemplate(join(ROOT, 'resources', 'prompt-template-rcb.txt'));
     const paper = alphaPaper();
 
     // Act
     const prompts = paper.snippets.map((s) => buildPrompt(template, paper, s, true));
 
     // Assess
-    expect(readFileSync(join(ROOT, 'resources', 'prompt-template.txt'), 'utf8')).toContain('{{masked_file}}');
+    expect(readFileSync(join(ROOT, 'resources', 'prompt-template-rcb.txt'), 'utf8')).toContain('{{masked_file}}');
     for (const p of prompts) {
       expect(p.text).toContain(PAPER_TEXT);
       expect(p.text.slice(0, p.sharedPrefixChars)).toBe(prompts[0].text.slice(0, prompts[0].sharedPrefixChars));

@@ -133,7 +133,7 @@ describe('scoreRun: pass@1 (SPEC 8)', () => {
     expect(strict.failures.integrity).toBe(1);
   });
 
-  it('counts a task without a verdict as failed and as pending', () => {
+  it('counts a task without a verdict as failed and as pending under the strict judge', () => {
     // Prepare
     const rows: Row[] = [
       ['p1', 's1', 2, { A: 'T.' }],
@@ -141,7 +141,7 @@ describe('scoreRun: pass@1 (SPEC 8)', () => {
     ];
 
     // Act
-    const a = scoreRun({ ...build(rows), papers: [meta('p1')], judge: 'official', subset: 'all', cutoffs: {} }).models[0];
+    const a = scoreRun({ ...build(rows), papers: [meta('p1')], judge: 'strict', subset: 'all', cutoffs: {} }).models[0];
 
     // Assess
     expect(a.scaled.rates).toEqual([100, 0]);

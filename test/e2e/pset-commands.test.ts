@@ -41,11 +41,19 @@ describe('rcb tasks', () => {
 });
 
 describe('rcb prompt', () => {
-  it('prints the masked file with the TODO block and the paper text', () => {
+  it('prints the original harness\'s prompt by default: the paper, the context files glued under ## PATH, the masked file', () => {
     const r = rcb(['prompt', 'smoothfocal', 'focal modulation']);
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('    # TODO: Implement block "focal modulation"\n    # Approximately 5 lines of code.\n');
+    expect(r.stdout).toContain('    # TODO: Implement block "focal modulation"\n\n    # Approximately 5 line(s) of code.\n\n');
     expect(r.stdout).not.toContain('paper2code');
+    expect(r.stdout).toContain('\n## numerics.py\n\n');
+    expect(r.stdout.startsWith('\nYou are an expert in reproducing research code from a paper.\n\nHere is the paper that you need to use to complete the code:\n')).toBe(true);
+  });
+
+  it('prints rcb\'s wording with --prompt-template rcb', () => {
+    const r = rcb(['prompt', 'smoothfocal', 'focal modulation', '--prompt-template', 'rcb']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('    # TODO: Implement block "focal modulation"\n    # Approximately 5 lines of code.\n');
     expect(r.stdout).toContain('File: numerics.py\n');
     expect(r.stdout).toContain('## Paper');
   });
@@ -53,7 +61,8 @@ describe('rcb prompt', () => {
   it('leaves the paper out with --no-paper', () => {
     const r = rcb(['prompt', 'smoothfocal', 'focal modulation', '--no-paper']);
     expect(r.status).toBe(0);
-    expect(r.stdout).not.toContain('## Paper');
+    expect(r.stdout.startsWith('\nYou are an expert in completing research code.\n')).toBe(true);
+    expect(rcb(['prompt', 'smoothfocal', 'focal modulation', '--no-paper', '--prompt-template', 'rcb']).stdout).not.toContain('## Paper');
   });
 
   it('names the snippets of the paper when the snippet is unknown', () => {
@@ -73,5 +82,36 @@ describe('rcb prompt', () => {
     writeFileSync(file, '%%% with-paper %%%\nWrite {{snippet}} ({{loc}} lines) in {{file_path}}\n');
     const ok = rcb(['prompt', 'smoothfocal', 'log softmax', '--prompt-template', file]);
     expect(ok.stdout).toBe('Write log softmax (3 lines) in loss.py\n');
+  });
+});
+
+describe('rcb prompts', () => {
+  it('writes every task\'s exact prompt as JSONL, the same text rcb prompt prints', () => {
+    // Act
+    const r = rcb(['prompts', '--papers', 'smoothfocal,grouprms', '--no-paper']);
+
+    // Assess
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { paper: string; file: string; snippet: string; no_paper: boolean; prompt: string });
+    const tasks = JSON.parse(rcb(['tasks', '--json', '--papers', 'smoothfocal,grouprms']).stdout) as { paper: string; file: string; snippet: string }[];
+    expect(lines.map((l) => [l.paper, l.file, l.snippet])).toEqual(tasks.map((t) => [t.paper, t.file, t.snippet]));
+    expect(lines.every((l) => l.no_paper === true && Object.keys(l).join() === 'paper,file,snippet,no_paper,prompt')).toBe(true);
+    const one = lines.find((l) => l.snippet === 'focal modulation')!;
+    expect(one.prompt).toBe(rcb(['prompt', 'smoothfocal', 'focal modulation', '--no-paper']).stdout);
+    expect(r.stderr).toContain(`${lines.length} prompt(s) from 2 paper(s), template original, without the paper`);
+  });
+
+  it('takes a template by name, with the paper by default', () => {
+    const r = rcb(['prompts', '--papers', 'grouprms', '--prompt-template', 'rcb']);
+    expect(r.status).toBe(0);
+    const first = JSON.parse(r.stdout.split('\n')[0]) as { no_paper: boolean; prompt: string };
+    expect(first.no_paper).toBe(false);
+    expect(first.prompt).toContain('## Paper');
+  });
+
+  it('names the shipped templates when the one asked for does not exist', () => {
+    const r = rcb(['prompts', '--prompt-template', 'nope']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/prompt template .*nope does not exist \(--prompt-template takes original, rcb or a file\)/);
   });
 });

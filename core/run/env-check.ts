@@ -1,0 +1,80 @@
+/**
+ * The environment check: does each paper's oracle pass here? A paper whose tests cannot
+ * run in this environment (a missing module, a broken interpreter) would score 0% for every
+ * model and look exactly like wrong answers; its tasks are reported as env_broken instead,
+ * kept out of the scores and named in every report (SPEC 8).
+ *
+ * One test per paper suffices: the oracle's answer for any snippet splices the original body
+ * back, so every oracle candidate of a paper is the paper's own unmodified file.
+ */
+import type { Paper, Pset } from '../types';
+import type { RawExecution, TestExecutor } from '../executor';
+import type { PaperEnvironment } from '../store';
+import { judge } from '../judge';
+import { lastException } from '../failure-class';
+import { originalBody } from '../prompt/mask';
+import { candidateFor, testUsesUnittest } from './evaluate';
+
+/** Papers already checked for this interpreter, by paper digest (doctor's results, shared with `rcb run`). */
+export interface EnvironmentCache {
+  get(paperDigest: string, interpreter: string): PaperEnvironment | null;
+  put(paperDigest: string, interpreter: string, result: PaperEnvironment): void;
+}
+
+export interface EnvironmentCheckInput {
+  pset: Pset;
+  /** The interpreter the tests run with, as the cache knows it (an absolute path). */
+  interpreter: string;
+  /** Run every paper's oracle even when the cache knows it (`rcb doctor` does). */
+  refresh?: boolean;
+}
+
+const MISSING_MODULE = /^ModuleNotFoundError: No module named '([^']+)'/m;
+const ERROR_LINE = /^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*$/m;
+
+/** Why an oracle run failed, in one line: the missing module, else the first error line, else how it ended. */
+export function failureReason(raw: RawExecution, flags: string[]): string {
+  const text = `${raw.stderr.text}\n${raw.stdout.text}`;
+  const missing = MISSING_MODULE.exec(text);
+  if (missing) return `missing module ${missing[1]}`;
+  if (raw.killedFor === 'timeout') return 'the test timed out';
+  if (raw.killedFor === 'output') return 'the test wrote too much output';
+  if (raw.infraError) return `executor error: ${raw.infraError}`;
+  const named = lastException(raw.stderr.text) ?? lastException(raw.stdout.text);
+  const line = ERROR_LINE.exec(text) ?? (named ? new RegExp(`^${named.replace(/\./g, '\\.')}.*$`, 'm').exec(text) : null);
+  if (line) return line[0].trim().slice(0, 300);
+  const first = text.split('\n').find((l) => /Error:|Exception:|Traceback|failed/.test(l));
+  if (first) return first.trim().slice(0, 300);
+  if (raw.exitCode !== 0) return raw.signal ? `killed by ${raw.signal}` : `exit status ${raw.exitCode}`;
+  return `the oracle fails the strict judge (${flags.join(', ')})`;
+}
+
+/** Each paper's result, in pset order; papers the cache knows are not run again unless `refresh`. */
+export async function checkEnvironment(
+  deps: { executor: TestExecutor; cache?: EnvironmentCache },
+  input: EnvironmentCheckInput,
+): Promise<PaperEnvironment[]> {
+  const results = new Map<string, PaperEnvironment>();
+  const toRun: Paper[] = [];
+  for (const paper of input.pset.papers) {
+    const known = input.refresh ? null : (deps.cache?.get(paper.digest, input.interpreter) ?? null);
+    if (known) results.set(paper.meta.id, { ...known, paper: paper.meta.id });
+    else if (paper.snippets.length) toRun.push(paper);
+  }
+  const byTask = new Map(toRun.map((p) => [`env-check:${p.meta.id}`, p]));
+  const candidates = toRun.map((p) => candidateFor(`env-check:${p.meta.id}`, p, p.snippets[0], originalBody(p.snippets[0])));
+  if (candidates.length) {
+    const raws = await deps.executor.run(candidates);
+    for (const raw of raws) {
+      const paper = byTask.get(raw.taskId)!;
+      const v = judge(raw, { completion: originalBody(paper.snippets[0]), testUsesUnittest: testUsesUnittest(paper) });
+      const result: PaperEnvironment = raw.infraError
+        ? { paper: paper.meta.id, runs: false, reason: failureReason(raw, v.flags) }
+        : { paper: paper.meta.id, runs: v.strictPass, reason: v.strictPass ? null : failureReason(raw, v.flags) };
+      results.set(paper.meta.id, result);
+      // An executor failure says nothing about the environment: not remembered.
+      if (!raw.infraError) deps.cache?.put(paper.digest, input.interpreter, result);
+    }
+  }
+  return input.pset.papers.filter((p) => results.has(p.meta.id)).map((p) => results.get(p.meta.id)!);
+}
