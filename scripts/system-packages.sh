@@ -7,7 +7,14 @@ set -euo pipefail
 # bubblewrap: the sandbox for model-written code; python3: runs the papers' tests;
 # python3-numpy: the bundled example has a NumPy paper.
 PACKAGES=(bubblewrap python3 python3-numpy)
-EXTRA=("$@")   # e.g. python3-torch for the torch benchmark
+# --test: also what only the test suite needs (kept out of quickstart, whose users need not
+# download a browser): chromium, the headless browser that test/e2e/html-report.test.ts
+# drives through puppeteer-core to read the rendered HTML report.
+TEST_PACKAGES=(chromium)
+EXTRA=()
+for a in "$@"; do
+  if [ "$a" = "--test" ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); else EXTRA+=("$a"); fi   # e.g. python3-torch for the torch benchmark
+done
 
 missing=()
 for p in "${PACKAGES[@]}" "${EXTRA[@]}"; do
