@@ -3,6 +3,8 @@
  */
 import type { FailureClass, Judge, PaperMeta } from './types';
 import type { TaskRecord, Verdict } from './store';
+import type { BootstrapTask, ConfidenceInterval } from './report/bootstrap';
+import { bootstrapInterval, INTERVAL_METHOD, passRate } from './report/bootstrap';
 
 export type Subset = 'all' | 'safe-common' | 'safe-per-model';
 
@@ -12,6 +14,8 @@ export interface MeanStd {
   std: number;
   /** One rate per sample index, percent. */
   rates: number[];
+  /** 95% bootstrap interval of the mean (method in `ScoreReport.interval`); null when no task is in scope. */
+  ci: ConfidenceInterval | null;
 }
 
 export interface PassAtK {
@@ -20,6 +24,9 @@ export interface PassAtK {
   tasks: number;
   /** LoC-weighted, percent. */
   loc: number;
+  /** 95% bootstrap intervals of `tasks` and `loc`. */
+  tasksCi: ConfidenceInterval | null;
+  locCi: ConfidenceInterval | null;
 }
 
 export interface PaperScore {
@@ -66,6 +73,8 @@ export interface ScoreReport {
   subset: Subset;
   /** The common cutoff used by safe-common, if any. */
   commonCutoff: string | null;
+  /** How the `ci` intervals were computed. */
+  interval: string;
   models: ModelScore[];
 }
 
@@ -86,11 +95,11 @@ export function latestCutoff(cutoffs: (string | undefined)[]): string | null {
   return known.length ? known[known.length - 1] : null;
 }
 
-function meanStd(rates: number[]): MeanStd {
-  if (!rates.length) return { mean: 0, std: 0, rates };
+function meanStd(rates: number[], ci: ConfidenceInterval | null): MeanStd {
+  if (!rates.length) return { mean: 0, std: 0, rates, ci: null };
   const mean = rates.reduce((a, b) => a + b, 0) / rates.length;
   const variance = rates.reduce((a, r) => a + (r - mean) ** 2, 0) / rates.length;
-  return { mean, std: Math.sqrt(variance), rates };
+  return { mean, std: Math.sqrt(variance), rates, ci };
 }
 
 /** 1 - C(n-c, k) / C(n, k), computed as a product to stay exact for large n. */
@@ -112,7 +121,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
   const models = [...new Set(input.tasks.map((t) => t.model))];
   const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
-  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, models: [] };
+  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, interval: INTERVAL_METHOD, models: [] };
 
   for (const model of models) {
     const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : input.cutoffs[model] ?? null;
@@ -140,14 +149,17 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       }
     }
     const all = [...groups.values()];
-    const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number) => {
+    // A sample without a verdict counts as failed in the interval, as it does in the rates.
+    const resampled = (tasks: TaskGroup[], weight: (g: TaskGroup) => number): BootstrapTask[] =>
+      tasks.map((g) => ({ weight: weight(g), samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
+    const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number, seed: string) => {
       const total = tasks.reduce((a, g) => a + weight(g), 0);
       const out: number[] = [];
       for (let i = 0; i < samples; i++) {
         const ok = tasks.reduce((a, g) => a + (g.samples.get(i) ? weight(g) : 0), 0);
         out.push(total ? (100 * ok) / total : 0);
       }
-      return meanStd(out);
+      return meanStd(out, bootstrapInterval(resampled(tasks, weight), `${model}\0${seed}`, passRate));
     };
     const byLoc = (g: TaskGroup) => g.loc;
     const byTask = () => 1;
@@ -164,19 +176,26 @@ export function scoreRun(input: ScoreInput): ScoreReport {
         loc += p * g.loc;
         totalLoc += g.loc;
       }
-      passAtKs.push({ k, tasks: all.length ? (100 * tasks) / all.length : 0, loc: totalLoc ? (100 * loc) / totalLoc : 0 });
+      const stat = (n: number, c: number) => passAtK(n, c, k);
+      passAtKs.push({
+        k,
+        tasks: all.length ? (100 * tasks) / all.length : 0,
+        loc: totalLoc ? (100 * loc) / totalLoc : 0,
+        tasksCi: bootstrapInterval(resampled(all, byTask), `${model}\0pass@${k}`, stat),
+        locCi: bootstrapInterval(resampled(all, byLoc), `${model}\0pass@${k} loc`, stat),
+      });
     }
     report.models.push({
       model,
-      scaled: rates(all, byLoc),
-      pass1: rates(all, byTask),
+      scaled: rates(all, byLoc, 'scaled'),
+      pass1: rates(all, byTask, 'pass1'),
       passAtK: passAtKs,
       papers: paperIds.map((paper) => {
         const tasks = all.filter((g) => g.paper === paper);
         return {
           paper,
-          scaled: rates(tasks, byLoc),
-          pass1: rates(tasks, byTask),
+          scaled: rates(tasks, byLoc, `${paper}\0scaled`),
+          pass1: rates(tasks, byTask, `${paper}\0pass1`),
           tasks: tasks.length,
           loc: tasks.reduce((a, g) => a + g.loc, 0),
         };
