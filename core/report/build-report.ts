@@ -40,7 +40,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     case 'table':
       return { run, text: formatTable(report, run) };
     case 'markdown':
-      return { run, text: formatMarkdown(report) };
+      return { run, text: formatMarkdown(report, run) };
     case 'csv':
       return { run, text: formatCsv(report) };
     case 'json':
