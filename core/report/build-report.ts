@@ -9,12 +9,18 @@ import { scoreRun } from '../scoring';
 import type { ReportFormat } from './format';
 import { formatCsv, formatJson, formatMarkdown, formatTable } from './format';
 import { toOverallStats } from './official';
+import { loadRun, type TaskSources } from './task-detail';
+import { buildHtmlReport } from './html-report';
 
 export interface ReportOptions {
   format: ReportFormat;
   /** Defaults to `defaultJudge` of the run and format. */
   judge?: Judge;
   subset: Subset;
+  /** For html: where the drill-down's diffs and prompts come from (none: answers and logs only). */
+  sources?: TaskSources;
+  /** For html: how the page names the run (its directory); default the run id. */
+  label?: string;
 }
 
 /**
@@ -31,6 +37,11 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   const judge = opts.judge ?? defaultJudge(run, opts.format);
   if (run.source === 'import' && judge === 'strict') {
     throw new Error('this run was imported from overall_stats.json, which records only the original pass rule: use --judge official');
+  }
+  if (opts.format === 'html') {
+    const loaded = await loadRun(store, runId);
+    const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
+    return { run, text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources }], { judge, subset: opts.subset }) };
   }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));

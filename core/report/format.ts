@@ -7,8 +7,8 @@ import type { RunRecord } from '../store';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
 
-export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official';
-export const REPORT_FORMATS: ReportFormat[] = ['table', 'json', 'csv', 'markdown', 'official'];
+export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official' | 'html';
+export const REPORT_FORMATS: ReportFormat[] = ['table', 'json', 'csv', 'markdown', 'official', 'html'];
 
 const pct = (x: number) => x.toFixed(2);
 const NA = 'n/a';
