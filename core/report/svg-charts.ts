@@ -18,7 +18,7 @@ const FONT = 'font-family="system-ui, sans-serif" font-size="12"';
 
 function svg(id: string, width: number, height: number, label: string, body: string[]): string {
   return (
-    `<svg id="${escapeXml(id)}" class="chart" viewBox="0 0 ${width} ${height}" width="100%" style="max-width:${width}px" role="img" aria-label="${escapeXml(label)}" ${FONT} xmlns="http://www.w3.org/2000/svg">` +
+    `<svg id="${escapeXml(id)}" class="chart" viewBox="0 0 ${width} ${height}" width="100%" style="max-width:${width}px" role="img" aria-label="${escapeXml(label)}" ${FONT}>` +
     body.join('') +
     '</svg>'
   );
