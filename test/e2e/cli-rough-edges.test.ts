@@ -56,6 +56,17 @@ describe('messages and help', () => {
     expect(r.stderr).not.toContain('rcb: rcb:');
   });
 
+  it('a cloud command prints no Node-version warning of the AWS SDK on Node 20', () => {
+    // Prepare: a stack endpoint nothing listens on, so the command fails at once and offline.
+    const env = { AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_MAX_ATTEMPTS: '1' };
+    // Act
+    const r = rcb(['cloud', 'status', 'some-run'], { env });
+    // Assess
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^rcb: cannot describe stack Rcb/m);
+    expect(r.stderr).not.toMatch(/NodeVersionSupportWarning|Warning:/);
+  });
+
   it('--version prints the package version', () => {
     const r = rcb(['--version']);
     expect(r.status).toBe(0);
