@@ -12,6 +12,8 @@ import type { Browser } from 'puppeteer-core';
 import { loadPset } from '../../core/pset/read-pset';
 import { originalBody } from '../../core/prompt/mask';
 import { PSET_MINI, rcb, tempDir } from '../helpers/cli';
+import { SqliteRunStore } from '../../adapters/local/sqlite-store';
+import { buildReport } from '../../core/report/build-report';
 
 jest.setTimeout(300_000);
 
@@ -241,6 +243,21 @@ describe('rcb report --format html, read in headless Chromium', () => {
     expect(await page.$eval('.filters', (e) => getComputedStyle(e).display)).toBe('none');
     expect(await page.$eval('svg#leaderboard-chart', (e) => getComputedStyle(e).display)).not.toBe('none');
     await page.close();
+  });
+
+  it('is what buildReport writes for `rcb cloud results --format html`: answers and logs from the store alone', async () => {
+    // The cloud command hands its store and the format to buildReport; no pset is at hand there.
+    const store = new SqliteRunStore(join(dirA, 'rcb.sqlite'));
+    const runId = (JSON.parse(readFileSync(join(dirA, 'run.json'), 'utf8')) as { runId: string }).runId;
+    try {
+      const { text } = await buildReport(store, runId, { format: 'html', subset: 'all' });
+      expect(text).toMatch(/^<!DOCTYPE html>/);
+      expect(text).toContain('<table id="leaderboard">');
+      expect(text).toContain('no diff or prompt: the pset is not at hand here');
+      expect(text).toContain('SyntaxError');
+    } finally {
+      await store.close();
+    }
   });
 
   it('puts several runs on one page, naming a model two runs share by its run', async () => {
