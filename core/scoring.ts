@@ -3,8 +3,8 @@
  */
 import type { FailureClass, Judge, PaperMeta } from './types';
 import type { TaskRecord, Verdict } from './store';
-import type { BootstrapTask, ConfidenceInterval } from './report/bootstrap';
-import { bootstrapInterval, INTERVAL_METHOD, passRate } from './report/bootstrap';
+import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic } from './report/bootstrap';
+import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
 
 export type Subset = 'all' | 'safe-common' | 'safe-per-model';
 
@@ -150,22 +150,33 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     }
     const all = [...groups.values()];
     // A sample without a verdict counts as failed in the interval, as it does in the rates.
-    const resampled = (tasks: TaskGroup[], weight: (g: TaskGroup) => number): BootstrapTask[] =>
-      tasks.map((g) => ({ weight: weight(g), samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
-    const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number, seed: string) => {
+    // The bootstrap task's weight is its LoC; task-weighted metrics weigh each task 1.
+    const resampled = (tasks: TaskGroup[]): BootstrapTask[] =>
+      tasks.map((g) => ({ weight: g.loc, samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
+    const locWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: (t) => t.weight, stat });
+    const taskWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: () => 1, stat });
+    const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number, ci: ConfidenceInterval | null) => {
       const total = tasks.reduce((a, g) => a + weight(g), 0);
       const out: number[] = [];
       for (let i = 0; i < samples; i++) {
         const ok = tasks.reduce((a, g) => a + (g.samples.get(i) ? weight(g) : 0), 0);
         out.push(total ? (100 * ok) / total : 0);
       }
-      return meanStd(out, bootstrapInterval(resampled(tasks, weight), `${model}\0${seed}`, passRate));
+      return meanStd(out, ci);
     };
     const byLoc = (g: TaskGroup) => g.loc;
     const byTask = () => 1;
     const paperIds = [...new Set(all.map((g) => g.paper))].sort();
+    // Every interval of the model from one set of resamples: scaled, pass@1, then pass@k by tasks and by LoC.
+    const ks = Array.from({ length: samples }, (_, i) => i + 1);
+    const atK = (k: number): TaskStatistic => (n, c) => passAtK(n, c, k);
+    const [scaledCi, pass1Ci, ...kCis] = bootstrapIntervals(resampled(all), model, [
+      locWeighted(passRate),
+      taskWeighted(passRate),
+      ...ks.flatMap((k) => [taskWeighted(atK(k)), locWeighted(atK(k))]),
+    ]);
     const passAtKs: PassAtK[] = [];
-    for (let k = 1; k <= samples; k++) {
+    for (const k of ks) {
       let tasks = 0;
       let loc = 0;
       let totalLoc = 0;
@@ -176,26 +187,26 @@ export function scoreRun(input: ScoreInput): ScoreReport {
         loc += p * g.loc;
         totalLoc += g.loc;
       }
-      const stat = (n: number, c: number) => passAtK(n, c, k);
       passAtKs.push({
         k,
         tasks: all.length ? (100 * tasks) / all.length : 0,
         loc: totalLoc ? (100 * loc) / totalLoc : 0,
-        tasksCi: bootstrapInterval(resampled(all, byTask), `${model}\0pass@${k}`, stat),
-        locCi: bootstrapInterval(resampled(all, byLoc), `${model}\0pass@${k} loc`, stat),
+        tasksCi: kCis[2 * (k - 1)],
+        locCi: kCis[2 * (k - 1) + 1],
       });
     }
     report.models.push({
       model,
-      scaled: rates(all, byLoc, 'scaled'),
-      pass1: rates(all, byTask, 'pass1'),
+      scaled: rates(all, byLoc, scaledCi),
+      pass1: rates(all, byTask, pass1Ci),
       passAtK: passAtKs,
       papers: paperIds.map((paper) => {
         const tasks = all.filter((g) => g.paper === paper);
+        const [paperScaledCi, paperPass1Ci] = bootstrapIntervals(resampled(tasks), `${model}\0${paper}`, [locWeighted(passRate), taskWeighted(passRate)]);
         return {
           paper,
-          scaled: rates(tasks, byLoc, `${paper}\0scaled`),
-          pass1: rates(tasks, byTask, `${paper}\0pass1`),
+          scaled: rates(tasks, byLoc, paperScaledCi),
+          pass1: rates(tasks, byTask, paperPass1Ci),
           tasks: tasks.length,
           loc: tasks.reduce((a, g) => a + g.loc, 0),
         };

@@ -253,11 +253,14 @@ function failureChart(entries: Entry[]): string {
   return `${classes.length ? key : ''}${chart}<p class="note">Failed task samples under the judge, by class (SPEC 10); integrity: passes only the official rule.</p>`;
 }
 
-function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge): string {
+function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, allReports: Map<HtmlRunInput, ScoreReport>): string {
   const reports = new Map<HtmlRunInput, Record<Subset, ScoreReport>>();
   for (const r of inputs) {
-    const score = (subset: Subset) => scoreOf(r, judge, subset);
-    reports.set(r, { all: score('all'), 'safe-common': score('safe-common'), 'safe-per-model': score('safe-per-model') });
+    const all = allReports.get(r) ?? scoreOf(r, judge, 'all');
+    // Without a known cutoff both safe subsets hold every paper: the 'all' scores, not scored again.
+    const anyCutoff = Object.values(r.loaded.run.models).some((m) => !!m.knowledgeCutoff);
+    const score = (subset: Subset) => (anyCutoff ? scoreOf(r, judge, subset) : { ...all, subset, commonCutoff: null });
+    reports.set(r, { all, 'safe-common': score('safe-common'), 'safe-per-model': score('safe-per-model') });
   }
   const cell = (m: ModelScore | undefined) =>
     !m || !m.tasks ? '<td class="num">n/a</td>' : `<td class="num">${pct(m.scaled.mean)} ${ci(m.scaled.ci)} <span class="muted">${m.tasks} task(s)</span></td>`;
@@ -453,7 +456,7 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
 <section id="s-length"><h2>Pass rate against snippet length</h2>${lengthChart(entries, judge)}</section>
 </div>
 <section id="s-failures"><h2>Failure classes</h2>${failureChart(entries)}</section>
-<section id="s-subsets"><h2>Contamination-safe subsets</h2>${subsetsTable(inputs, entries, judge)}</section>
+<section id="s-subsets"><h2>Contamination-safe subsets</h2>${subsetsTable(inputs, entries, judge, new Map(opts.subset && opts.subset !== 'all' ? [] : inputs.map((r, i) => [r, reports[i]])))}</section>
 <section id="s-cost"><h2>Cost and tokens</h2>${costTable(entries)}</section>
 <section id="s-tasks"><h2>Tasks</h2>
 <div class="filters"><label><input type="checkbox" id="failed-only"> only tasks not passing</label><label>model <select id="model-filter"><option value="">all</option>${models}</select></label></div>
