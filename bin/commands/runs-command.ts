@@ -16,8 +16,10 @@ export interface RunListing {
   papers: number;
   withPaper: boolean;
   judge: string;
-  /** Scaled pass@1 per model, percent, over all papers. */
+  /** Scaled pass@1 per model, percent, over all papers; null when no task is in scope. */
   scores: Record<string, number | null>;
+  /** Its 95% bootstrap interval. */
+  intervals: Record<string, { low: number; high: number } | null>;
   judged: number;
   tasks: number;
 }
@@ -52,6 +54,7 @@ export async function listRuns(root: string): Promise<RunListing[]> {
         withPaper: run.spec.withPaper,
         judge,
         scores: Object.fromEntries(report.models.map((m) => [m.model, m.tasks ? m.scaled.mean : null])),
+        intervals: Object.fromEntries(report.models.map((m) => [m.model, m.scaled.ci])),
         judged: loaded.verdicts.size,
         tasks: loaded.tasks.length,
       });
@@ -76,7 +79,10 @@ export async function runsCommand(dir: string | undefined, opts: { json?: boolea
   }
   for (const r of runs) {
     const scores = Object.entries(r.scores)
-      .map(([m, s]) => `${m} ${s === null ? 'n/a' : s.toFixed(2)}`)
+      .map(([m, s]) => {
+        const ci = r.intervals[m];
+        return `${m} ${s === null ? 'n/a' : s.toFixed(2)}${ci ? ` [${ci.low.toFixed(2)}, ${ci.high.toFixed(2)}]` : ''}`;
+      })
       .join(', ');
     process.stdout.write(
       `${relative(process.cwd(), r.dir) || '.'}  run ${r.runId}  ${r.status}  ${r.createdAt.slice(0, 16).replace('T', ' ')}\n` +

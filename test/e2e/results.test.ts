@@ -329,6 +329,6 @@ describe('rcb runs', () => {
     expect(byDir[dirB].scores.mixed).toBeCloseTo(expectedScaled(PLAN_B), 8);
     const text = rcb(['runs', runsDir]);
     expect(text.stdout).toMatch(/run \w{16}\s+succeeded/);
-    expect(text.stdout).toMatch(/scaled pass@1 % \(strict\): oracle 100\.00, mixed [\d.]+/);
+    expect(text.stdout).toMatch(/scaled pass@1 % \(strict\): oracle 100\.00 \[100\.00, 100\.00\], mixed [\d.]+ \[[\d.]+, [\d.]+\]/);
   });
 });
