@@ -18,6 +18,9 @@ export interface FlippedTask {
   /** Passing samples out of the task's samples, in each run. */
   a: string;
   b: string;
+  /** Failure classes of the failing samples in each run (why it flipped, at a glance). */
+  classesA: string[];
+  classesB: string[];
 }
 
 export interface ModelComparison {
@@ -53,6 +56,7 @@ export interface RunComparison {
 interface Outcomes {
   loc: number;
   samples: boolean[];
+  classes: Set<string>;
 }
 
 function outcomesByTask(run: LoadedRun, model: string, judge: Judge): Map<string, Outcomes> {
@@ -61,8 +65,10 @@ function outcomesByTask(run: LoadedRun, model: string, judge: Judge): Map<string
     if (t.model !== model) continue;
     const key = `${t.paper}\0${t.file}\0${t.snippet}`;
     let o = out.get(key);
-    if (!o) out.set(key, (o = { loc: t.loc, samples: [] }));
-    o.samples[t.sample] = passed(run.verdicts.get(t.taskId), judge);
+    if (!o) out.set(key, (o = { loc: t.loc, samples: [], classes: new Set() }));
+    const v = run.verdicts.get(t.taskId);
+    o.samples[t.sample] = passed(v, judge);
+    if (!o.samples[t.sample]) o.classes.add(v ? (v.failureClass ?? 'integrity') : 'untested');
   }
   for (const o of out.values()) for (let i = 0; i < o.samples.length; i++) o.samples[i] = !!o.samples[i];
   return out;
@@ -83,10 +89,10 @@ export function compareRuns(a: LoadedRun, b: LoadedRun, judge: Judge): RunCompar
   for (const model of modelsA.filter((m) => modelsB.has(m))) {
     const oa = outcomesByTask(a, model, judge);
     const ob = outcomesByTask(b, model, judge);
-    const pairs: (PairedTask & { key: string })[] = [];
+    const pairs: (PairedTask & { key: string; classesA: string[]; classesB: string[] })[] = [];
     for (const [key, x] of oa) {
       const y = ob.get(key);
-      if (y) pairs.push({ key, weight: x.loc, a: x.samples, b: y.samples });
+      if (y) pairs.push({ key, weight: x.loc, a: x.samples, b: y.samples, classesA: [...x.classes].sort(), classesB: [...y.classes].sort() });
     }
     const rate = (s: boolean[]) => s.filter(Boolean).length / s.length;
     const gained: FlippedTask[] = [];
@@ -95,9 +101,9 @@ export function compareRuns(a: LoadedRun, b: LoadedRun, judge: Judge): RunCompar
       if (rate(p.a) === rate(p.b)) continue;
       const [paper, file, snippet] = p.key.split('\0');
       const count = (s: boolean[]) => `${s.filter(Boolean).length}/${s.length}`;
-      (rate(p.b) > rate(p.a) ? gained : lost).push({ paper, file, snippet, loc: p.weight, a: count(p.a), b: count(p.b) });
+      (rate(p.b) > rate(p.a) ? gained : lost).push({ paper, file, snippet, loc: p.weight, a: count(p.a), b: count(p.b), classesA: p.classesA, classesB: p.classesB });
     }
-    const byTask = pairs.map((p) => ({ ...p, weight: 1 }));
+    const byTask = pairs.map((p) => ({ a: p.a, b: p.b, weight: 1 }));
     const side = (list: PairedTask[], which: 'a' | 'b') => weightedScore(list.map((p) => ({ weight: p.weight, samples: p[which] })));
     const scaledA = side(pairs, 'a');
     const scaledB = side(pairs, 'b');
@@ -137,7 +143,8 @@ export function formatComparison(c: RunComparison, labelA: string, labelB: strin
     const list = (title: string, tasks: FlippedTask[]) => {
       if (!tasks.length) return;
       out.push(`  ${title} (${tasks.length}):`);
-      for (const t of tasks) out.push(`    ${t.paper}/${t.snippet} (${t.file}, ${t.loc} LoC): ${t.a} -> ${t.b}`);
+      const why = (c: string[]) => (c.length ? ` (${c.join(', ')})` : '');
+      for (const t of tasks) out.push(`    ${t.paper}/${t.snippet} (${t.file}, ${t.loc} LoC): ${t.a}${why(t.classesA)} -> ${t.b}${why(t.classesB)}`);
     };
     list('passing in B, not in A', m.gained);
     list('passing in A, not in B', m.lost);

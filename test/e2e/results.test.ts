@@ -281,6 +281,16 @@ describe('rcb show', () => {
     expect(r.stderr).toContain('1 task(s) shown, 1 failed under the strict judge');
   });
 
+  it('--prompt adds the task\'s prompt: the paper\'s shared prefix and the masked file', () => {
+    const target = PLAN_A[1];
+    const r = rcb(['show', dirA, '--paper', target.paper, '--snippet', target.snippet, '--model', 'oracle', '--sample', '0', '--prompt']);
+    expect(r.status).toBe(0);
+    const prompt = r.stdout.slice(r.stdout.indexOf('--- prompt:\n') + '--- prompt:\n'.length);
+    expect(r.stdout).toContain('--- prompt:\n');
+    // The exact prompt `rcb prompt` prints for the task.
+    expect(prompt.trimEnd()).toBe(rcb(['prompt', target.paper, target.snippet]).stdout.trimEnd());
+  });
+
   it('--failed shows only the tasks that did not pass', () => {
     const r = rcb(['show', dirA, '--model', 'mixed', '--failed']);
     expect(r.status).toBe(0);
@@ -310,11 +320,11 @@ describe('rcb compare', () => {
     expect(m.difference).toBeCloseTo(expectedScaled(PLAN_B) - expectedScaled(PLAN_A), 8);
     expect(m.ci.low).toBeLessThanOrEqual(m.difference);
     expect(m.ci.high).toBeGreaterThanOrEqual(m.difference);
-    expect(m.lost).toEqual([expect.objectContaining({ snippet: PLAN_A[0].snippet, a: '2/2', b: '0/2' })]);
-    expect(m.gained).toEqual([expect.objectContaining({ snippet: PLAN_A[3].snippet, a: '0/2', b: '2/2' })]);
+    expect(m.lost).toEqual([expect.objectContaining({ snippet: PLAN_A[0].snippet, a: '2/2', b: '0/2', classesA: [], classesB: ['syntax'] })]);
+    expect(m.gained).toEqual([expect.objectContaining({ snippet: PLAN_A[3].snippet, a: '0/2', b: '2/2', classesA: ['no_code'], classesB: [] })]);
     const text = rcb(['compare', dirA, dirB]);
     expect(text.stdout).toMatch(/mixed: 14 task\(s\) in both\n\s+scaled pass@1 %\s+A [\d.]+\s+B [\d.]+\s+B-A [+-]?[\d.]+ \[[+-]?[\d.]+, [+-]?[\d.]+\]/);
-    expect(text.stdout).toContain(`${PLAN_A[0].paper}/${PLAN_A[0].snippet} (${PLAN_A[0].file}, ${PLAN_A[0].loc} LoC): 2/2 -> 0/2`);
+    expect(text.stdout).toContain(`${PLAN_A[0].paper}/${PLAN_A[0].snippet} (${PLAN_A[0].file}, ${PLAN_A[0].loc} LoC): 2/2 -> 0/2 (syntax)`);
   });
 });
 
