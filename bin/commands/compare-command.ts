@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import type { Judge } from '../../core/types';
 import { defaultJudge } from '../../core/report/build-report';
-import { loadRun, type LoadedRun } from '../../core/report/task-detail';
+import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
 import { compareRuns, formatComparison } from '../../core/report/compare-runs';
 import { openRunDir, UsageError } from './common';
 

@@ -3,7 +3,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildReport } from '../../core/report/build-report';
 import { buildHtmlReport, type HtmlRunInput } from '../../core/report/html-report';
-import { loadRun } from '../../core/report/task-detail';
+import { loadRun } from '../../core/report/loaded-run';
 import { importOverallStats } from '../../core/report/official';
 import { openRunDir, parseReportFlags, UsageError, writeRunId } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { scoreRun } from '../../core/scoring';
 import { defaultJudge } from '../../core/report/build-report';
-import { loadRun } from '../../core/report/task-detail';
+import { loadRun } from '../../core/report/loaded-run';
 import { openRunDir, runIdIn, UsageError } from './common';
 
 export interface RunListing {

@@ -9,7 +9,8 @@ import { scoreRun } from '../scoring';
 import type { ReportFormat } from './format';
 import { formatCsv, formatJson, formatMarkdown, formatTable } from './format';
 import { toOverallStats } from './official';
-import { loadRun, type TaskSources } from './task-detail';
+import type { TaskSources } from './task-detail';
+import { loadRun } from './loaded-run';
 import { buildHtmlReport } from './html-report';
 
 export interface ReportOptions {

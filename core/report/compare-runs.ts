@@ -5,7 +5,7 @@
  * cancels out and the interval is narrower than two separate intervals would suggest.
  */
 import type { Judge } from '../types';
-import type { LoadedRun } from './task-detail';
+import type { LoadedRun } from './loaded-run';
 import { passed } from '../scoring';
 import type { ConfidenceInterval, PairedTask } from './bootstrap';
 import { INTERVAL_METHOD, pairedDifferenceInterval, weightedScore } from './bootstrap';

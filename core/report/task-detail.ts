@@ -6,7 +6,8 @@
  * task's id, recomputed, must match), so a changed pset never shows a diff that was not run.
  */
 import type { Judge, Paper, Pset, Snippet } from '../types';
-import type { CompletionRecord, RunRecord, RunStore, TaskRecord, Verdict } from '../store';
+import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../store';
+import type { LoadedRun } from './loaded-run';
 import type { PromptTemplate } from '../prompt/template';
 import { buildPrompt } from '../prompt/template';
 import { extractCompletion } from '../prompt/extract';
@@ -63,23 +64,6 @@ export function spliceDiff(paper: Paper, snippet: Snippet, completion: string): 
     ...added.map((l) => `+${l}`),
     ...after.map((l) => ` ${l}`),
   ].join('\n') + '\n';
-}
-
-/** The tasks a run holds, with their answers and verdicts, read once from the store. */
-export interface LoadedRun {
-  run: RunRecord;
-  tasks: TaskRecord[];
-  verdicts: Map<string, Verdict>;
-  completions: Map<string, CompletionRecord>;
-}
-
-export async function loadRun(store: RunStore, runId: string): Promise<LoadedRun> {
-  const run = await store.getRun(runId);
-  if (!run) throw new Error(`no run ${runId} in this store`);
-  const tasks = await store.listTasks(runId);
-  const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
-  const completions = await store.getCompletions(tasks.map((t) => t.taskId));
-  return { run, tasks, verdicts, completions };
 }
 
 /** Task ids the pset at hand would give this run: a task outside it was run on other content. */
