@@ -355,7 +355,7 @@ function taskBlock(d: TaskDetail, entryName: string, judge: Judge, runIndex: num
   const cls = d.verdict?.failureClass ?? (d.passed || !d.verdict ? '' : 'integrity');
   const parts: string[] = [`<p class="verdict">${esc(describeVerdict(d.verdict, judge))}</p>`];
   const c = d.completion;
-  if (!c) parts.push('<p class="note">no answer yet (not generated)</p>');
+  if (!c) parts.push(`<p class="note">${d.verdict ? 'answer not recorded (imported results keep no answers)' : 'no answer yet (not generated)'}</p>`);
   else if (c.error) parts.push(`<p class="note">the model call failed: ${esc(`${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`)}</p>`);
   else {
     parts.push(

@@ -139,7 +139,8 @@ export function formatTaskDetail(d: TaskDetail, judge: Judge): string {
   const out = [`=== ${t.paper} / ${t.file} / ${t.snippet}  model ${t.model}  sample ${t.sample}  (${t.loc} LoC, task ${t.taskId})`];
   out.push(`verdict: ${describeVerdict(d.verdict, judge)}`);
   const c = d.completion;
-  if (!c) out.push('answer: none yet (not generated)');
+  // A verdict without an answer comes from imported results, which keep none.
+  if (!c) out.push(d.verdict ? 'answer: not recorded (imported results keep no answers)' : 'answer: none yet (not generated)');
   else if (c.error) out.push(`answer: the model call failed: ${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`);
   else {
     out.push(`answer (${c.usage.inputTokens} input, ${c.usage.outputTokens} output tokens, $${c.costUsd.toFixed(4)}, finish ${c.finishReason}):`);
