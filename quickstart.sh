@@ -10,7 +10,9 @@ if [ "$major" -lt 20 ]; then
   echo "rcb needs Node.js 20 or later (found: $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
-bash scripts/system-packages.sh
+# --test adds chromium, which `npm test` (the quick start's second command) needs for the
+# HTML report test; RCB_NO_TEST_PACKAGES=1 leaves it out for a machine that only runs benchmarks.
+if [ "${RCB_NO_TEST_PACKAGES:-}" = "1" ]; then bash scripts/system-packages.sh; else bash scripts/system-packages.sh --test; fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund; fi
 npm run -s build
 node dist/bin/rcb.js run --model oracle --model empty "$@"

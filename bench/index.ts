@@ -12,6 +12,11 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
     exported: 'benchEvaluation',
     help: 'original-style harness vs cold executor vs warm pool [--pset DIR] [--python PATH] [--papers ID...] [--repeat N] [--jobs N] [--only a,b,c]',
   },
+  report: {
+    module: './report',
+    exported: 'benchReport',
+    help: 'scoring with bootstrap intervals, the table and the HTML report of a synthetic full sweep [--models N] [--tasks N] [--samples N] [--repeat N]',
+  },
   generation: {
     module: './generation',
     exported: 'benchGeneration',

@@ -3,14 +3,45 @@
  * The rcb command line. Each command parses its flags, builds adapters and calls one use
  * case; errors the user can act on are printed without a stack trace.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
+import { packageRoot } from '../core/util/package-root';
 import { UsageError } from './commands/common';
 import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
 import { reportCommand, importOfficialCommand } from './commands/report-commands';
 
+// rcb supports Node 20 (README, "Node versions"): the AWS SDK's notice that its releases
+// after January 2027 will need Node 22 is about versions this lockfile does not install,
+// and it printed a screenful before every cloud command. A user who sets the variable keeps their choice.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+function version(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * Messages from deeper layers often name their origin already ("rcb: cannot run ..."); the
+ * entry point adds the prefix once.
+ */
+function userMessage(message: string): string {
+  return `rcb: ${message.replace(/^(rcb:\s*)+/, '')}`;
+}
+
+/**
+ * A reader that stops early (`rcb tasks | head`) closes the pipe: that is the end of the
+ * output, not an error. Without this, the next write fails with EPIPE and a stack trace.
+ */
+function endQuietlyOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -18,6 +49,7 @@ async function main(argv: string[]): Promise<number> {
   const program = new Command()
     .name('rcb')
     .description('Run the ResearchCodeBench benchmark: models fill in masked code from ML papers, the papers\' own tests judge it.')
+    .version(version(), '-V, --version', 'print the version of rcb')
     .showHelpAfterError()
     .exitOverride();
 
@@ -104,7 +136,7 @@ async function main(argv: string[]): Promise<number> {
     .command('estimate')
     .description('calls, input tokens and expected cost of a run with hosted models, before paying for it')
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
-    .option('--model <id>', 'registry model id (repeatable)', collect, [])
+    .addOption(new Option('--model <id>', 'registry model id (repeatable)').argParser(collect).default([], 'none'))
     .option('--samples <n>', 'completions per task', '1')
     .option('--temperature <t>', 'sampling temperature')
     .option('--no-paper', 'leave the paper text out of prompts')
@@ -119,13 +151,55 @@ async function main(argv: string[]): Promise<number> {
 
   program
     .command('report')
-    .description('scores of a run')
-    .argument('<run-dir>', 'run directory')
-    .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
+    .description('scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task\'s answer, diff and log)')
+    .argument('<run-dir...>', 'run directory (several: html puts them on one page, table and markdown print one after another)')
+    .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .option('--pset <dir>', 'html: the pset for the diffs and prompts (default: where the run read it)')
+    .option('--prompt-template <file>', 'html: the run\'s prompt template, if not a shipped one')
+    .action(async (dirs: string[], o) => {
+      code = await reportCommand(dirs, o);
+    });
+
+  program
+    .command('show')
+    .description('a run\'s tasks: the answer, the diff of the spliced file, the verdict and the test log')
+    .argument('<run-dir>', 'run directory')
+    .option('--paper <id>', 'only this paper')
+    .option('--snippet <name>', 'only this snippet')
+    .option('--model <id>', 'only this model')
+    .option('--sample <i>', 'only this sample index (from 0)')
+    .option('--failed', 'only tasks that did not pass the judge')
+    .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
+    .option('--prompt', 'also print each task\'s prompt')
+    .option('--pset <dir>', 'the pset for the diff and prompt (default: where the run read it)')
+    .option('--prompt-template <file>', 'the run\'s prompt template, if not a shipped one')
     .action(async (dir, o) => {
-      code = await reportCommand(dir, o);
+      const { showCommand } = require('./commands/show-command') as typeof import('./commands/show-command');
+      code = await showCommand(dir, o);
+    });
+
+  program
+    .command('compare')
+    .description('two runs, model by model: the paired difference B - A with its 95% interval, and the tasks that flipped')
+    .argument('<run-a>', 'run directory A')
+    .argument('<run-b>', 'run directory B')
+    .option('--judge <judge>', 'strict or official (default: strict; official if a run was imported)')
+    .option('--json', 'the comparison as JSON')
+    .action(async (a, b, o) => {
+      const { compareCommand } = require('./commands/compare-command') as typeof import('./commands/compare-command');
+      code = await compareCommand(a, b, o);
+    });
+
+  program
+    .command('runs')
+    .description('the run directories under DIR (default ./runs): spec, status and scores, newest first')
+    .argument('[dir]', 'folder holding run directories, or one run directory')
+    .option('--json', 'the list as JSON')
+    .action(async (dir, o) => {
+      const { runsCommand } = require('./commands/runs-command') as typeof import('./commands/runs-command');
+      code = await runsCommand(dir, o);
     });
 
   program
@@ -166,16 +240,17 @@ async function main(argv: string[]): Promise<number> {
   return code;
 }
 
+endQuietlyOnClosedPipe(process.stdout);
 main(process.argv).then(
   (code) => {
     process.exitCode = code;
   },
   (e: unknown) => {
     if (e instanceof UsageError) {
-      process.stderr.write(`rcb: ${e.message}\n`);
+      process.stderr.write(`${userMessage(e.message)}\n`);
       process.exitCode = e.exitCode;
     } else {
-      process.stderr.write(`rcb: internal error: ${e instanceof Error ? e.stack : String(e)}\n`);
+      process.stderr.write(`${userMessage(`internal error: ${e instanceof Error ? e.stack : String(e)}`)}\n`);
       process.exitCode = 70;
     }
   },

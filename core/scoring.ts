@@ -3,6 +3,8 @@
  */
 import type { FailureClass, Judge, PaperMeta } from './types';
 import type { PaperEnvironment, TaskRecord, Verdict } from './store';
+import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic } from './report/bootstrap';
+import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
 
 export type Subset = 'all' | 'safe-common' | 'safe-per-model';
 
@@ -12,6 +14,8 @@ export interface MeanStd {
   std: number;
   /** One rate per sample index, percent. */
   rates: number[];
+  /** 95% bootstrap interval of the mean (method in `ScoreReport.interval`); null when no task is in scope. */
+  ci: ConfidenceInterval | null;
 }
 
 export interface PassAtK {
@@ -20,6 +24,9 @@ export interface PassAtK {
   tasks: number;
   /** LoC-weighted, percent. */
   loc: number;
+  /** 95% bootstrap intervals of `tasks` and `loc`. */
+  tasksCi: ConfidenceInterval | null;
+  locCi: ConfidenceInterval | null;
 }
 
 export interface PaperScore {
@@ -74,6 +81,8 @@ export interface ScoreReport {
   subset: Subset;
   /** The common cutoff used by safe-common, if any. */
   commonCutoff: string | null;
+  /** How the `ci` intervals were computed. */
+  interval: string;
   models: ModelScore[];
   /** What a reader must know to read the scores: untested and env_broken tasks, and how they are treated. */
   notes: string[];
@@ -96,11 +105,11 @@ export function latestCutoff(cutoffs: (string | undefined)[]): string | null {
   return known.length ? known[known.length - 1] : null;
 }
 
-function meanStd(rates: number[]): MeanStd {
-  if (!rates.length) return { mean: 0, std: 0, rates };
+function meanStd(rates: number[], ci: ConfidenceInterval | null): MeanStd {
+  if (!rates.length) return { mean: 0, std: 0, rates, ci: null };
   const mean = rates.reduce((a, b) => a + b, 0) / rates.length;
   const variance = rates.reduce((a, r) => a + (r - mean) ** 2, 0) / rates.length;
-  return { mean, std: Math.sqrt(variance), rates };
+  return { mean, std: Math.sqrt(variance), rates, ci };
 }
 
 /** 1 - C(n-c, k) / C(n, k), computed as a product to stay exact for large n. */
@@ -122,7 +131,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
   const models = [...new Set(input.tasks.map((t) => t.model))];
   const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
-  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, models: [], notes: [] };
+  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, interval: INTERVAL_METHOD, models: [], notes: [] };
   const broken = new Map((input.environment ?? []).filter((p) => !p.runs).map((p) => [p.paper, p.reason]));
 
   for (const model of models) {
@@ -158,20 +167,34 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     // The official judge scores only fully tested tasks (the original harness's rule); the
     // strict one scores every task, an untested sample counting as a failure.
     const all = [...groups.values()].filter((g) => input.judge === 'strict' || ![...g.samples.values()].includes(undefined));
-    const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number) => {
+    // A sample without a verdict counts as failed in the interval, as it does in the rates.
+    // The bootstrap task's weight is its LoC; task-weighted metrics weigh each task 1.
+    const resampled = (tasks: TaskGroup[]): BootstrapTask[] =>
+      tasks.map((g) => ({ weight: g.loc, samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
+    const locWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: (t) => t.weight, stat });
+    const taskWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: () => 1, stat });
+    const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number, ci: ConfidenceInterval | null) => {
       const total = tasks.reduce((a, g) => a + weight(g), 0);
       const out: number[] = [];
       for (let i = 0; i < samples; i++) {
         const ok = tasks.reduce((a, g) => a + (g.samples.get(i) ? weight(g) : 0), 0);
         out.push(total ? (100 * ok) / total : 0);
       }
-      return meanStd(out);
+      return meanStd(out, ci);
     };
     const byLoc = (g: TaskGroup) => g.loc;
     const byTask = () => 1;
     const paperIds = [...new Set(all.map((g) => g.paper))].sort();
+    // Every interval of the model from one set of resamples: scaled, pass@1, then pass@k by tasks and by LoC.
+    const ks = Array.from({ length: samples }, (_, i) => i + 1);
+    const atK = (k: number): TaskStatistic => (n, c) => passAtK(n, c, k);
+    const [scaledCi, pass1Ci, ...kCis] = bootstrapIntervals(resampled(all), model, [
+      locWeighted(passRate),
+      taskWeighted(passRate),
+      ...ks.flatMap((k) => [taskWeighted(atK(k)), locWeighted(atK(k))]),
+    ]);
     const passAtKs: PassAtK[] = [];
-    for (let k = 1; k <= samples; k++) {
+    for (const k of ks) {
       let tasks = 0;
       let loc = 0;
       let totalLoc = 0;
@@ -182,19 +205,26 @@ export function scoreRun(input: ScoreInput): ScoreReport {
         loc += p * g.loc;
         totalLoc += g.loc;
       }
-      passAtKs.push({ k, tasks: all.length ? (100 * tasks) / all.length : 0, loc: totalLoc ? (100 * loc) / totalLoc : 0 });
+      passAtKs.push({
+        k,
+        tasks: all.length ? (100 * tasks) / all.length : 0,
+        loc: totalLoc ? (100 * loc) / totalLoc : 0,
+        tasksCi: kCis[2 * (k - 1)],
+        locCi: kCis[2 * (k - 1) + 1],
+      });
     }
     report.models.push({
       model,
-      scaled: rates(all, byLoc),
-      pass1: rates(all, byTask),
+      scaled: rates(all, byLoc, scaledCi),
+      pass1: rates(all, byTask, pass1Ci),
       passAtK: passAtKs,
       papers: paperIds.map((paper) => {
         const tasks = all.filter((g) => g.paper === paper);
+        const [paperScaledCi, paperPass1Ci] = bootstrapIntervals(resampled(tasks), `${model}\0${paper}`, [locWeighted(passRate), taskWeighted(passRate)]);
         return {
           paper,
-          scaled: rates(tasks, byLoc),
-          pass1: rates(tasks, byTask),
+          scaled: rates(tasks, byLoc, paperScaledCi),
+          pass1: rates(tasks, byTask, paperPass1Ci),
           tasks: tasks.length,
           loc: tasks.reduce((a, g) => a + g.loc, 0),
         };

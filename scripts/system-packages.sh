@@ -11,7 +11,15 @@ PACKAGES=(bubblewrap python3 python3-numpy)
 # (`rcb doctor` lists them; npm test runs their oracle). The other 11 need modules Debian
 # does not package (timm, jax, hydra, ...): see the README's recipe with a virtualenv.
 PAPER_PACKAGES=(python3-torch python3-scipy python3-pandas python3-yaml python3-tqdm python3-torchvision python3-omegaconf python3-matplotlib)
-EXTRA=("$@")   # any further package
+# --test: also what only the test suite needs: chromium, the headless browser that
+# test/e2e/results.test.ts drives through puppeteer-core to read the rendered HTML report.
+# quickstart.sh passes it too, so that its second command (npm test) passes on a fresh
+# machine; RCB_NO_TEST_PACKAGES=1 leaves it out there.
+TEST_PACKAGES=(chromium)
+EXTRA=()
+for a in "$@"; do
+  if [ "$a" = "--test" ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); else EXTRA+=("$a"); fi   # e.g. python3-torch for the torch benchmark
+done
 
 missing=()
 for p in "${PACKAGES[@]}" "${PAPER_PACKAGES[@]}" "${EXTRA[@]}"; do

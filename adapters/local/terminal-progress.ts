@@ -14,6 +14,7 @@ interface Phase {
 export class TerminalProgress implements Progress {
   private readonly phases = new Map<string, Phase>();
   private drawn = false;
+  private silent = false;
   private lastDraw = 0;
 
   constructor(
@@ -21,6 +22,15 @@ export class TerminalProgress implements Progress {
     private readonly tty: boolean = !!process.stderr.isTTY,
     private readonly lineEveryMs = 5000,
   ) {}
+
+  /**
+   * Print nothing more: after a run is stopped at once, the killed tests' executor notes
+   * are expected and would bury the one line that matters.
+   */
+  silence(): void {
+    if (this.tty && this.drawn) this.out.write('\n');
+    this.silent = true;
+  }
 
   start(phase: string, total: number): void {
     this.phases.set(phase, { total, done: 0, started: Date.now(), lastLine: 0 });
@@ -41,6 +51,7 @@ export class TerminalProgress implements Progress {
   }
 
   note(message: string): void {
+    if (this.silent) return;
     if (this.tty && this.drawn) this.out.write('\r\x1b[2K');
     this.out.write(`${message}\n`);
     this.drawn = false;
@@ -66,6 +77,7 @@ export class TerminalProgress implements Progress {
   }
 
   private render(phase: string, final = false): void {
+    if (this.silent) return;
     const p = this.phases.get(phase)!;
     if (this.tty) {
       // Redraw at most ten times a second: a fast phase would otherwise flood the terminal.

@@ -396,7 +396,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .action(async (o) => onExit(await cloudPush(o, deps(o))));
 
   addRunSpecOptions(stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')), {
-    model: 'model: oracle, empty or a registry id (repeatable; default oracle)',
+    model: 'model: oracle, empty or a registry id (repeatable)',
     budget: 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)',
   })
     .option('--force', 'start even when the cost estimate exceeds the budget (spend stays capped)')
@@ -420,7 +420,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .action(async (run, o) => onExit(await cloudStatus(run, o, deps(o))));
 
   stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id'))
-    .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
+    .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for --format official)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .action(async (run, o) => onExit(await cloudResults(run, o, deps(o))));

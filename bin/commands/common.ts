@@ -51,6 +51,7 @@ export function interpreterPath(python: string): string {
 
 export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null): Pset {
   const root = resolve(dir ?? defaultPsetDir());
+  if (!existsSync(root)) throw new UsageError(`the pset folder ${root} does not exist (--pset names a folder holding papers.yaml)`);
   const { pset, problems } = readPset(root, { papers: papers ?? null });
   if (problems.length) {
     throw new UsageError(`${problems.map(formatProblem).join('\n')}\n${problems.length} problem(s) in the pset at ${root}; run \`rcb validate --pset ${root}\``);

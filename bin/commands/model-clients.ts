@@ -9,6 +9,7 @@ import type { ModelInfo } from '../../core/store';
 import type { CostModel } from '../../core/run/generate';
 import { EmptyModel, OracleModel, replayModels } from '../../adapters/models/offline';
 import { UsageError } from './common';
+import { replayProblems } from './replay-check';
 
 export interface ResolvedModels {
   clients: Map<string, ModelClient>;
@@ -23,7 +24,13 @@ export interface HostedModelResolver {
   ids(): string[];
 }
 
-export function resolveModels(ids: string[], pset: Pset, hosted: HostedModelResolver | null, overrides: { temperature?: number }): ResolvedModels {
+export function resolveModels(
+  ids: string[],
+  pset: Pset,
+  hosted: HostedModelResolver | null,
+  overrides: { temperature?: number },
+  papersSelected = false,
+): ResolvedModels {
   const out: ResolvedModels = { clients: new Map(), info: {}, costs: new Map() };
   const add = (client: ModelClient, info: ModelInfo, cost?: CostModel) => {
     if (out.clients.has(client.id)) throw new UsageError(`model "${client.id}" is named twice`);
@@ -42,6 +49,8 @@ export function resolveModels(ids: string[], pset: Pset, hosted: HostedModelReso
       } catch (e) {
         throw new UsageError((e as Error).message);
       }
+      const problems = replayProblems(file, pset, papersSelected);
+      if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} replay line(s) name no task of the pset at ${pset.root}`);
       for (const m of models) add(m, { config: { name: m.id, replay: file } });
     } else {
       const hit = hosted?.resolve(id, overrides);

@@ -76,12 +76,27 @@ export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | 
 }
 
 /** Estimates for the hosted models of a run (offline models cost nothing). */
-export function estimateRun(hosted: HostedModels, ids: string[], pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number, temperature?: number): ModelEstimate[] {
+export function estimateRun(
+  hosted: HostedModels,
+  ids: string[],
+  pset: Pset,
+  template: PromptTemplate,
+  withPaper: boolean,
+  samples: number,
+  temperature?: number,
+  say: (line: string) => void = () => undefined,
+): ModelEstimate[] {
   const groups = promptGroups(pset, template, withPaper, samples);
-  return ids
-    .map((id) => hosted.entry(id, { temperature }))
-    .filter((e): e is ModelEntry => !!e)
-    .map((entry) => estimateModel(entry, groups));
+  const entries = ids.map((id) => hosted.entry(id, { temperature })).filter((e): e is ModelEntry => !!e);
+  // Counting tokens of every prompt of a full set takes tens of seconds: say what is going on.
+  const prompts = groups.reduce((a, g) => a + g.suffixes.length, 0);
+  say(`counting the input tokens of ${prompts} prompt(s) on ${groups.length} paper(s) for ${entries.length} model(s) ...`);
+  return entries.map((entry, i) => {
+    const started = Date.now();
+    const estimate = estimateModel(entry, groups);
+    say(`  ${entry.id} (${i + 1}/${entries.length}): ${estimate.inputTokens} input tokens, counted in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    return estimate;
+  });
 }
 
 export type EstimateOptions = Omit<RunSpecFlags, 'timeout'> & { modelsFile?: string };
@@ -93,7 +108,9 @@ export function estimateCommand(opts: EstimateOptions): number {
   const run = resolveRun({ ...opts, timeout: '60' }, hosted);
   const free = opts.model.filter((id) => !run.models.costs.has(id));
   if (free.length) throw new UsageError(`not registry models (offline models cost nothing): ${free.join(', ')}`);
-  const estimates = estimateRun(hosted, opts.model, run.pset, run.template, opts.paper, run.samples, run.temperature);
+  const estimates = estimateRun(hosted, opts.model, run.pset, run.template, opts.paper, run.samples, run.temperature, (line) =>
+    process.stderr.write(`${line}\n`),
+  );
   process.stdout.write(formatEstimates(estimates, run.budgetUsd));
   return 0;
 }

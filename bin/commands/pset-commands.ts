@@ -28,14 +28,31 @@ export function tasksCommand(opts: { pset?: string; papers?: string; json?: bool
     process.stdout.write(JSON.stringify(tasks, null, 2) + '\n');
     return 0;
   }
-  const w = (k: keyof TaskListing) => Math.max(k.length, ...tasks.map((t) => String(t[k] ?? '-').length));
-  const cols: (keyof TaskListing)[] = ['paper', 'file', 'snippet', 'loc', 'parent'];
-  const widths = cols.map(w);
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
-  process.stdout.write(line(cols) + '\n');
-  for (const t of tasks) process.stdout.write(line(cols.map((c) => String(t[c] ?? '-'))) + '\n');
+  process.stdout.write(formatTaskTable(tasks, process.stdout.isTTY ? process.stdout.columns : undefined));
   process.stderr.write(`${tasks.length} task(s), ${tasks.reduce((a, t) => a + t.loc, 0)} lines of code\n`);
   return 0;
+}
+
+/**
+ * The task table: nesting shown by indenting a snippet under its enclosing one (instead of
+ * a parent column that doubled the width: 214 columns on the public set), the wide column
+ * last, and on a terminal each line cut to its width (`--json` and pipes keep every name whole).
+ */
+export function formatTaskTable(tasks: TaskListing[], columns?: number): string {
+  const depth = new Map<string, number>();
+  const key = (t: { paper: string; file: string }, name: string) => `${t.paper}\0${t.file}\0${name}`;
+  const rows = tasks.map((t) => {
+    const d = t.parent === null ? 0 : (depth.get(key(t, t.parent)) ?? 0) + 1;
+    depth.set(key(t, t.snippet), d);
+    return [t.paper, t.file, String(t.loc), `${'  '.repeat(d)}${t.snippet}`];
+  });
+  const header = ['paper', 'file', 'loc', 'snippet (nested ones indented)'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => {
+    const text = cells.map((c, i) => (i === 2 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+    return columns && text.length > columns ? `${text.slice(0, columns - 1)}…` : text;
+  };
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
 export function promptCommand(paperId: string, snippetName: string, opts: { pset?: string; paper?: boolean; promptTemplate?: string }): number {

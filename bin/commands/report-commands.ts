@@ -2,22 +2,59 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildReport } from '../../core/report/build-report';
+import { buildHtmlReport, type HtmlRunInput } from '../../core/report/html-report';
+import { loadRun } from '../../core/report/loaded-run';
 import { importOverallStats } from '../../core/report/official';
 import { openRunDir, parseReportFlags, UsageError, writeRunId } from './common';
+import { taskSources, type TaskSourceFlags } from './task-sources';
 
-export async function reportCommand(runDir: string, opts: { format: string; judge?: string; subset: string }): Promise<number> {
+export interface ReportCommandOptions extends TaskSourceFlags {
+  format: string;
+  judge?: string;
+  subset: string;
+}
+
+/** The formats a reader reads one run after another; the others are one file per run. */
+const STACKABLE = new Set(['table', 'markdown']);
+
+export async function reportCommand(runDirs: string[], opts: ReportCommandOptions): Promise<number> {
   const flags = parseReportFlags(opts);
-  const { store, runId } = openRunDir(runDir, false);
-  try {
-    if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-    const { text } = await buildReport(store, runId, flags).catch((e: Error) => {
-      throw new UsageError(e.message);
-    });
-    process.stdout.write(text);
-    return 0;
-  } finally {
-    await store.close();
+  if (runDirs.length > 1 && flags.format !== 'html' && !STACKABLE.has(flags.format)) {
+    throw new UsageError(`--format ${flags.format} takes one run directory (got ${runDirs.length}); --format html puts several runs on one page`);
   }
+  if (flags.format === 'html') {
+    const inputs: HtmlRunInput[] = [];
+    for (const dir of runDirs) {
+      const { store, runId } = openRunDir(dir, false);
+      try {
+        if (!runId) throw new UsageError(`${resolve(dir)} has no run.json`);
+        const loaded = await loadRun(store, runId);
+        inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts) });
+      } finally {
+        await store.close();
+      }
+    }
+    try {
+      process.stdout.write(buildHtmlReport(inputs, { judge: flags.judge, subset: flags.subset }));
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    return 0;
+  }
+  for (const [i, runDir] of runDirs.entries()) {
+    const { store, runId } = openRunDir(runDir, false);
+    try {
+      if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
+      const { text } = await buildReport(store, runId, flags).catch((e: Error) => {
+        throw new UsageError(e.message);
+      });
+      if (runDirs.length > 1) process.stdout.write(`${i ? '\n' : ''}${flags.format === 'markdown' ? '## ' : '== '}${resolve(runDir)}\n\n`);
+      process.stdout.write(text);
+    } finally {
+      await store.close();
+    }
+  }
+  return 0;
 }
 
 export async function importOfficialCommand(file: string, opts: { out: string }): Promise<number> {

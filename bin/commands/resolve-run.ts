@@ -43,7 +43,7 @@ export function resolveRun(opts: RunSpecFlags, hosted: HostedModelResolver | nul
   const timeoutSec = parseNumber('--timeout', opts.timeout, 1);
   const temperature = opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined;
   const budgetUsd = opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null;
-  const models = resolveModels(opts.model.length ? opts.model : ['oracle'], pset, hosted, { temperature });
+  const models = resolveModels(opts.model.length ? opts.model : ['oracle'], pset, hosted, { temperature }, papers !== null);
 
   const spec: RunSpec = {
     psetDigest: pset.digest,

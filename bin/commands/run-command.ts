@@ -74,12 +74,23 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   const cache = paid ? openCompletionCache() : undefined;
   const progress = new TerminalProgress();
   const abort = new AbortController();
+  // First Ctrl-C: no new model call and no new test; the tests in flight finish and keep
+  // their verdicts. Second: stop those too (the executor kills their process groups). A
+  // third, should closing hang: leave at once; the store is crash-safe.
+  let interrupts = 0;
   const onSignal = () => {
-    progress.note('interrupted: finishing the tasks in flight; run the same command again to resume');
-    abort.abort();
+    interrupts++;
+    if (interrupts === 1) {
+      progress.note('interrupted: finishing the tests in flight, then stopping (Ctrl-C again to stop them now); run the same command again to resume');
+      abort.abort();
+    } else if (interrupts === 2) {
+      progress.note('stopping now: the tests in flight are killed and will run again when the run is resumed');
+      progress.silence();
+      void executor.close();
+    } else process.exit(130);
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const started = Date.now();
   progress.note(`run ${runId} in ${dir}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${samples} sample(s), ${jobs} job(s)`);
   try {
@@ -99,6 +110,15 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
       },
     );
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    if (result.run.status === 'cancelled') {
+      // A partial leaderboard would score every untested task as failed: say where the run stands instead.
+      const judged = (await store.listVerdicts(runId)).length;
+      process.stderr.write(
+        `run cancelled after ${seconds}s: ${judged} of ${result.tasks.length} task(s) judged, ${result.evaluated} test(s) run by this invocation\n` +
+          `run the same command again to resume; the run directory is ${dir}\n`,
+      );
+      return 130;
+    }
     const { text } = await buildReport(store, runId, { format: 'table', judge: 'strict', subset: 'all' });
     const official = await buildReport(store, runId, { format: 'official', judge: 'official', subset: 'all' });
     writeFileSync(join(dir, 'leaderboard.txt'), text);

@@ -3,7 +3,7 @@
  * and so the run id. `rcb run` and `rcb cloud run` both declare them here, so that the same
  * flags give the same run on this machine and in the cloud.
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -18,7 +18,7 @@ export interface RunSpecHelp {
 export function addRunSpecOptions(command: Command, help: RunSpecHelp = {}): Command {
   return command
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
-    .option('--model <id>', help.model ?? 'model: oracle, empty, replay:FILE or a registry id (repeatable; default oracle)', collect, [])
+    .addOption(new Option('--model <id>', help.model ?? 'model: oracle, empty, replay:FILE or a registry id (repeatable)').argParser(collect).default([], 'oracle'))
     .option('--samples <n>', 'completions per task', '1')
     .option('--temperature <t>', 'sampling temperature for hosted models')
     .option('--no-paper', 'leave the paper text out of prompts')

@@ -9,6 +9,7 @@ import { join, relative } from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Paper, PaperMeta, Pset, PsetProblem, SourceFile } from '../types';
 import { parseSnippets } from './markers';
+import { closestNames } from '../util/closest-names';
 
 export const PAPER_TEXT_FILES = ['paper2code_paper.tex', 'paper2code_paper.md'] as const;
 export const TEST_ENTRY = 'paper2code_test.py';
@@ -90,6 +91,11 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
   const indexPath = join(root, 'papers.yaml');
   const empty = (): ReadPsetResult => ({ pset: { root, digest: '', papers: [] }, problems });
 
+  if (!existsSync(root) || !statSync(root).isDirectory()) {
+    // Not a pset with a missing index: nothing is there at all (a typo in --pset, usually).
+    problems.push({ path: show(root), line: 0, message: existsSync(root) ? 'the pset is not a folder' : 'the pset folder does not exist' });
+    return empty();
+  }
   if (!existsSync(indexPath)) {
     problems.push({ path: show(indexPath), line: 0, message: 'papers.yaml is missing' });
     return empty();
@@ -135,7 +141,10 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
   }
   if (wanted) {
     for (const id of wanted) {
-      if (!found.has(id)) problems.push({ path: show(indexPath), line: 0, message: `paper "${id}" is not in papers.yaml` });
+      if (found.has(id)) continue;
+      const near = closestNames(id, ids.keys());
+      const hint = near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '';
+      problems.push({ path: show(indexPath), line: 0, message: `paper "${id}" is not in papers.yaml${hint} (its papers: ${[...ids.keys()].sort().join(', ')})` });
     }
   }
   return { pset: { root, digest: digestPapers(papers), papers }, problems };

@@ -9,12 +9,19 @@ import { scoreRun } from '../scoring';
 import type { ReportFormat } from './format';
 import { formatCsv, formatJson, formatMarkdown, formatTable } from './format';
 import { toOverallStats } from './official';
+import type { TaskSources } from './task-detail';
+import { loadRun } from './loaded-run';
+import { buildHtmlReport } from './html-report';
 
 export interface ReportOptions {
   format: ReportFormat;
   /** Defaults to `defaultJudge` of the run and format. */
   judge?: Judge;
   subset: Subset;
+  /** For html: where the drill-down's diffs and prompts come from (none: answers and logs only). */
+  sources?: TaskSources;
+  /** For html: how the page names the run (its directory); default the run id. */
+  label?: string;
 }
 
 /**
@@ -32,6 +39,11 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   if (run.source === 'import' && judge === 'strict') {
     throw new Error('this run was imported from overall_stats.json, which records only the original pass rule: use --judge official');
   }
+  if (opts.format === 'html') {
+    const loaded = await loadRun(store, runId);
+    const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
+    return { run, text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources }], { judge, subset: opts.subset }) };
+  }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
   const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
@@ -40,7 +52,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     case 'table':
       return { run, text: formatTable(report, run) };
     case 'markdown':
-      return { run, text: formatMarkdown(report) };
+      return { run, text: formatMarkdown(report, run) };
     case 'csv':
       return { run, text: formatCsv(report) };
     case 'json':

@@ -4,13 +4,24 @@
  */
 import type { FailureClass } from '../types';
 import type { RunRecord } from '../store';
-import type { ModelScore, ScoreReport } from '../scoring';
+import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
+import type { ConfidenceInterval } from './bootstrap';
 
-export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official';
-export const REPORT_FORMATS: ReportFormat[] = ['table', 'json', 'csv', 'markdown', 'official'];
+export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official' | 'html';
+export const REPORT_FORMATS: ReportFormat[] = ['table', 'json', 'csv', 'markdown', 'official', 'html'];
 
 const pct = (x: number) => x.toFixed(2);
-const meanStd = (m: { mean: number; std: number }) => `${pct(m.mean)} ± ${pct(m.std)}`;
+const NA = 'n/a';
+
+/** The mean, with the spread over samples only where there are several (one sample has none). */
+export function scoreCell(m: MeanStd, tasks: number, samples: number): string {
+  if (!tasks) return NA;
+  return samples > 1 ? `${pct(m.mean)} ± ${pct(m.std)}` : pct(m.mean);
+}
+
+export function intervalCell(ci: ConfidenceInterval | null): string {
+  return ci ? `[${pct(ci.low)}, ${pct(ci.high)}]` : NA;
+}
 
 export function failureSummary(failures: Partial<Record<FailureClass, number>>): string {
   const parts = Object.entries(failures)
@@ -31,40 +42,101 @@ export function describeScope(report: ScoreReport): string {
   return `scores use the ${judge}; subset: ${subset}`;
 }
 
+/** Where the intervals come from, and what ± means: said once under every table. */
+export function describeIntervals(report: ScoreReport): string {
+  const several = report.models.some((m) => m.samples > 1);
+  return `[low, high]: ${report.interval}` + (several ? '; ± is the population standard deviation over samples' : '');
+}
+
+/**
+ * Why a model has no score in a contamination-safe subset: no paper of the run was first
+ * committed after its cutoff (with the public set, whose newest paper is from 2025-04, that
+ * is every recent model).
+ */
+export function emptySubsetNotes(report: ScoreReport, run?: RunRecord): string[] {
+  if (report.subset === 'all') return [];
+  const dates = (run?.papers ?? []).map((p) => p.first_commit_date).filter((d): d is string => !!d).sort();
+  const newest = dates.length ? `; the newest paper of the run was first committed on ${dates[dates.length - 1]}` : '';
+  return report.models
+    .filter((m) => m.tasks === 0)
+    .map((m) => `${m.model}: n/a, no paper was first committed after its cutoff ${m.cutoff ?? '(unknown)'}${newest}`);
+}
+
 function rows(report: ScoreReport): string[][] {
   return report.models.map((m) => [
     m.model,
-    meanStd(m.scaled),
-    meanStd(m.pass1),
+    scoreCell(m.scaled, m.tasks, m.samples),
+    intervalCell(m.scaled.ci),
+    scoreCell(m.pass1, m.tasks, m.samples),
+    intervalCell(m.pass1.ci),
     String(m.tasks),
     String(m.samples),
     failureSummary(m.failures) + (m.pending ? ` (pending ${m.pending})` : ''),
   ]);
 }
 
-const HEADER = ['model', 'scaled pass@1 %', 'pass@1 %', 'tasks', 'samples', 'failures by class'];
+const HEADER = ['model', 'scaled pass@1 %', '95% CI', 'pass@1 %', '95% CI', 'tasks', 'samples', 'failures by class'];
+
+/** Columns padded to their widest cell; the last one is left ragged. */
+function alignedTable(header: string[], body: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
+}
+
+/** Per paper, each model's scaled pass@1 and its interval: the rows a leaderboard reader looks for next. */
+function paperRows(report: ScoreReport): string[][] {
+  const papers = [...new Set(report.models.flatMap((m) => m.papers.map((p) => p.paper)))].sort();
+  const body: string[][] = [];
+  for (const paper of papers) {
+    let first = true;
+    for (const m of report.models) {
+      const p = m.papers.find((q) => q.paper === paper);
+      if (!p) continue;
+      body.push([first ? paper : '', m.model, scoreCell(p.scaled, p.tasks, m.samples), intervalCell(p.scaled.ci), String(p.tasks), String(p.loc)]);
+      first = false;
+    }
+  }
+  return body;
+}
 
 export function formatTable(report: ScoreReport, run?: RunRecord): string {
-  const body = rows(report);
-  const widths = HEADER.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
-  const out = [line(HEADER), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
-  out.push('', describeScope(report));
+  const out = alignedTable(HEADER, rows(report));
+  const notes = emptySubsetNotes(report, run);
+  if (notes.length) out.push('', ...notes);
+  const perPaper = paperRows(report);
+  if (perPaper.length) out.push('', 'per paper:', ...alignedTable(['paper', 'model', 'scaled pass@1 %', '95% CI', 'tasks', 'LoC'], perPaper));
+  for (const m of report.models) {
+    if (m.samples > 1) out.push('', `${m.model}: ${passAtKLine(m)}`);
+  }
+  out.push('', describeScope(report), describeIntervals(report));
   for (const note of report.notes) out.push(`note: ${note}`);
   if (run && run.spec.budgetUsd !== null) out.push(`spend: $${run.spentUsd.toFixed(4)} of $${run.spec.budgetUsd.toFixed(2)} budget`);
   return out.join('\n') + '\n';
 }
 
-export function formatMarkdown(report: ScoreReport): string {
+/** pass@k for every k, with the unbiased estimator and its interval. */
+export function passAtKLine(m: ModelScore): string {
+  return m.passAtK
+    .map((k) => `pass@${k.k}: ${pct(k.tasks)}% ${intervalCell(k.tasksCi)} (LoC-weighted ${pct(k.loc)}% ${intervalCell(k.locCi)})`)
+    .join('; ');
+}
+
+export function formatMarkdown(report: ScoreReport, run?: RunRecord): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
   const out = [`| ${HEADER.join(' | ')} |`, `|${HEADER.map(() => '---').join('|')}|`];
   for (const r of rows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
-  out.push('', `_${describeScope(report)}_`);
+  out.push('', `_${describeScope(report)}_`, '', `_${describeIntervals(report)}_`);
+  for (const note of emptySubsetNotes(report, run)) out.push('', `- ${esc(note)}`);
   for (const note of report.notes) out.push('', `**note:** ${esc(note)}`);
   for (const m of report.models) {
-    out.push('', `### ${m.model}`, '', '| paper | scaled pass@1 % | pass@1 % | tasks | LoC |', '|---|---|---|---|---|');
-    for (const p of m.papers) out.push(`| ${esc(p.paper)} | ${meanStd(p.scaled)} | ${meanStd(p.pass1)} | ${p.tasks} | ${p.loc} |`);
-    if (m.samples > 1) out.push('', m.passAtK.map((k) => `pass@${k.k}: ${pct(k.tasks)}% (LoC-weighted ${pct(k.loc)}%)`).join('; '));
+    if (!m.tasks) continue;
+    out.push('', `### ${m.model}`, '', '| paper | scaled pass@1 % | 95% CI | pass@1 % | 95% CI | tasks | LoC |', '|---|---|---|---|---|---|---|');
+    for (const p of m.papers) {
+      const cells = [scoreCell(p.scaled, p.tasks, m.samples), intervalCell(p.scaled.ci), scoreCell(p.pass1, p.tasks, m.samples), intervalCell(p.pass1.ci)];
+      out.push(`| ${esc(p.paper)} | ${cells.join(' | ')} | ${p.tasks} | ${p.loc} |`);
+    }
+    if (m.samples > 1) out.push('', passAtKLine(m) + ' (unbiased estimator)');
   }
   return out.join('\n') + '\n';
 }
@@ -73,13 +145,20 @@ function csvCell(s: string): string {
   return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-/** One row per model and paper, plus an `ALL` row per model. */
+/**
+ * One row per model and paper, plus an `ALL` row per model. The interval columns come last
+ * (columns added, none moved); a scope with no task has empty score cells, not zeros.
+ */
 export function formatCsv(report: ScoreReport): string {
-  const header = ['judge', 'subset', 'model', 'paper', 'scaled_pass1_mean', 'scaled_pass1_std', 'pass1_mean', 'pass1_std', 'tasks', 'loc', 'samples', 'untested', 'env_broken'];
+  const header = ['judge', 'subset', 'model', 'paper', 'scaled_pass1_mean', 'scaled_pass1_std', 'pass1_mean', 'pass1_std', 'tasks', 'loc', 'samples',
+    'scaled_pass1_ci_low', 'scaled_pass1_ci_high', 'pass1_ci_low', 'pass1_ci_high', 'interval_method', 'untested', 'env_broken'];
   const out = [header.join(',')];
+  const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
+  const ci = (c: ConfidenceInterval | null) => (c ? [pct(c.low), pct(c.high)] : ['', '']);
   // untested and env_broken are the model's task samples, on its ALL row only.
-  const row = (m: ModelScore, paper: string, s: { mean: number; std: number }, p: { mean: number; std: number }, tasks: number, loc: number) =>
-    [report.judge, report.subset, m.model, paper, pct(s.mean), pct(s.std), pct(p.mean), pct(p.std), String(tasks), String(loc), String(m.samples), ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken)] : ['', ''])]
+  const row = (m: ModelScore, paper: string, s: MeanStd, p: MeanStd, tasks: number, loc: number) =>
+    [report.judge, report.subset, m.model, paper, num(s.mean, tasks), num(s.std, tasks), num(p.mean, tasks), num(p.std, tasks), String(tasks), String(loc), String(m.samples),
+      ...ci(s.ci), ...ci(p.ci), report.interval, ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken)] : ['', ''])]
       .map(csvCell)
       .join(',');
   for (const m of report.models) {
@@ -96,6 +175,8 @@ export function formatJson(report: ScoreReport, run: RunRecord): string {
         run: { runId: run.runId, status: run.status, source: run.source, spec: run.spec, spentUsd: run.spentUsd },
         scope: describeScope(report),
         ...report,
+        // The score's own notes (untested, env_broken) and those of empty subsets.
+        notes: [...report.notes, ...emptySubsetNotes(report, run)],
       },
       null,
       2,

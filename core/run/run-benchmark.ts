@@ -111,6 +111,9 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
 
   const evaluation = (async () => {
     for (;;) {
+      // Interrupted: finish the batch in flight (its verdicts are real) but start no other;
+      // the rest is left for the resumed run.
+      if (input.signal?.aborted) return;
       if (!ready.length) {
         if (generationDone) return;
         await new Promise<void>((resolve) => (wake = resolve));

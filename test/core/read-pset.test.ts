@@ -170,8 +170,18 @@ describe('readPset: problems as path:line: message', () => {
     const { lines, pset } = readWith({}, ['alpha', 'zeta']);
 
     // Assess
-    expect(lines).toEqual(['papers.yaml:0: paper "zeta" is not in papers.yaml']);
+    expect(lines).toEqual(['papers.yaml:0: paper "zeta" is not in papers.yaml (its papers: alpha)']);
     expect(pset.papers.map((p) => p.meta.id)).toEqual(['alpha']);
+  });
+
+  it('suggests the nearest paper id for a misspelt one', () => {
+    const { lines } = readWith({}, ['alpah']);
+    expect(lines).toEqual(['papers.yaml:0: paper "alpah" is not in papers.yaml; did you mean "alpha"? (its papers: alpha)']);
+  });
+
+  it('says a pset folder that does not exist does not exist (not that its papers.yaml is missing)', () => {
+    const { problems } = readPset('/nonexistent/rcb-pset', {});
+    expect(problems).toEqual([{ path: '/nonexistent/rcb-pset', line: 0, message: 'the pset folder does not exist' }]);
   });
 
   it('leaves out papers not asked for without reading them', () => {

@@ -178,7 +178,7 @@ describe('passAtK (SPEC 8)', () => {
     expect(a.passAtK[0].loc).toBeCloseTo(40, 10);
     expect(a.passAtK[1].tasks).toBeCloseTo((100 * 7) / 9, 10);
     expect(a.passAtK[1].loc).toBeCloseTo((100 * (2 + 2 + 10 / 3)) / 10, 10);
-    expect(a.passAtK[2]).toEqual({ k: 3, tasks: 100, loc: 100 });
+    expect(a.passAtK[2]).toMatchObject({ k: 3, tasks: 100, loc: 100 });
   });
 });
 

@@ -157,7 +157,7 @@ describe('a paper whose tests cannot run here', () => {
     expect(run.status).toBe(0);
     expect(run.stderr).toContain('env_broken: gamma cannot run here (missing module rcb_no_such_module_anywhere): its 2 task(s) are left untested and out of the scores');
     expect(run.stdout).toContain('2 test(s) run');
-    expect(run.stdout).toMatch(/oracle\s+100\.00 ± 0\.00\s+100\.00 ± 0\.00\s+2\s/);
+    expect(run.stdout).toMatch(/oracle\s+100\.00\s+\[100\.00, 100\.00\]\s+100\.00\s+\[100\.00, 100\.00\]\s+2\s/);
     expect(run.stdout).toContain('note: env_broken: 2 task sample(s) of 1 paper(s)');
     const rep = JSON.parse(rcb(['report', out, '--format', 'json', '--judge', 'official']).stdout) as { notes: string[]; models: { envBroken: number; pending: number }[] };
     expect(rep.models[0]).toMatchObject({ envBroken: 2, pending: 0 });

@@ -34,8 +34,13 @@ describe('rcb run on the bundled example', () => {
   it('scores the oracle at 100% and the empty model at 0%, under both judges', () => {
     const r = rcb(['run', '--model', 'oracle', '--model', 'empty', '--out', out]);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/oracle\s+100\.00 ± 0\.00\s+100\.00 ± 0\.00\s+28/);
-    expect(r.stdout).toMatch(/empty\s+0\.00 ± 0\.00\s+0\.00 ± 0\.00\s+28\s+1\s+no_code 28/);
+    // One sample: the mean and its 95% bootstrap interval, no meaningless ± 0.00.
+    expect(r.stdout).toMatch(/oracle\s+100\.00\s+\[100\.00, 100\.00\]\s+100\.00\s+\[100\.00, 100\.00\]\s+28/);
+    expect(r.stdout).toMatch(/empty\s+0\.00\s+\[0\.00, 0\.00\]\s+0\.00\s+\[0\.00, 0\.00\]\s+28\s+1\s+no_code 28/);
+    expect(r.stdout).not.toContain('±');
+    // Per-paper rows, in the printed table and in leaderboard.txt.
+    expect(r.stdout).toMatch(/per paper:[\s\S]*grouprms\s+oracle\s+100\.00\s+\[100\.00, 100\.00\]\s+7\s+25\n\s+empty\s+0\.00/);
+    expect(readFileSync(join(out, 'leaderboard.txt'), 'utf8')).toContain('per paper:');
     for (const judge of ['strict', 'official']) {
       const rep = report(out, '--judge', judge) as JsonReport;
       const byModel = Object.fromEntries(rep.models.map((m) => [m.model, m]));

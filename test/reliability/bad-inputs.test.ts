@@ -111,10 +111,17 @@ const CASES: BadInput[] = [
     changes: { 'papers.yaml': yamlOf('- id: alpha', '  annotated_file_paths: model.py', '  context_file_paths: {a: 1}') },
     expected: 'papers.yaml:1: paper "alpha": context_file_paths must be null, a string or a list of strings',
   },
-  { name: '--papers naming an unlisted paper', flags: ['--papers', 'alpha,zeta'], expected: 'papers.yaml:0: paper "zeta" is not in papers.yaml' },
+  { name: '--papers naming an unlisted paper', flags: ['--papers', 'alpha,zeta'], expected: 'papers.yaml:0: paper "zeta" is not in papers.yaml (its papers: alpha)' },
+  { name: '--papers with a misspelt paper id', flags: ['--papers', 'alhpa'], expected: 'papers.yaml:0: paper "alhpa" is not in papers.yaml; did you mean "alpha"? (its papers: alpha)' },
+  { name: '--pset naming no folder', flags: ['--pset', 'no-such-pset'], expected: /the pset folder \/\S+\/no-such-pset does not exist/ },
   // Replay files: the file and the line.
   { name: 'replay line not JSON', replay: `${GOOD_REPLAY}\n{"paper": "alpha",\n`, expected: /bad\.jsonl:2: not JSON \(/ },
   { name: 'replay line missing a field', replay: `${GOOD_REPLAY}\n\n${JSON.stringify({ paper: 'alpha', snippet: 'inner', model: 'r', completion: '' })}\n`, expected: /bad\.jsonl:3: sample: Required/ },
+  {
+    name: 'replay line with a misspelt snippet',
+    replay: `${GOOD_REPLAY}\n${JSON.stringify({ paper: 'alpha', snippet: 'iner', model: 'r', sample: 0, completion: '' })}\n`,
+    expected: /bad\.jsonl:2: paper "alpha" has no snippet "iner"; did you mean "inner"\?/,
+  },
   { name: 'replay line with a negative sample', replay: `${JSON.stringify({ paper: 'alpha', snippet: 'inner', model: 'r', sample: -1, completion: '' })}\n`, expected: /bad\.jsonl:1: sample: / },
   // Flags refused after the pset and models are read: still nothing on disk.
   { name: 'unknown executor', flags: ['--executor', 'lukewarm'], expected: '--executor must be warm or cold (got "lukewarm")' },

@@ -1,0 +1,470 @@
+/**
+ * `rcb report RUN_DIR... --format html`: one self-contained page (no network, no CDN, no
+ * external file) that a reader opens on a laptop or prints: the leaderboard with its
+ * intervals, a model x paper heatmap, pass rate against snippet length, failure classes,
+ * the contamination-safe subsets, cost and tokens, and every task's prompt, answer,
+ * spliced diff and test log.
+ *
+ * Everything the page shows from a run (answers, logs, prompts, even model and paper
+ * names) is model- or author-written text and is escaped; on top of that the page's
+ * content policy admits no script but its own (by hash) and no request at all, so even a
+ * slip in escaping could not run code or reach the network.
+ */
+import { createHash } from 'node:crypto';
+import type { FailureClass, Judge } from '../types';
+import type { ModelScore, ScoreReport, Subset } from '../scoring';
+import { scoreRun } from '../scoring';
+import { describeScope, emptySubsetNotes } from './format';
+import type { LoadedRun } from './loaded-run';
+import type { TaskDetail, TaskSources } from './task-detail';
+import { describeVerdict, promptPrefixes, taskDetails } from './task-detail';
+import { INTERVAL_METHOD } from './bootstrap';
+import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, stackedBarChart } from './svg-charts';
+
+export interface HtmlRunInput {
+  /** How the reader knows the run (its directory, or its id in the cloud). */
+  label: string;
+  loaded: LoadedRun;
+  sources: TaskSources;
+}
+
+export interface HtmlReportOptions {
+  /** One judge for every run; defaults to strict, or official when a run was imported. */
+  judge?: Judge;
+  /** The subset of the leaderboard, heatmap and charts; the subsets table shows all three. */
+  subset?: Subset;
+  /** Stamp printed in the header (tests pass a fixed one). */
+  now?: Date;
+}
+
+/** Test logs are kept head and tail in the store; the page keeps the last part of each. */
+export const LOG_TAIL_CHARS = 6000;
+
+const pct = (x: number) => x.toFixed(2);
+const LOC_BINS: [number, number, string][] = [
+  [1, 1, '1'],
+  [2, 3, '2-3'],
+  [4, 7, '4-7'],
+  [8, 15, '8-15'],
+  [16, 31, '16-31'],
+  [32, Infinity, '32+'],
+];
+const FAILURE_COLORS: Partial<Record<FailureClass, string>> = {
+  functional: '#0072B2',
+  syntax: '#E69F00',
+  name: '#009E73',
+  type: '#CC79A7',
+  attribute: '#56B4E9',
+  index_key: '#D55E00',
+  import: '#F0E442',
+  runtime: '#7f3c8d',
+  timeout: '#555555',
+  resource: '#999999',
+  no_code: '#bbbbbb',
+  generation_error: '#e15759',
+  integrity: '#000000',
+  unknown: '#dddddd',
+};
+
+/** One model of one run: the unit of every table and chart. */
+interface Entry {
+  /** The model id, or `model @ run` when two runs hold the same model. */
+  name: string;
+  color: string;
+  run: HtmlRunInput;
+  score: ModelScore;
+}
+
+const CSS = `
+:root{--fg:#1b1b1b;--muted:#666;--line:#e3e3e3;--pass:#1a7f37;--fail:#c62828}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);margin:0 auto;max-width:1180px;padding:16px 24px 48px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}
+.muted,.note{color:var(--muted)}.note{font-size:12.5px}
+table{border-collapse:collapse;margin:6px 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid var(--line);padding:3px 10px 3px 0;text-align:left;vertical-align:top}
+th{font-weight:600;font-size:12.5px;color:#333}
+td.num,th.num{text-align:right;padding-left:10px;white-space:nowrap}
+td.name{white-space:nowrap}
+.chart{max-width:100%;height:auto;display:block;margin:6px 0 2px}
+.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
+.legend span{margin-right:14px;font-size:12.5px;white-space:nowrap}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:8px 28px}
+details.task{border:1px solid var(--line);border-radius:6px;margin:4px 0;padding:0 10px}
+details.task>summary{cursor:pointer;padding:5px 0;list-style-position:inside}
+details.task[open]>summary{border-bottom:1px solid var(--line);margin-bottom:6px}
+.badge{display:inline-block;min-width:38px;text-align:center;border-radius:4px;color:#fff;font-size:12px;padding:0 5px;margin-right:6px}
+.badge.pass{background:var(--pass)}.badge.fail{background:var(--fail)}.badge.untested{background:#888}
+pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:8px;overflow:auto;max-height:420px;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre}
+pre.diff .add{background:#e6ffec;display:block}pre.diff .del{background:#ffebe9;display:block}pre.diff .hunk{color:#6f42c1;display:block}
+.filters{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid var(--line);z-index:1}
+.filters label{margin-right:14px}
+body.failed-only details.task.pass{display:none}
+details.task.hidden-model{display:none}
+nav a{margin-right:12px}
+@media print{
+  body{max-width:none;padding:0;font-size:11px}
+  .filters,nav{display:none}
+  h2{break-after:avoid}section{break-inside:avoid-page}
+  pre{max-height:none;white-space:pre-wrap}
+  details.task{break-inside:avoid}
+}`;
+
+/** The page's only script: the task filters. Allowed by its hash in the content policy. */
+const SCRIPT = `
+(function(){
+  var body=document.body;
+  var failed=document.getElementById('failed-only');
+  var model=document.getElementById('model-filter');
+  function apply(){
+    body.classList.toggle('failed-only',failed.checked);
+    var m=model.value;
+    document.querySelectorAll('details.task').forEach(function(d){d.classList.toggle('hidden-model',m!==''&&d.getAttribute('data-model')!==m);});
+  }
+  failed.addEventListener('change',apply);model.addEventListener('change',apply);apply();
+})();`;
+
+function cspHash(script: string): string {
+  return `'sha256-${createHash('sha256').update(script).digest('base64')}'`;
+}
+
+const ci = (c: { low: number; high: number } | null) => (c ? `[${pct(c.low)}, ${pct(c.high)}]` : 'n/a');
+
+function scoreCells(m: ModelScore, which: 'scaled' | 'pass1'): string {
+  const s = m[which];
+  if (!m.tasks) return `<td class="num" data-metric="${which}">n/a</td><td class="num" data-metric="${which}-ci">n/a</td>`;
+  const spread = m.samples > 1 ? ` <span class="muted">± ${pct(s.std)}</span>` : '';
+  return `<td class="num" data-metric="${which}">${pct(s.mean)}${spread}</td><td class="num" data-metric="${which}-ci">${ci(s.ci)}</td>`;
+}
+
+function failureText(f: ModelScore['failures']): string {
+  const parts = Object.entries(f)
+    .filter(([, n]) => n)
+    .sort(([, a], [, b]) => b! - a!);
+  return parts.length ? parts.map(([k, n]) => `${esc(k)} ${n}`).join(', ') : '–';
+}
+
+function leaderboard(entries: Entry[]): string {
+  const withK = entries.some((e) => e.score.samples > 1);
+  const rows = entries.map((e, i) => {
+    const k = withK
+      ? `<td class="num">${e.score.passAtK.map((p) => `pass@${p.k} ${pct(p.tasks)} ${ci(p.tasksCi)}`).join('<br>')}</td>`
+      : '';
+    return (
+      `<tr class="model-row" data-model="${esc(e.name)}"><td class="num">${i + 1}</td><td class="name"><span class="swatch" style="background:${e.color}"></span>${esc(e.name)}</td>` +
+      scoreCells(e.score, 'scaled') +
+      scoreCells(e.score, 'pass1') +
+      k +
+      `<td class="num">${e.score.tasks}</td><td class="num">${e.score.samples}</td><td class="num">${e.score.pending}</td><td>${failureText(e.score.failures)}</td></tr>`
+    );
+  });
+  const head =
+    '<tr><th class="num">#</th><th>model</th><th class="num">scaled pass@1 %</th><th class="num">95% CI</th><th class="num">pass@1 %</th><th class="num">95% CI</th>' +
+    (withK ? '<th class="num">pass@k % (unbiased) [95% CI]</th>' : '') +
+    '<th class="num">tasks</th><th class="num">samples</th><th class="num">untested</th><th>failures by class</th></tr>';
+  const chart = intervalBarChart(
+    'leaderboard-chart',
+    'scaled pass@1 per model with 95% bootstrap intervals',
+    entries.map((e) => ({
+      label: e.name,
+      value: e.score.tasks ? e.score.scaled.mean : null,
+      low: e.score.scaled.ci?.low ?? null,
+      high: e.score.scaled.ci?.high ?? null,
+      color: e.color,
+      title: `${e.name}: scaled pass@1 ${pct(e.score.scaled.mean)}% ${ci(e.score.scaled.ci)} over ${e.score.tasks} task(s)`,
+    })),
+  );
+  return `<table id="leaderboard"><thead>${head}</thead><tbody>${rows.join('')}</tbody></table>${chart}`;
+}
+
+function paperHeatmap(entries: Entry[]): string {
+  const papers = [...new Set(entries.flatMap((e) => e.score.papers.map((p) => p.paper)))].sort();
+  if (!papers.length) return '<p class="note">no paper in scope</p>';
+  return heatmap(
+    'paper-heatmap',
+    'scaled pass@1 per model and paper',
+    entries.map((e) => e.name),
+    papers,
+    (i, j) => {
+      const p = entries[i].score.papers.find((q) => q.paper === papers[j]);
+      if (!p) return { value: null, title: `${entries[i].name} / ${papers[j]}: not in the run` };
+      return { value: p.scaled.mean, title: `${entries[i].name} / ${papers[j]}: ${pct(p.scaled.mean)}% ${ci(p.scaled.ci)}, ${p.tasks} task(s), ${p.loc} LoC` };
+    },
+  );
+}
+
+/** Pass rate (task-weighted, over samples) of each snippet-length bin, per model. */
+function lengthChart(entries: Entry[], judge: Judge): string {
+  const binOf = (loc: number) => LOC_BINS.findIndex(([lo, hi]) => loc >= lo && loc <= hi);
+  const used = new Set<number>();
+  const stats = entries.map((e) => {
+    const bins = LOC_BINS.map(() => ({ passed: 0, total: 0 }));
+    const inScope = new Set(e.score.paperIds);
+    for (const t of e.run.loaded.tasks) {
+      if (t.model !== e.score.model || !inScope.has(t.paper)) continue;
+      const b = binOf(t.loc);
+      used.add(b);
+      bins[b].total++;
+      const v = e.run.loaded.verdicts.get(t.taskId);
+      if (v && (judge === 'strict' ? v.strictPass : v.officialPass)) bins[b].passed++;
+    }
+    return bins;
+  });
+  const cols = LOC_BINS.map((_, i) => i).filter((i) => used.has(i));
+  if (!cols.length) return '<p class="note">no task in scope</p>';
+  const chart = categoryLineChart(
+    'length-chart',
+    'pass rate against snippet length',
+    cols.map((i) => LOC_BINS[i][2]),
+    entries.map((e, k) => ({
+      label: e.name,
+      color: e.color,
+      points: cols.map((i) => {
+        const b = stats[k][i];
+        return b.total ? { value: (100 * b.passed) / b.total, title: `${e.name}, ${LOC_BINS[i][2]} LoC: ${b.passed}/${b.total} task samples passed` } : null;
+      }),
+    })),
+  );
+  const head = `<tr><th>model</th>${cols.map((i) => `<th class="num">${LOC_BINS[i][2]} LoC</th>`).join('')}</tr>`;
+  const rows = entries
+    .map((e, k) => `<tr><td>${esc(e.name)}</td>${cols.map((i) => {
+      const b = stats[k][i];
+      return `<td class="num">${b.total ? `${pct((100 * b.passed) / b.total)} <span class="muted">(${b.passed}/${b.total})</span>` : '–'}</td>`;
+    }).join('')}</tr>`)
+    .join('');
+  return `${legend(entries)}${chart}<table>${head}${rows}</table>`;
+}
+
+function legend(entries: Entry[]): string {
+  return `<div class="legend">${entries.map((e) => `<span><span class="swatch" style="background:${e.color}"></span>${esc(e.name)}</span>`).join('')}</div>`;
+}
+
+function failureChart(entries: Entry[]): string {
+  const classes = [...new Set(entries.flatMap((e) => Object.keys(e.score.failures) as FailureClass[]))].filter((c) =>
+    entries.some((e) => e.score.failures[c]),
+  );
+  const color = (c: FailureClass, i: number) => FAILURE_COLORS[c] ?? PALETTE[i % PALETTE.length];
+  const chart = stackedBarChart(
+    'failure-chart',
+    'failure classes per model',
+    entries.map((e) => ({ label: e.name, parts: classes.map((c, i) => ({ key: c, value: e.score.failures[c] ?? 0, color: color(c, i) })) })),
+  );
+  const key = `<div class="legend">${classes.map((c, i) => `<span><span class="swatch" style="background:${color(c, i)}"></span>${esc(c)}</span>`).join('')}</div>`;
+  return `${classes.length ? key : ''}${chart}<p class="note">Failed task samples under the judge, by class (SPEC 10); integrity: passes only the official rule.</p>`;
+}
+
+function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, allReports: Map<HtmlRunInput, ScoreReport>): string {
+  const reports = new Map<HtmlRunInput, Record<Subset, ScoreReport>>();
+  for (const r of inputs) {
+    const all = allReports.get(r) ?? scoreOf(r, judge, 'all');
+    // Without a known cutoff both safe subsets hold every paper: the 'all' scores, not scored again.
+    const anyCutoff = Object.values(r.loaded.run.models).some((m) => !!m.knowledgeCutoff);
+    const score = (subset: Subset) => (anyCutoff ? scoreOf(r, judge, subset) : { ...all, subset, commonCutoff: null });
+    reports.set(r, { all, 'safe-common': score('safe-common'), 'safe-per-model': score('safe-per-model') });
+  }
+  const cell = (m: ModelScore | undefined) =>
+    !m || !m.tasks ? '<td class="num">n/a</td>' : `<td class="num">${pct(m.scaled.mean)} ${ci(m.scaled.ci)} <span class="muted">${m.tasks} task(s)</span></td>`;
+  const rows = entries.map((e) => {
+    const r = reports.get(e.run)!;
+    const of = (s: Subset) => r[s].models.find((m) => m.model === e.score.model);
+    const cutoff = e.run.loaded.run.models[e.score.model]?.knowledgeCutoff ?? 'unknown';
+    return `<tr><td>${esc(e.name)}</td><td>${esc(cutoff)}</td>${cell(of('all'))}${cell(of('safe-common'))}${cell(of('safe-per-model'))}</tr>`;
+  });
+  const notes = inputs.flatMap((r) => {
+    const rep = reports.get(r)!;
+    const common = `${esc(r.label)}: common cutoff ${esc(rep['safe-common'].commonCutoff ?? 'none known')}`;
+    return [common, ...emptySubsetNotes(rep['safe-per-model'], r.loaded.run).map(esc)];
+  });
+  return (
+    '<table id="subsets"><tr><th>model</th><th>knowledge cutoff</th><th class="num">all papers</th><th class="num">safe, common cutoff</th><th class="num">safe, own cutoff</th></tr>' +
+    rows.join('') +
+    `</table><p class="note">Scaled pass@1 % [95% CI]. A paper is safe for a model when its code was first committed after the first day of the model's cutoff month (SPEC 9); the common subset uses the latest cutoff among a run's models. ${notes.join('; ')}</p>`
+  );
+}
+
+function costTable(entries: Entry[]): string {
+  const rows = entries.map((e) => {
+    let calls = 0;
+    let cost = 0;
+    let input = 0;
+    let cached = 0;
+    let output = 0;
+    let reasoning = 0;
+    let errors = 0;
+    const latencies: number[] = [];
+    for (const t of e.run.loaded.tasks) {
+      if (t.model !== e.score.model) continue;
+      const c = e.run.loaded.completions.get(t.taskId);
+      if (!c) continue;
+      calls++;
+      cost += c.costUsd;
+      input += c.usage.inputTokens;
+      cached += c.usage.cachedInputTokens;
+      output += c.usage.outputTokens;
+      reasoning += c.usage.reasoningTokens;
+      if (c.error) errors++;
+      latencies.push(c.latencyMs);
+    }
+    latencies.sort((a, b) => a - b);
+    const median = latencies.length ? latencies[Math.floor(latencies.length / 2)] : null;
+    return { e, calls, cost, input, cached, output, reasoning, errors, median };
+  });
+  const body = rows
+    .map(
+      (r) =>
+        `<tr data-model="${esc(r.e.name)}"><td>${esc(r.e.name)}</td><td class="num">${r.calls}</td><td class="num">${r.errors}</td><td class="num">${r.input}</td><td class="num">${r.cached}</td><td class="num">${r.output}</td><td class="num">${r.reasoning}</td><td class="num" data-metric="cost">$${r.cost.toFixed(4)}</td><td class="num">${r.median === null ? '–' : `${(r.median / 1000).toFixed(2)}s`}</td></tr>`,
+    )
+    .join('');
+  const max = Math.max(0, ...rows.map((r) => r.cost));
+  const chart =
+    max > 0
+      ? intervalBarChart(
+          'cost-chart',
+          'cost per model, as a share of the most expensive',
+          rows.map((r) => ({ label: r.e.name, value: (100 * r.cost) / max, low: null, high: null, color: r.e.color, title: `${r.e.name}: $${r.cost.toFixed(4)}` })),
+        )
+      : '<p class="note">No model call cost anything (offline models, or answers reused from the cache).</p>';
+  return (
+    '<table id="costs"><tr><th>model</th><th class="num">answers</th><th class="num">failed calls</th><th class="num">input tokens</th><th class="num">cached input</th><th class="num">output tokens</th><th class="num">reasoning</th><th class="num">cost</th><th class="num">median latency</th></tr>' +
+    body +
+    `</table>${chart}`
+  );
+}
+
+function diffHtml(diff: string): string {
+  return diff
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((l) => {
+      const cls = l.startsWith('@@') ? 'hunk' : l.startsWith('+') && !l.startsWith('+++') ? 'add' : l.startsWith('-') && !l.startsWith('---') ? 'del' : '';
+      return cls ? `<span class="${cls}">${esc(l)}</span>` : `${esc(l)}\n`;
+    })
+    .join('');
+}
+
+function logTail(name: string, log: { text: string; totalBytes: number; truncated: boolean }): string {
+  const text = log.text.length > LOG_TAIL_CHARS ? log.text.slice(-LOG_TAIL_CHARS) : log.text;
+  const cut = log.text.length > LOG_TAIL_CHARS || log.truncated;
+  return `<h4>${name} <span class="muted">(${log.totalBytes} bytes${cut ? `; last ${text.length} characters shown, the whole kept log with \`rcb show\`` : ''})</span></h4><pre class="log ${name}">${esc(text) || '<span class="muted">(empty)</span>'}</pre>`;
+}
+
+function taskBlock(d: TaskDetail, entryName: string, judge: Judge, runIndex: number): string {
+  const t = d.task;
+  const status = !d.verdict ? 'untested' : d.passed ? 'pass' : 'fail';
+  const cls = d.verdict?.failureClass ?? (d.passed || !d.verdict ? '' : 'integrity');
+  const parts: string[] = [`<p class="verdict">${esc(describeVerdict(d.verdict, judge))}</p>`];
+  const c = d.completion;
+  if (!c) parts.push(`<p class="note">${d.verdict ? 'answer not recorded (imported results keep no answers)' : 'no answer yet (not generated)'}</p>`);
+  else if (c.error) parts.push(`<p class="note">the model call failed: ${esc(`${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`)}</p>`);
+  else {
+    parts.push(
+      `<h4>answer <span class="muted">(${c.usage.inputTokens} input, ${c.usage.outputTokens} output tokens, $${c.costUsd.toFixed(4)}, finish ${esc(c.finishReason)})</span></h4>`,
+      d.answer ? `<pre class="answer">${esc(d.answer)}</pre>` : '<p class="note">no ```python block: the completion is empty</p>',
+    );
+    if (d.answer !== c.text.trim() && c.text.trim()) parts.push(`<details><summary>raw answer</summary><pre class="raw">${esc(c.text)}</pre></details>`);
+  }
+  if (d.diff) parts.push(`<h4>diff of the spliced file</h4><pre class="diff">${diffHtml(d.diff)}</pre>`);
+  if (d.verdict && d.verdict.executor !== 'none') parts.push(logTail('stdout', d.verdict.stdout), logTail('stderr', d.verdict.stderr));
+  if (d.promptTail !== null) {
+    parts.push(
+      `<details class="prompt"><summary>prompt</summary><p class="note">The first ${d.promptPrefixChars} characters (instructions and paper) are the paper's shared prefix, shown once under <a href="#prefix-${runIndex}-${esc(t.paper)}">prompt prefixes</a>; then:</p><pre class="prompt-tail">${esc(d.promptTail)}</pre></details>`,
+    );
+  }
+  for (const n of d.notes) parts.push(`<p class="note">${esc(n)}</p>`);
+  return (
+    `<details class="task ${status}" data-model="${esc(entryName)}" data-paper="${esc(t.paper)}" data-snippet="${esc(t.snippet)}" data-sample="${t.sample}" data-status="${status}">` +
+    `<summary><span class="badge ${status}">${status}</span>${esc(t.paper)} / <b>${esc(t.snippet)}</b> <span class="muted">${esc(t.file)}, ${t.loc} LoC</span> · ${esc(entryName)}` +
+    `${t.sample ? ` · sample ${t.sample}` : ''}${cls ? ` · <span class="muted">${esc(cls)}</span>` : ''}</summary>${parts.join('')}</details>`
+  );
+}
+
+function scoreOf(r: HtmlRunInput, judge: Judge, subset: Subset): ScoreReport {
+  const run = r.loaded.run;
+  const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
+  return scoreRun({ tasks: r.loaded.tasks, verdicts: r.loaded.verdicts, papers: run.papers, judge, subset, cutoffs });
+}
+
+export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions = {}): string {
+  if (!inputs.length) throw new Error('no run to report');
+  // Imported runs record only the original rule, so a page holding one scores every run by it.
+  const judge: Judge = opts.judge ?? (inputs.some((r) => r.loaded.run.source === 'import') ? 'official' : 'strict');
+  if (judge === 'strict') {
+    const imported = inputs.find((r) => r.loaded.run.source === 'import');
+    if (imported) throw new Error(`${imported.label} was imported from overall_stats.json, which records only the original pass rule: use --judge official`);
+  }
+  const reports = inputs.map((r) => scoreOf(r, judge, opts.subset ?? 'all'));
+  const counts = new Map<string, number>();
+  for (const rep of reports) for (const m of rep.models) counts.set(m.model, (counts.get(m.model) ?? 0) + 1);
+  const entries: Entry[] = [];
+  reports.forEach((rep, i) =>
+    rep.models.forEach((m) =>
+      entries.push({ name: counts.get(m.model)! > 1 ? `${m.model} @ ${inputs[i].label}` : m.model, color: '', run: inputs[i], score: m }),
+    ),
+  );
+  entries.sort((a, b) => b.score.scaled.mean - a.score.scaled.mean || a.name.localeCompare(b.name));
+  entries.forEach((e, i) => (e.color = PALETTE[i % PALETTE.length]));
+
+  const runRows = inputs
+    .map((r) => {
+      const run = r.loaded.run;
+      const s = run.spec;
+      return `<tr><td>${esc(r.label)}</td><td><code>${esc(run.runId)}</code></td><td>${esc(run.status)}</td><td>${esc(run.source === 'import' ? 'imported' : s.psetRoot)}</td><td class="num">${s.samples}</td><td>${s.withPaper ? 'with paper' : 'without paper'}</td><td><code>${esc(s.promptTemplateDigest.slice(0, 12) || '–')}</code></td><td class="num">$${run.spentUsd.toFixed(4)}${s.budgetUsd !== null ? ` of $${s.budgetUsd.toFixed(2)}` : ''}</td><td>${esc(run.createdAt.slice(0, 16).replace('T', ' '))}</td></tr>`;
+    })
+    .join('');
+
+  const taskSections: string[] = [];
+  const prefixSections: string[] = [];
+  inputs.forEach((r, runIndex) => {
+    const details = taskDetails(r.loaded, judge, r.sources);
+    const nameOf = (model: string) => entries.find((e) => e.run === r && e.score.model === model)?.name ?? model;
+    const byPaper = new Map<string, TaskDetail[]>();
+    for (const d of details) (byPaper.get(d.task.paper) ?? byPaper.set(d.task.paper, []).get(d.task.paper)!).push(d);
+    for (const [paper, list] of [...byPaper].sort(([a], [b]) => a.localeCompare(b))) {
+      list.sort((a, b) => a.task.snippet.localeCompare(b.task.snippet) || a.task.model.localeCompare(b.task.model) || a.task.sample - b.task.sample);
+      const failed = list.filter((d) => !d.passed).length;
+      taskSections.push(
+        `<h3>${esc(paper)}${inputs.length > 1 ? ` <span class="muted">(${esc(r.label)})</span>` : ''} <span class="muted">${list.length} task sample(s), ${failed} not passing</span></h3>` +
+          list.map((d) => taskBlock(d, nameOf(d.task.model), judge, runIndex)).join(''),
+      );
+    }
+    for (const [paper, prefix] of promptPrefixes(r.loaded.run, r.sources)) {
+      prefixSections.push(
+        `<details id="prefix-${runIndex}-${esc(paper)}" class="prefix"><summary>${esc(paper)}${inputs.length > 1 ? ` (${esc(r.label)})` : ''}: ${prefix.length} characters</summary><pre>${esc(prefix)}</pre></details>`,
+      );
+    }
+  });
+
+  const scope = describeScope(reports[0]);
+  const stamp = (opts.now ?? new Date()).toISOString().slice(0, 16).replace('T', ' ');
+  const models = entries.map((e) => `<option value="${esc(e.name)}">${esc(e.name)}</option>`).join('');
+  const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src ${cspHash(SCRIPT)}; img-src data:; base-uri 'none'; form-action 'none'`;
+  return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rcb report: ${esc(inputs.map((r) => r.label).join(', '))}</title>
+<style>${CSS}</style></head>
+<body>
+<h1>ResearchCodeBench results</h1>
+<p class="muted">rcb report of ${inputs.length} run(s), made ${esc(stamp)} UTC. ${esc(scope)}. Intervals: ${esc(INTERVAL_METHOD)}.</p>
+<nav><a href="#s-leaderboard">leaderboard</a><a href="#s-papers">papers</a><a href="#s-length">snippet length</a><a href="#s-failures">failures</a><a href="#s-subsets">contamination-safe</a><a href="#s-cost">cost</a><a href="#s-tasks">tasks</a></nav>
+<table id="runs"><tr><th>run</th><th>id</th><th>status</th><th>pset</th><th class="num">samples</th><th>paper</th><th>template</th><th class="num">spend</th><th>created</th></tr>${runRows}</table>
+<section id="s-leaderboard"><h2>Leaderboard</h2>${leaderboard(entries)}
+<p class="note">Scaled pass@1 weights each task by its lines of code (the benchmark's headline); pass@1 weights tasks equally. [low, high] is the 95% bootstrap interval${entries.some((e) => e.score.samples > 1) ? '; ± the standard deviation over samples' : ''}.</p></section>
+<div class="grid">
+<section id="s-papers"><h2>Per paper</h2>${paperHeatmap(entries)}<p class="note">Scaled pass@1 % per model and paper; hover a cell for its interval.</p></section>
+<section id="s-length"><h2>Pass rate against snippet length</h2>${lengthChart(entries, judge)}</section>
+</div>
+<section id="s-failures"><h2>Failure classes</h2>${failureChart(entries)}</section>
+<section id="s-subsets"><h2>Contamination-safe subsets</h2>${subsetsTable(inputs, entries, judge, new Map(opts.subset && opts.subset !== 'all' ? [] : inputs.map((r, i) => [r, reports[i]])))}</section>
+<section id="s-cost"><h2>Cost and tokens</h2>${costTable(entries)}</section>
+<section id="s-tasks"><h2>Tasks</h2>
+<div class="filters"><label><input type="checkbox" id="failed-only"> only tasks not passing</label><label>model <select id="model-filter"><option value="">all</option>${models}</select></label></div>
+${taskSections.join('\n')}
+${prefixSections.length ? `<h3>Prompt prefixes</h3><p class="note">Instructions and paper text, the same for every task of a paper.</p>${prefixSections.join('')}` : ''}
+</section>
+<script>${SCRIPT}</script>
+</body></html>
+`;
+}
