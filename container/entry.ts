@@ -9,9 +9,11 @@
  *   RCB_TABLE    DynamoDB run store table    (task definition)
  *   RCB_BUCKET   S3 artifacts bucket         (task definition)
  *   RCB_SCRATCH  the only writable directory (task definition; /scratch)
- * Optional: RCB_PYTHON (interpreter, default python3 on PATH), RCB_JOBS (tests at once,
- * default one per CPU), RCB_SANDBOX=none (no bubblewrap, where the host cannot nest
- * namespaces), RCB_DYNAMODB_ENDPOINT / RCB_S3_ENDPOINT (the local emulator).
+ *   RCB_PYTHON   the image's venv interpreter (task definition; /opt/venv/bin/python3)
+ *   RCB_SANDBOX  auto | bwrap | uid | none  (task definition: uid, since Fargate refuses the
+ *                user namespaces bubblewrap needs; default auto)
+ * Optional: RCB_JOBS (tests at once, default one per CPU), RCB_DYNAMODB_ENDPOINT /
+ * RCB_S3_ENDPOINT (the local emulator).
  *
  * Exit status: 0 when every answered task of the shard has a verdict (failing tests are
  * verdicts, not errors); 1 only when the shard could not be evaluated (store, bucket,
@@ -20,8 +22,8 @@
  *
  * Test processes never see the task's credentials: the executor gives them an allow-listed
  * environment (no AWS_* variable, so neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor keys)
- * and, when it runs as root, a separate uid per slot. The image runs as uid 10001, so there
- * the separation is the sandbox's (bubblewrap) plus the stripped environment.
+ * and, as the image runs as root (with only the capabilities the uid sandbox needs), a
+ * separate unprivileged uid per slot, which cannot read this process's /proc entries.
  */
 import { cpus } from 'node:os';
 import { loadRunContext } from '../core/cloud/run-context';
@@ -38,6 +40,19 @@ export interface ShardEnv {
   table: string;
   bucket: string;
   scratch: string;
+  /** The sandbox the executor runs tests in. */
+  sandbox: SandboxKind;
+}
+
+/** RCB_SANDBOX's values: the executor's `sandbox` option. */
+export const SANDBOX_KINDS = ['auto', 'bwrap', 'uid', 'none'] as const;
+export type SandboxKind = (typeof SANDBOX_KINDS)[number];
+
+/** Reads RCB_SANDBOX (unset: auto); any other value is an error naming the variable. */
+export function parseSandbox(value: string | undefined): SandboxKind {
+  if (value === undefined || value === '') return 'auto';
+  if ((SANDBOX_KINDS as readonly string[]).includes(value)) return value as SandboxKind;
+  throw new Error(`rcb container: RCB_SANDBOX must be one of ${SANDBOX_KINDS.join(', ')}; got ${JSON.stringify(value)}`);
 }
 
 const REQUIRED = ['RCB_RUN_ID', 'RCB_SHARD', 'RCB_TABLE', 'RCB_BUCKET'] as const;
@@ -52,6 +67,7 @@ export function loadShardEnv(env: NodeJS.ProcessEnv = process.env): ShardEnv {
     table: env.RCB_TABLE as string,
     bucket: env.RCB_BUCKET as string,
     scratch: env.RCB_SCRATCH || '/scratch',
+    sandbox: parseSandbox(env.RCB_SANDBOX),
   };
 }
 
@@ -78,7 +94,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
     python: env.RCB_PYTHON || 'python3',
     jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : cpus().length,
     timeoutSec: ctx.run.spec.timeoutSec,
-    unsafeNoSandbox: env.RCB_SANDBOX === 'none',
+    sandbox: shard.sandbox,
+    unsafeNoSandbox: shard.sandbox === 'none',
     tmpDir: shard.scratch,
     // Nothing of this process's environment beyond the executor's own defaults.
     envAllow: [],

@@ -23,6 +23,8 @@ export interface ColdExecutorOptions {
    * @default false
    */
   readonly unsafeNoSandbox?: boolean;
+  /** Which sandbox runs the tests: bubblewrap, one uid per slot, the first that can start here, or none. @default 'auto' */
+  readonly sandbox?: 'auto' | 'bwrap' | 'uid' | 'none';
   /**
    * More environment variables passed to tests when set here. Names that may hold a
    * credential (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL*, AWS_*) are refused.
