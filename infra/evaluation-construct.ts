@@ -13,12 +13,43 @@ import { ARTIFACT_PREFIXES, EVALUATION_OUTPUT_PATTERN, StorageConstruct, TABLE_K
 export const EVALUATOR_CONTAINER_NAME = 'evaluator';
 /** Where the scratch volume is mounted: the only writable path of the container. */
 export const SCRATCH_PATH = '/scratch';
-/** The non-root user the image creates (container/Dockerfile) and the task runs as. */
-export const EVALUATOR_USER = '10001:10001';
+/**
+ * The task runs as root: the uid sandbox (Fargate refuses the user namespaces bubblewrap
+ * needs) switches each worker slot to its own unprivileged uid, which only root can do.
+ */
+export const EVALUATOR_USER = '0:0';
+/**
+ * The only capabilities the evaluator keeps, what the uid sandbox needs: SETUID/SETGID to
+ * run a slot's tests as its uid, CHOWN/FOWNER/DAC_OVERRIDE to hand it its workspace and
+ * clean up after it, KILL to stop every process of that uid after each test.
+ */
+export const EVALUATOR_CAPABILITIES: readonly ecs.Capability[] = [
+  ecs.Capability.SETUID,
+  ecs.Capability.SETGID,
+  ecs.Capability.CHOWN,
+  ecs.Capability.FOWNER,
+  ecs.Capability.DAC_OVERRIDE,
+  ecs.Capability.KILL,
+];
+/** The image's venv interpreter (container/Dockerfile), the one with the tests' packages. */
+export const EVALUATOR_PYTHON = '/opt/venv/bin/python3';
+/** The sandbox the container runs tests in (RCB_SANDBOX): one uid per slot, no namespaces. */
+export const EVALUATOR_SANDBOX = 'uid';
+
+/**
+ * What the task definition drops: every capability but the kept ones. Fargate can add
+ * none but SYS_PTRACE, so "drop ALL, add these" is not expressible; dropping the rest of
+ * the whole list holds whatever the platform's default set is.
+ */
+export function droppedCapabilities(): ecs.Capability[] {
+  return Object.values(ecs.Capability).filter((c) => c !== ecs.Capability.ALL && !EVALUATOR_CAPABILITIES.includes(c));
+}
 
 /**
  * Paths kept out of the Docker build context. Besides size, each one would change the
- * asset hash (and force an image rebuild) without changing the image.
+ * asset hash (and force an image rebuild) without changing the image. Nothing entry.ts
+ * compiles from may be here (core/, adapters/, container/, tsconfig.json, package files):
+ * test/infra/container-build-context.test.ts compiles the staged context as the image does.
  */
 export const CONTAINER_ASSET_EXCLUDES = [
   '.git',
@@ -35,6 +66,9 @@ export const CONTAINER_ASSET_EXCLUDES = [
   'functions',
   'docs',
   'bench',
+  'scripts',
+  'quickstart.sh',
+  'tsconfig.build.json',
   '*.md',
   '.ci',
   'cdk.json',
@@ -180,7 +214,7 @@ export class EvaluationConstruct extends Construct {
     });
 
     const linuxParameters = new ecs.LinuxParameters(this, 'LinuxParameters', { initProcessEnabled: true });
-    linuxParameters.dropCapabilities(ecs.Capability.ALL);
+    linuxParameters.dropCapabilities(...droppedCapabilities());
 
     this.container = this.taskDefinition.addContainer('Evaluator', {
       containerName: EVALUATOR_CONTAINER_NAME,
@@ -201,6 +235,8 @@ export class EvaluationConstruct extends Construct {
         RCB_TABLE: storage.table.tableName,
         RCB_BUCKET: storage.bucket.bucketName,
         RCB_SCRATCH: SCRATCH_PATH,
+        RCB_PYTHON: EVALUATOR_PYTHON,
+        RCB_SANDBOX: EVALUATOR_SANDBOX,
         AWS_REGION: Aws.REGION,
       },
     });

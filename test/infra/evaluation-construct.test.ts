@@ -111,7 +111,7 @@ describe('EvaluationConstruct', () => {
       });
     });
 
-    it('runs the evaluator non-root on a read-only root file system with a scratch volume', () => {
+    it('runs the evaluator as root for the uid sandbox, on a read-only root file system with a scratch volume', () => {
       const { template } = buildStack();
       template.hasResourceProperties('AWS::ECS::TaskDefinition', {
         RequiresCompatibilities: ['FARGATE'],
@@ -120,20 +120,38 @@ describe('EvaluationConstruct', () => {
         ContainerDefinitions: [
           Match.objectLike({
             Name: 'evaluator',
-            User: '10001:10001',
+            User: '0:0',
             ReadonlyRootFilesystem: true,
             MountPoints: [{ ContainerPath: '/scratch', ReadOnly: false, SourceVolume: 'scratch' }],
-            LinuxParameters: { Capabilities: { Drop: ['ALL'] }, InitProcessEnabled: true },
+            LinuxParameters: { Capabilities: { Drop: Match.anyValue() }, InitProcessEnabled: true },
             StopTimeout: 120,
             LogConfiguration: Match.objectLike({ LogDriver: 'awslogs' }),
             Environment: Match.arrayWith([
               { Name: 'RCB_TABLE', Value: Match.anyValue() },
               { Name: 'RCB_BUCKET', Value: Match.anyValue() },
               { Name: 'RCB_SCRATCH', Value: '/scratch' },
+              { Name: 'RCB_PYTHON', Value: '/opt/venv/bin/python3' },
+              { Name: 'RCB_SANDBOX', Value: 'uid' },
             ]),
           }),
         ],
       });
+    });
+
+    it('drops every capability but the six the uid sandbox needs, and adds none', () => {
+      const { template } = buildStack();
+      const [task] = Object.values(resourcesOfType(template, 'AWS::ECS::TaskDefinition'));
+      const [container] = task.Properties?.ContainerDefinitions as Array<{ LinuxParameters: { Capabilities: { Drop: string[]; Add?: string[] } } }>;
+      const { Drop, Add } = container.LinuxParameters.Capabilities;
+      expect(Add).toBeUndefined();
+      expect(Drop).not.toContain('ALL');
+      // Every capability of a container's default set (Docker's, which Fargate follows) but the kept ones.
+      const containerDefaults = ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'];
+      const kept = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID'];
+      expect(containerDefaults.filter((c) => !Drop.includes(c)).sort()).toEqual(kept);
+      // And everything a platform might add beyond them: SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ...
+      for (const c of ['SYS_ADMIN', 'SYS_PTRACE', 'NET_ADMIN', 'DAC_READ_SEARCH', 'SYS_MODULE', 'SYS_RESOURCE']) expect(Drop).toContain(c);
+      expect(Drop).toHaveLength(37 - kept.length);
     });
 
     it('takes CPU, memory and architecture from props (2 vCPU / 8 GiB / X86_64 by default)', () => {
