@@ -85,9 +85,13 @@ function log(level: 'info' | 'error', message: string, extra: Record<string, unk
   process.stderr.write(`${JSON.stringify({ level, message, ...extra })}\n`);
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/**
+ * Evaluates the shard the environment names. `clients` replaces the AWS SDK clients built
+ * from the environment (a test records every call they make against the task role).
+ */
+export async function main(env: NodeJS.ProcessEnv = process.env, clients: Parameters<typeof createStorageAdapters>[1] = {}): Promise<number> {
   const shard = loadShardEnv(env);
-  const storage = createStorageAdapters({ ...loadStorageConfig(env), scratchDir: shard.scratch });
+  const storage = createStorageAdapters({ ...loadStorageConfig(env), scratchDir: shard.scratch }, clients);
   // The run (its test time limit) and its pset, read once before the executor starts.
   const ctx = await loadRunContext(storage, shard.runId);
   const executor = await createLocalExecutor({
