@@ -3,14 +3,15 @@
  *
  * Builds the real evaluation image here, without Docker Hub or PyPI, and runs shards of
  * examples/pset-mini in it the way Fargate would, against the emulator's local DynamoDB
- * and S3; the verdicts must equal a local run's. Not part of `npm test` (several minutes
- * cold, about one warm). Steps:
+ * and S3; the verdicts must equal a local run's. Not part of `npm test` (80 s warm on 2
+ * cores; minutes more the first time, see README "Check the image offline"). Steps:
  *   1. a base image with Node.js and Debian's Python 3 / python3-numpy / python3-torch, made
  *      once with mmdebstrap from this machine's Debian mirror and `podman import`ed;
  *   2. the stack synthesized (as `cdk synth` does, bundling aside) and container/Dockerfile
  *      built with podman from the build context it stages, with the Dockerfile's build args
  *      pointing at that base and PYTHON_LAYER=debian, with no network: npm packages come
- *      from this machine's npm cache, mounted read-only into the build;
+ *      from this machine's npm cache, mounted as an overlay (the build's writes to it are
+ *      discarded);
  *   3. a probe container with the task definition's constraints reports them: user,
  *      capabilities, read-only root, writable /scratch, user namespaces refused;
  *   4. a run planned and answered (oracle, empty) on local dynalite and s3rver, one container
