@@ -9,9 +9,11 @@
  *   RCB_TABLE    DynamoDB run store table    (task definition)
  *   RCB_BUCKET   S3 artifacts bucket         (task definition)
  *   RCB_SCRATCH  the only writable directory (task definition; /scratch)
- * Optional: RCB_PYTHON (interpreter, default python3 on PATH), RCB_JOBS (tests at once,
- * default one per CPU), RCB_SANDBOX=none (no bubblewrap, where the host cannot nest
- * namespaces), RCB_DYNAMODB_ENDPOINT / RCB_S3_ENDPOINT (the local emulator).
+ *   RCB_PYTHON   the image's venv interpreter (task definition; /opt/venv/bin/python3)
+ *   RCB_SANDBOX  auto | bwrap | uid | none  (task definition: uid, since Fargate refuses the
+ *                user namespaces bubblewrap needs; default auto)
+ * Optional: RCB_JOBS (tests at once, default one per CPU), RCB_DYNAMODB_ENDPOINT /
+ * RCB_S3_ENDPOINT (the local emulator).
  *
  * Exit status: 0 when every answered task of the shard has a verdict (failing tests are
  * verdicts, not errors); 1 only when the shard could not be evaluated (store, bucket,
@@ -20,14 +22,15 @@
  *
  * Test processes never see the task's credentials: the executor gives them an allow-listed
  * environment (no AWS_* variable, so neither AWS_CONTAINER_CREDENTIALS_RELATIVE_URI nor keys)
- * and, when it runs as root, a separate uid per slot. The image runs as uid 10001, so there
- * the separation is the sandbox's (bubblewrap) plus the stripped environment.
+ * and, as the image runs as root (with only the capabilities the uid sandbox needs), a
+ * separate unprivileged uid per slot, which cannot read this process's /proc entries.
  */
 import { cpus } from 'node:os';
 import { loadRunContext } from '../core/cloud/run-context';
 import { evaluateShard } from '../core/cloud/evaluate-shard';
 import { silentProgress, type Progress } from '../core/run/progress';
 import { createLocalExecutor } from '../adapters/local/executor';
+import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
 import { loadStorageConfig } from '../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 
@@ -38,6 +41,13 @@ export interface ShardEnv {
   table: string;
   bucket: string;
   scratch: string;
+  /** The sandbox the executor runs tests in. */
+  sandbox: SandboxMode;
+}
+
+/** Reads RCB_SANDBOX (unset: auto); any other value is an error naming the variable. */
+export function parseSandbox(value: string | undefined): SandboxMode {
+  return parseSandboxMode(value || 'auto', 'RCB_SANDBOX');
 }
 
 const REQUIRED = ['RCB_RUN_ID', 'RCB_SHARD', 'RCB_TABLE', 'RCB_BUCKET'] as const;
@@ -52,6 +62,7 @@ export function loadShardEnv(env: NodeJS.ProcessEnv = process.env): ShardEnv {
     table: env.RCB_TABLE as string,
     bucket: env.RCB_BUCKET as string,
     scratch: env.RCB_SCRATCH || '/scratch',
+    sandbox: parseSandbox(env.RCB_SANDBOX),
   };
 }
 
@@ -69,16 +80,20 @@ function log(level: 'info' | 'error', message: string, extra: Record<string, unk
   process.stderr.write(`${JSON.stringify({ level, message, ...extra })}\n`);
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/**
+ * Evaluates the shard the environment names. `clients` replaces the AWS SDK clients built
+ * from the environment (a test records every call they make against the task role).
+ */
+export async function main(env: NodeJS.ProcessEnv = process.env, clients: Parameters<typeof createStorageAdapters>[1] = {}): Promise<number> {
   const shard = loadShardEnv(env);
-  const storage = createStorageAdapters({ ...loadStorageConfig(env), scratchDir: shard.scratch });
+  const storage = createStorageAdapters({ ...loadStorageConfig(env), scratchDir: shard.scratch }, clients);
   // The run (its test time limit) and its pset, read once before the executor starts.
   const ctx = await loadRunContext(storage, shard.runId);
   const executor = await createLocalExecutor({
     python: env.RCB_PYTHON || 'python3',
     jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : cpus().length,
     timeoutSec: ctx.run.spec.timeoutSec,
-    unsafeNoSandbox: env.RCB_SANDBOX === 'none',
+    sandbox: shard.sandbox,
     tmpDir: shard.scratch,
     // Nothing of this process's environment beyond the executor's own defaults.
     envAllow: [],

@@ -74,6 +74,12 @@ export interface RcbOptions {
    */
   readonly interfaceEndpoints?: boolean;
   /**
+   * A Route 53 Resolver DNS Firewall on the evaluation VPC that answers only the AWS
+   * endpoint names shard tasks need (closes DNS exfiltration through the VPC resolver).
+   * @default false
+   */
+  readonly dnsFirewall?: boolean;
+  /**
    * Days before run artifacts (`runs/` in the bucket) expire; 0 keeps them.
    * @default 180
    */
@@ -119,6 +125,7 @@ export const CONTEXT_KEYS = {
   taskMemoryMiB: 'rcb:taskMemoryMiB',
   cpuArchitecture: 'rcb:cpuArchitecture',
   interfaceEndpoints: 'rcb:interfaceEndpoints',
+  dnsFirewall: 'rcb:dnsFirewall',
   artifactRetentionDays: 'rcb:artifactRetentionDays',
   retainData: 'rcb:retainData',
   generatorTimeoutSec: 'rcb:generatorTimeoutSec',
@@ -235,6 +242,7 @@ export function configFromContext(node: Node): RcbDeployConfig {
     taskMemoryMiB: readInt(node, CONTEXT_KEYS.taskMemoryMiB, 512, 122880),
     cpuArchitecture: arch as RcbDeployConfig['cpuArchitecture'],
     interfaceEndpoints: readBool(node, CONTEXT_KEYS.interfaceEndpoints),
+    dnsFirewall: readBool(node, CONTEXT_KEYS.dnsFirewall),
     artifactRetentionDays: readInt(node, CONTEXT_KEYS.artifactRetentionDays, 0, 36500),
     retainData: readBool(node, CONTEXT_KEYS.retainData),
     generatorTimeoutSec: readInt(node, CONTEXT_KEYS.generatorTimeoutSec, 10, 900),

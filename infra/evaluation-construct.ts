@@ -1,9 +1,11 @@
-import { Aws, Duration, IgnoreMode, RemovalPolicy } from 'aws-cdk-lib';
+import { Aws, Duration, IgnoreMode, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as cr from 'aws-cdk-lib/custom-resources';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as route53resolver from 'aws-cdk-lib/aws-route53resolver';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from './rcb-function';
@@ -13,12 +15,43 @@ import { ARTIFACT_PREFIXES, EVALUATION_OUTPUT_PATTERN, StorageConstruct, TABLE_K
 export const EVALUATOR_CONTAINER_NAME = 'evaluator';
 /** Where the scratch volume is mounted: the only writable path of the container. */
 export const SCRATCH_PATH = '/scratch';
-/** The non-root user the image creates (container/Dockerfile) and the task runs as. */
-export const EVALUATOR_USER = '10001:10001';
+/**
+ * The task runs as root: the uid sandbox (Fargate refuses the user namespaces bubblewrap
+ * needs) switches each worker slot to its own unprivileged uid, which only root can do.
+ */
+export const EVALUATOR_USER = '0:0';
+/**
+ * The only capabilities the evaluator keeps, what the uid sandbox needs: SETUID/SETGID to
+ * run a slot's tests as its uid, CHOWN/FOWNER/DAC_OVERRIDE to hand it its workspace and
+ * clean up after it, KILL to stop every process of that uid after each test.
+ */
+export const EVALUATOR_CAPABILITIES: readonly ecs.Capability[] = [
+  ecs.Capability.SETUID,
+  ecs.Capability.SETGID,
+  ecs.Capability.CHOWN,
+  ecs.Capability.FOWNER,
+  ecs.Capability.DAC_OVERRIDE,
+  ecs.Capability.KILL,
+];
+/** The image's venv interpreter (container/Dockerfile), the one with the tests' packages. */
+export const EVALUATOR_PYTHON = '/opt/venv/bin/python3';
+/** The sandbox the container runs tests in (RCB_SANDBOX): one uid per slot, no namespaces. */
+export const EVALUATOR_SANDBOX = 'uid';
+
+/**
+ * What the task definition drops: every capability but the kept ones. Fargate can add
+ * none but SYS_PTRACE, so "drop ALL, add these" is not expressible; dropping the rest of
+ * the whole list holds whatever the platform's default set is.
+ */
+export function droppedCapabilities(): ecs.Capability[] {
+  return Object.values(ecs.Capability).filter((c) => c !== ecs.Capability.ALL && !EVALUATOR_CAPABILITIES.includes(c));
+}
 
 /**
  * Paths kept out of the Docker build context. Besides size, each one would change the
- * asset hash (and force an image rebuild) without changing the image.
+ * asset hash (and force an image rebuild) without changing the image. Nothing entry.ts
+ * compiles from may be here (core/, adapters/, container/, tsconfig.json, package files):
+ * test/infra/container-build-context.test.ts compiles the staged context as the image does.
  */
 export const CONTAINER_ASSET_EXCLUDES = [
   '.git',
@@ -35,6 +68,9 @@ export const CONTAINER_ASSET_EXCLUDES = [
   'functions',
   'docs',
   'bench',
+  'scripts',
+  'quickstart.sh',
+  'tsconfig.build.json',
   '*.md',
   '.ci',
   'cdk.json',
@@ -81,6 +117,13 @@ export interface EvaluationConstructProps {
    */
   readonly containerInsights?: boolean;
   /**
+   * A Route 53 Resolver DNS Firewall on the VPC that answers only the AWS endpoint names a
+   * shard task needs and blocks every other query (NODATA), closing DNS as a way out
+   * through the VPC resolver (which security groups do not filter).
+   * @default false
+   */
+  readonly dnsFirewall?: boolean;
+  /**
    * Retention of the container and VPC flow log groups.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -98,7 +141,7 @@ export class EvaluationConstruct extends Construct {
   public readonly taskDefinition: ecs.FargateTaskDefinition;
   public readonly container: ecs.ContainerDefinition;
   public readonly taskRole: iam.Role;
-  /** Attached to every shard task: HTTPS out (only endpoints are routable), nothing in. */
+  /** Attached to every shard task: HTTPS to the endpoints only, nothing in. */
   public readonly taskSecurityGroup: ec2.SecurityGroup;
   public readonly taskSubnets: ec2.SubnetSelection;
   public readonly logGroup: logs.LogGroup;
@@ -128,16 +171,17 @@ export class EvaluationConstruct extends Construct {
 
     this.taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', {
       vpc: this.vpc,
-      description: 'rcb shard tasks: HTTPS to VPC endpoints only (the subnets have no route elsewhere)',
+      description: 'rcb shard tasks: HTTPS to the VPC endpoints only',
       allowAllOutbound: false,
     });
-    // The S3 and DynamoDB gateway endpoints are reached through prefix lists whose ids an
-    // environment-agnostic template cannot know; the route tables, which hold no internet
-    // route, are what confine this rule to the endpoints.
-    this.taskSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to gateway and interface endpoints');
+    // Its egress rules target tokens (prefix lists looked up at deploy time, the endpoints'
+    // group), so each is its own SecurityGroupEgress resource; CloudFormation removes EC2's
+    // default allow-all rule when the first is attached (what CDK's allowAllOutbound relies on).
 
+    this.logGroup = new logs.LogGroup(this, 'TaskLogGroup', { retention, removalPolicy: RemovalPolicy.DESTROY });
     this.addGatewayEndpoints(storage);
     if (props.interfaceEndpoints ?? true) this.addInterfaceEndpoints(props.endpointAzCount ?? 1);
+    if (props.dnsFirewall) this.addDnsFirewall();
 
     this.cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: this.vpc,
@@ -159,17 +203,20 @@ export class EvaluationConstruct extends Construct {
       assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
       description: 'rcb shard task: reads a run\'s inputs, writes its verdicts and evaluation logs',
     });
-    // Inputs: the run item, the shard's tasks (gsi1) and their completions.
-    storage.grantTable(this.taskRole, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'], { index: true });
-    // Results: verdict items and run counters, all under the run's partition.
-    storage.grantTable(this.taskRole, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], { leadingKeys: ['RUN#*'] });
+    // What a shard reads (core/cloud/evaluate-shard.ts): its run's item, tasks and verdicts
+    // (GetItem, Query on RUN#<runId>) and its tasks' completions (BatchGetItem on
+    // TASK#<taskId>). No index: gsi1 lists every run, and run and task ids are hashes a
+    // task cannot guess, so it reads only what it is told about. IAM cannot narrow to one
+    // run: the run id is known at run time only.
+    storage.grantTable(this.taskRole, ['dynamodb:GetItem', 'dynamodb:Query'], { leadingKeys: ['RUN#*'] });
+    storage.grantTable(this.taskRole, ['dynamodb:BatchGetItem'], { leadingKeys: ['TASK#*'] });
+    // What it writes: verdict items (first write wins) under the run's partition, nothing else.
+    storage.grantTable(this.taskRole, ['dynamodb:PutItem'], { leadingKeys: ['RUN#*'] });
     storage.grantArtifacts(this.taskRole, {
       read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
       list: [`${ARTIFACT_PREFIXES.psets}*`],
       write: [EVALUATION_OUTPUT_PATTERN],
     });
-
-    this.logGroup = new logs.LogGroup(this, 'TaskLogGroup', { retention, removalPolicy: RemovalPolicy.DESTROY });
 
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'ShardTask', {
       cpu: props.cpu ?? 2048,
@@ -180,7 +227,7 @@ export class EvaluationConstruct extends Construct {
     });
 
     const linuxParameters = new ecs.LinuxParameters(this, 'LinuxParameters', { initProcessEnabled: true });
-    linuxParameters.dropCapabilities(ecs.Capability.ALL);
+    linuxParameters.dropCapabilities(...droppedCapabilities());
 
     this.container = this.taskDefinition.addContainer('Evaluator', {
       containerName: EVALUATOR_CONTAINER_NAME,
@@ -201,6 +248,8 @@ export class EvaluationConstruct extends Construct {
         RCB_TABLE: storage.table.tableName,
         RCB_BUCKET: storage.bucket.bucketName,
         RCB_SCRATCH: SCRATCH_PATH,
+        RCB_PYTHON: EVALUATOR_PYTHON,
+        RCB_SANDBOX: EVALUATOR_SANDBOX,
         AWS_REGION: Aws.REGION,
       },
     });
@@ -241,17 +290,25 @@ export class EvaluationConstruct extends Construct {
     );
   }
 
-  /** Free gateway endpoints whose policies admit only this stack's bucket and table (and ECR's layer bucket). */
+  /**
+   * Free gateway endpoints whose policies admit only this account's principals on this
+   * stack's bucket and table (and ECR's layer bucket), and the task security group's HTTPS
+   * egress to their prefix lists.
+   */
   private addGatewayEndpoints(storage: StorageConstruct): void {
+    const thisAccount = { StringEquals: { 'aws:PrincipalAccount': Aws.ACCOUNT_ID } };
     const s3Endpoint = this.vpc.addGatewayEndpoint('S3Endpoint', {
       service: ec2.GatewayVpcEndpointAwsService.S3,
       subnets: [this.taskSubnets],
     });
     // Without a policy the endpoint would carry requests to any bucket, including an
-    // attacker's public one: generated code could exfiltrate through it.
+    // attacker's public one, or with someone else's keys: generated code could exfiltrate
+    // through it.
     s3Endpoint.addToPolicy(
       new iam.PolicyStatement({
         sid: 'EcrImageLayers',
+        // Layer downloads are signed by ECR, not by a principal of this account, so this one
+        // statement cannot carry the account condition; it admits one AWS-owned bucket, read-only.
         principals: [new iam.AnyPrincipal()],
         actions: ['s3:GetObject'],
         resources: [`arn:${Aws.PARTITION}:s3:::prod-${Aws.REGION}-starport-layer-bucket/*`],
@@ -263,6 +320,7 @@ export class EvaluationConstruct extends Construct {
         principals: [new iam.AnyPrincipal()],
         actions: ['s3:GetObject', 's3:PutObject', 's3:ListBucket'],
         resources: [storage.bucket.bucketArn, storage.bucket.arnForObjects('*')],
+        conditions: thisAccount,
       }),
     );
 
@@ -274,16 +332,77 @@ export class EvaluationConstruct extends Construct {
       new iam.PolicyStatement({
         sid: 'RcbTable',
         principals: [new iam.AnyPrincipal()],
-        actions: [
-          'dynamodb:GetItem',
-          'dynamodb:BatchGetItem',
-          'dynamodb:Query',
-          'dynamodb:PutItem',
-          'dynamodb:UpdateItem',
-        ],
-        resources: [storage.table.tableArn, `${storage.table.tableArn}/index/${TABLE_KEYS.gsi1Name}`],
+        // What the task role may do, and no more: the endpoint holds even a role granted more.
+        actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem'],
+        resources: [storage.table.tableArn],
+        conditions: thisAccount,
       }),
     );
+
+    // The gateway endpoints are reached through the region's AWS-managed prefix lists, whose
+    // ids an environment-agnostic template cannot hold: they are looked up at deploy time by
+    // CDK's AwsCustomResource function (one per stack), with a role that can only log.
+    const lookupLogGroup = new logs.LogGroup(this, 'PrefixListLookupLogGroup', {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const lookupRole = new iam.Role(this, 'PrefixListLookupRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'rcb: looks up the S3 and DynamoDB prefix lists at deploy time',
+      inlinePolicies: {
+        logs: new iam.PolicyDocument({
+          statements: [new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lookupLogGroup.logGroupArn] })],
+        }),
+      },
+    });
+    for (const [id, service] of [
+      ['S3', 's3'],
+      ['DynamoDb', 'dynamodb'],
+    ] as const) {
+      const lookup = new cr.AwsCustomResource(this, `${id}PrefixList`, {
+        resourceType: 'Custom::GatewayPrefixList',
+        onUpdate: {
+          service: 'EC2',
+          action: 'describePrefixLists',
+          parameters: { Filters: [{ Name: 'prefix-list-name', Values: [`com.amazonaws.${Aws.REGION}.${service}`] }] },
+          physicalResourceId: cr.PhysicalResourceId.of(`com.amazonaws.${Aws.REGION}.${service}`),
+          outputPaths: ['PrefixLists.0.PrefixListId'],
+        },
+        // ec2:DescribePrefixLists supports no resource-level permission.
+        policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: cr.AwsCustomResourcePolicy.ANY_RESOURCE }),
+        installLatestAwsSdk: false,
+        role: lookupRole,
+        memorySize: 256,
+        logGroup: lookupLogGroup,
+      });
+      NagSuppressions.addResourceSuppressions(
+        lookup,
+        [{ id: 'AwsSolutions-IAM5', reason: 'ec2:DescribePrefixLists supports no resource-level permission; the lookup reads the AWS-managed prefix list id of one service.', appliesTo: ['Resource::*'] }],
+        true,
+      );
+      this.taskSecurityGroup.addEgressRule(
+        ec2.Peer.prefixList(lookup.getResponseField('PrefixLists.0.PrefixListId')),
+        ec2.Port.tcp(443),
+        `HTTPS to the ${service} gateway endpoint`,
+      );
+    }
+    const lookupFunction = Stack.of(this).node.tryFindChild(`AWS${cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`);
+    if (lookupFunction) {
+      NagSuppressions.addResourceSuppressions(
+        lookupFunction,
+        [
+          {
+            id: 'Serverless-LambdaDLQ',
+            reason: 'CloudFormation calls the lookup synchronously during a deploy; a failed call fails the deployment, so there is no asynchronous event to dead-letter.',
+          },
+          {
+            id: 'Serverless-LambdaTracing',
+            reason: 'A deploy-time lookup of two prefix list ids: its log group holds every call, and tracing would add nothing.',
+          },
+        ],
+        true,
+      );
+    }
   }
 
   /**
@@ -304,14 +423,86 @@ export class EvaluationConstruct extends Construct {
       ['EcrDockerEndpoint', ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER],
       ['LogsEndpoint', ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS],
     ];
+    const thisAccount = { StringEquals: { 'aws:PrincipalAccount': Aws.ACCOUNT_ID } };
+    // Each endpoint carries only this account's principals, to what a task start needs: an
+    // image pull from this account's repositories, log events to the task log group.
+    const policies: Record<string, iam.PolicyStatement[]> = {
+      EcrApiEndpoint: [
+        new iam.PolicyStatement({
+          sid: 'EcrAuthorization',
+          principals: [new iam.AnyPrincipal()],
+          actions: ['ecr:GetAuthorizationToken'],
+          resources: ['*'],
+          conditions: thisAccount,
+        }),
+        new iam.PolicyStatement({
+          sid: 'EcrImagePull',
+          principals: [new iam.AnyPrincipal()],
+          actions: ['ecr:BatchGetImage', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchCheckLayerAvailability'],
+          resources: [`arn:${Aws.PARTITION}:ecr:${Aws.REGION}:${Aws.ACCOUNT_ID}:repository/*`],
+          conditions: thisAccount,
+        }),
+      ],
+      LogsEndpoint: [
+        new iam.PolicyStatement({
+          sid: 'TaskLogEvents',
+          principals: [new iam.AnyPrincipal()],
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [this.logGroup.logGroupArn],
+          conditions: thisAccount,
+        }),
+      ],
+    };
+    // The registry endpoint serves the same pull as the API one (docker's protocol, authorized by its token).
+    policies.EcrDockerEndpoint = policies.EcrApiEndpoint;
     for (const [id, service] of services) {
-      this.vpc.addInterfaceEndpoint(id, {
+      const endpoint = this.vpc.addInterfaceEndpoint(id, {
         service,
         subnets: { subnets },
         securityGroups: [endpointSecurityGroup],
         open: false,
         privateDnsEnabled: true,
       });
+      for (const statement of policies[id]) endpoint.addToPolicy(statement);
     }
+    this.taskSecurityGroup.addEgressRule(endpointSecurityGroup, ec2.Port.tcp(443), 'HTTPS to the interface endpoints');
+  }
+
+  /**
+   * Route 53 Resolver DNS Firewall: the VPC resolver answers the endpoint names a shard task
+   * (and Fargate starting it) looks up, and blocks every other name, so that generated code
+   * cannot carry data out in DNS queries to a domain whose name servers someone else runs.
+   */
+  private addDnsFirewall(): void {
+    const region = Aws.REGION;
+    const allowed = new route53resolver.CfnFirewallDomainList(this, 'DnsAllowedDomains', {
+      name: 'rcb-evaluation-endpoints',
+      domains: [
+        `api.ecr.${region}.amazonaws.com`,
+        `*.dkr.ecr.${region}.amazonaws.com`,
+        `logs.${region}.amazonaws.com`,
+        `s3.${region}.amazonaws.com`,
+        `*.s3.${region}.amazonaws.com`,
+        `dynamodb.${region}.amazonaws.com`,
+        // Account-based DynamoDB endpoints (<account>.ddb.<region>.amazonaws.com) of newer SDKs.
+        `*.ddb.${region}.amazonaws.com`,
+      ],
+    });
+    const everything = new route53resolver.CfnFirewallDomainList(this, 'DnsAllDomains', { name: 'rcb-evaluation-all', domains: ['*'] });
+    const rules = new route53resolver.CfnFirewallRuleGroup(this, 'DnsFirewallRules', {
+      name: 'rcb-evaluation',
+      firewallRules: [
+        { action: 'ALLOW', firewallDomainListId: allowed.attrId, priority: 100 },
+        { action: 'BLOCK', blockResponse: 'NODATA', firewallDomainListId: everything.attrId, priority: 200 },
+      ],
+    });
+    new route53resolver.CfnFirewallRuleGroupAssociation(this, 'DnsFirewallAssociation', {
+      firewallRuleGroupId: rules.attrId,
+      vpcId: this.vpc.vpcId,
+      priority: 101,
+      name: 'rcb-evaluation',
+    });
+    // The VPC's firewall config keeps its default, fail-open disabled: with the firewall
+    // unavailable, queries fail rather than pass unfiltered.
   }
 }

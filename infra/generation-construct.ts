@@ -98,9 +98,9 @@ export class GenerationConstruct extends Construct {
     // Release its in-flight claims on tasks (TASK#<taskId>/CLAIM): the one delete it needs,
     // confined to the task partitions.
     storage.grantTable(generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: ['TASK#*'] });
+    // Reads the run's inputs (pset bundle, prompt template, plan manifest); it writes no object.
     storage.grantArtifacts(generatorRole, {
       read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
-      write: [`${ARTIFACT_PREFIXES.runs}*`],
     });
 
     const bedrockArns =
@@ -181,7 +181,7 @@ export class GenerationConstruct extends Construct {
         {
           id: 'AwsSolutions-IAM5',
           reason:
-            'Object-key wildcards: the generator reads psets/* and runs/* and writes runs/* (run ids are only known at run time). Bedrock: model and inference-profile ids are chosen per run from the model registry; only InvokeModel actions are granted, and bedrockResourceArns narrows them.',
+            'Object-key wildcards: the generator reads psets/* and runs/* (run ids are only known at run time). Bedrock: model and inference-profile ids are chosen per run from the model registry; only InvokeModel actions are granted, and bedrockResourceArns narrows them.',
           appliesTo: [
             { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' },
             { regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile)\\/\\*$/g' },

@@ -50,6 +50,7 @@ export class RcbStack extends Stack {
       memoryMiB: props.taskMemoryMiB,
       cpuArchitecture: props.cpuArchitecture === 'ARM64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
       interfaceEndpoints,
+      dnsFirewall: props.dnsFirewall,
     });
     this.orchestrator = new OrchestratorConstruct(this, 'Orchestrator', {
       storage: this.storage,

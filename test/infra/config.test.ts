@@ -15,6 +15,7 @@ describe('configFromContext', () => {
       taskMemoryMiB: 8192,
       cpuArchitecture: 'X86_64',
       interfaceEndpoints: true,
+      dnsFirewall: false,
       artifactRetentionDays: 180,
       retainData: true,
     });
@@ -47,6 +48,7 @@ describe('configFromContext', () => {
   it.each([
     [{ 'rcb:evaluationMaxConcurrency': 'many' }, 'rcb:evaluationMaxConcurrency'],
     [{ 'rcb:interfaceEndpoints': 'yes' }, 'rcb:interfaceEndpoints'],
+    [{ 'rcb:dnsFirewall': 'on' }, 'rcb:dnsFirewall'],
     [{ 'rcb:cpuArchitecture': 'arm' }, 'rcb:cpuArchitecture'],
     [{ 'rcb:alarmEmail': 'not-an-address' }, 'rcb:alarmEmail'],
     [{ 'rcb:lanes': '[{"name":"openai"' }, 'rcb:lanes'],

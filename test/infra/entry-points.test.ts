@@ -23,7 +23,18 @@ describe('container entry point', () => {
   it('reads the shard from the environment the task definition and the overrides set', () => {
     expect(
       loadShardEnv({ RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_SCRATCH: '/scratch' }),
-    ).toEqual({ runId: 'r1', paper: 'paper-a', table: 't', bucket: 'b', scratch: '/scratch' });
+    ).toEqual({ runId: 'r1', paper: 'paper-a', table: 't', bucket: 'b', scratch: '/scratch', sandbox: 'auto' });
+  });
+
+  it('reads RCB_SANDBOX into the executor\'s sandbox, and refuses any other value naming the variable', () => {
+    const base = { RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b' };
+    for (const kind of ['auto', 'bwrap', 'uid', 'none'] as const) {
+      expect(loadShardEnv({ ...base, RCB_SANDBOX: kind }).sandbox).toBe(kind);
+    }
+    expect(() => loadShardEnv({ ...base, RCB_SANDBOX: 'nsjail' })).toThrow(
+      'rcb: RCB_SANDBOX must be one of auto, bwrap, uid, none (got "nsjail")',
+    );
+    expect(() => loadShardEnv({ ...base, RCB_SANDBOX: 'UID' })).toThrow(/RCB_SANDBOX/);
   });
 
   it('names every missing variable', () => {

@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Match } from 'aws-cdk-lib/assertions';
-import { buildStack, flatten, logicalIdStartingWith, resourcesOfType, roleActions, roleStatements, actionsOf } from './helpers';
+import { buildStack, flatten, logicalIdStartingWith, resourcesOfType, roleActions, roleStatements, actionsOf, type Statement } from './helpers';
+
+const THIS_ACCOUNT = { StringEquals: { 'aws:PrincipalAccount': { Ref: 'AWS::AccountId' } } };
 
 describe('EvaluationConstruct', () => {
   describe('network', () => {
@@ -35,15 +37,45 @@ describe('EvaluationConstruct', () => {
       const byService = Object.fromEntries(gateways.map((e) => [flatten(e.Properties?.ServiceName).split('.').pop(), e]));
       expect(Object.keys(byService).sort()).toEqual(['dynamodb', 's3']);
 
-      const s3Resources = (byService.s3.Properties?.PolicyDocument.Statement as Array<{ Resource: unknown }>).map((s) => flatten(s.Resource));
-      expect(s3Resources).toEqual([
+      const s3Statements = byService.s3.Properties?.PolicyDocument.Statement as Statement[];
+      expect(s3Statements.map((s) => flatten(s.Resource))).toEqual([
         'arn:${AWS::Partition}:s3:::prod-${AWS::Region}-starport-layer-bucket/*',
         `\${${bucket}.Arn},\${${bucket}.Arn}/*`,
       ]);
-      const dynamoResources = (byService.dynamodb.Properties?.PolicyDocument.Statement as Array<{ Resource: unknown }>).map((s) =>
-        flatten(s.Resource),
-      );
-      expect(dynamoResources).toEqual([`\${${table}.Arn},\${${table}.Arn}/index/gsi1`]);
+      // ECR's layer bucket: read-only, and without the account condition (ECR signs those downloads, not this account).
+      expect(s3Statements[0]).toMatchObject({ Action: 's3:GetObject', Principal: { AWS: '*' } });
+      expect(s3Statements[0].Condition).toBeUndefined();
+      expect(s3Statements[1].Condition).toEqual(THIS_ACCOUNT);
+      const dynamoStatements = byService.dynamodb.Properties?.PolicyDocument.Statement as Statement[];
+      // The table alone (no index), with the task role's actions and no more, for this account's principals.
+      expect(dynamoStatements.map((s) => flatten(s.Resource))).toEqual([`\${${table}.Arn}`]);
+      expect(actionsOf(dynamoStatements[0]).sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query']);
+      expect(dynamoStatements[0].Condition).toEqual(THIS_ACCOUNT);
+    });
+
+    it('gives every interface endpoint a policy for this account\'s principals: image pulls from its repositories, log events to the task log group', () => {
+      const { template } = buildStack();
+      const interfaces = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter((e) => e.Properties?.VpcEndpointType === 'Interface');
+      const byService = Object.fromEntries(interfaces.map((e) => [flatten(e.Properties?.ServiceName).replace('com.amazonaws.${AWS::Region}.', ''), e]));
+      for (const e of interfaces) {
+        const statements = e.Properties?.PolicyDocument?.Statement as Statement[];
+        expect(statements.length).toBeGreaterThan(0);
+        for (const st of statements) {
+          expect(st.Effect).toBe('Allow');
+          expect(st.Condition).toEqual(THIS_ACCOUNT);
+          expect(actionsOf(st).some((a) => a.endsWith('*'))).toBe(false);
+        }
+      }
+      for (const service of ['ecr.api', 'ecr.dkr']) {
+        const statements = byService[service].Properties?.PolicyDocument.Statement as Statement[];
+        expect(statements.map((st) => [actionsOf(st).sort(), flatten(st.Resource)])).toEqual([
+          [['ecr:GetAuthorizationToken'], '*'],
+          [['ecr:BatchCheckLayerAvailability', 'ecr:BatchGetImage', 'ecr:GetDownloadUrlForLayer'], 'arn:${AWS::Partition}:ecr:${AWS::Region}:${AWS::AccountId}:repository/*'],
+        ]);
+      }
+      const taskLogs = logicalIdStartingWith(template, 'AWS::Logs::LogGroup', 'EvaluationTaskLogGroup');
+      const logStatements = byService.logs.Properties?.PolicyDocument.Statement as Statement[];
+      expect(logStatements.map((st) => [actionsOf(st).sort(), flatten(st.Resource)])).toEqual([[['logs:CreateLogStream', 'logs:PutLogEvents'], `\${${taskLogs}.Arn}`]]);
     });
 
     it('has ECR API, ECR registry and CloudWatch Logs interface endpoints in one AZ, reachable from shard tasks only', () => {
@@ -82,15 +114,60 @@ describe('EvaluationConstruct', () => {
       });
     });
 
-    it('lets shard tasks out on HTTPS only and never in', () => {
+    it('lets shard tasks out on HTTPS to the endpoints only (the gateway prefix lists and the interface endpoints\' group), never in', () => {
       const { template } = buildStack();
-      const taskSg = resourcesOfType(template, 'AWS::EC2::SecurityGroup')[
-        logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup')
-      ];
+      const taskSgId = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup');
+      const endpointSg = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationEndpointSecurityGroup');
+      const taskSg = resourcesOfType(template, 'AWS::EC2::SecurityGroup')[taskSgId];
       expect(taskSg.Properties?.SecurityGroupIngress).toBeUndefined();
-      expect(taskSg.Properties?.SecurityGroupEgress).toEqual([
-        { CidrIp: '0.0.0.0/0', Description: 'HTTPS to gateway and interface endpoints', FromPort: 443, IpProtocol: 'tcp', ToPort: 443 },
+      // No inline rule: every rule is a SecurityGroupEgress resource to an endpoint.
+      expect(taskSg.Properties?.SecurityGroupEgress).toBeUndefined();
+      const egress = Object.values(resourcesOfType(template, 'AWS::EC2::SecurityGroupEgress')).map((e) => e.Properties ?? {});
+      expect(egress.every((e) => flatten(e.GroupId) === `\${${taskSgId}.GroupId}` && e.IpProtocol === 'tcp' && e.FromPort === 443 && e.ToPort === 443)).toBe(true);
+      expect(egress.some((e) => 'CidrIp' in e || 'CidrIpv6' in e)).toBe(false);
+      const lookups = Object.keys(resourcesOfType(template, 'Custom::GatewayPrefixList')).sort();
+      expect(lookups).toEqual([expect.stringMatching(/^EvaluationDynamoDbPrefixList/), expect.stringMatching(/^EvaluationS3PrefixList/)]);
+      expect(egress.map((e) => flatten(e.DestinationPrefixListId ?? e.DestinationSecurityGroupId)).sort()).toEqual(
+        [`\${${endpointSg}.GroupId}`, ...lookups.map((id) => `\${${id}.PrefixLists.0.PrefixListId}`)].sort(),
+      );
+      // The lookups ask EC2 for the region's prefix lists by name, at deploy time.
+      const [lookup] = Object.values(resourcesOfType(template, 'Custom::GatewayPrefixList'));
+      expect(flatten(lookup.Properties?.Create)).toContain('describePrefixLists');
+    });
+
+    it('when parked, lets shard tasks out to the gateway prefix lists only', () => {
+      const { template } = buildStack({ interfaceEndpoints: false });
+      const taskSg = resourcesOfType(template, 'AWS::EC2::SecurityGroup')[logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup')];
+      expect(taskSg.Properties?.SecurityGroupEgress).toBeUndefined();
+      const egress = Object.values(resourcesOfType(template, 'AWS::EC2::SecurityGroupEgress')).map((e) => flatten(e.Properties?.DestinationPrefixListId));
+      expect(egress.sort()).toEqual([expect.stringMatching(/^\$\{EvaluationDynamoDbPrefixList/), expect.stringMatching(/^\$\{EvaluationS3PrefixList/)]);
+    });
+
+    it('adds no DNS firewall by default; with dnsFirewall, answers only the endpoint names and blocks every other query', () => {
+      buildStack().template.resourceCountIs('AWS::Route53Resolver::FirewallRuleGroupAssociation', 0);
+      const { template } = buildStack({ dnsFirewall: true });
+      const lists = Object.entries(resourcesOfType(template, 'AWS::Route53Resolver::FirewallDomainList'));
+      const allowed = lists.find(([id]) => id.startsWith('EvaluationDnsAllowedDomains'))!;
+      const all = lists.find(([id]) => id.startsWith('EvaluationDnsAllDomains'))!;
+      expect(all[1].Properties?.Domains).toEqual(['*']);
+      expect((allowed[1].Properties?.Domains as unknown[]).map(flatten)).toEqual([
+        'api.ecr.${AWS::Region}.amazonaws.com',
+        '*.dkr.ecr.${AWS::Region}.amazonaws.com',
+        'logs.${AWS::Region}.amazonaws.com',
+        's3.${AWS::Region}.amazonaws.com',
+        '*.s3.${AWS::Region}.amazonaws.com',
+        'dynamodb.${AWS::Region}.amazonaws.com',
+        '*.ddb.${AWS::Region}.amazonaws.com',
       ]);
+      template.hasResourceProperties('AWS::Route53Resolver::FirewallRuleGroup', {
+        FirewallRules: [
+          { Action: 'ALLOW', FirewallDomainListId: { 'Fn::GetAtt': [allowed[0], 'Id'] }, Priority: 100 },
+          { Action: 'BLOCK', BlockResponse: 'NODATA', FirewallDomainListId: { 'Fn::GetAtt': [all[0], 'Id'] }, Priority: 200 },
+        ],
+      });
+      template.hasResourceProperties('AWS::Route53Resolver::FirewallRuleGroupAssociation', {
+        VpcId: { Ref: logicalIdStartingWith(template, 'AWS::EC2::VPC', 'EvaluationVpc') },
+      });
     });
 
     it('logs rejected flows to a log group with a retention', () => {
@@ -111,7 +188,7 @@ describe('EvaluationConstruct', () => {
       });
     });
 
-    it('runs the evaluator non-root on a read-only root file system with a scratch volume', () => {
+    it('runs the evaluator as root for the uid sandbox, on a read-only root file system with a scratch volume', () => {
       const { template } = buildStack();
       template.hasResourceProperties('AWS::ECS::TaskDefinition', {
         RequiresCompatibilities: ['FARGATE'],
@@ -120,20 +197,38 @@ describe('EvaluationConstruct', () => {
         ContainerDefinitions: [
           Match.objectLike({
             Name: 'evaluator',
-            User: '10001:10001',
+            User: '0:0',
             ReadonlyRootFilesystem: true,
             MountPoints: [{ ContainerPath: '/scratch', ReadOnly: false, SourceVolume: 'scratch' }],
-            LinuxParameters: { Capabilities: { Drop: ['ALL'] }, InitProcessEnabled: true },
+            LinuxParameters: { Capabilities: { Drop: Match.anyValue() }, InitProcessEnabled: true },
             StopTimeout: 120,
             LogConfiguration: Match.objectLike({ LogDriver: 'awslogs' }),
             Environment: Match.arrayWith([
               { Name: 'RCB_TABLE', Value: Match.anyValue() },
               { Name: 'RCB_BUCKET', Value: Match.anyValue() },
               { Name: 'RCB_SCRATCH', Value: '/scratch' },
+              { Name: 'RCB_PYTHON', Value: '/opt/venv/bin/python3' },
+              { Name: 'RCB_SANDBOX', Value: 'uid' },
             ]),
           }),
         ],
       });
+    });
+
+    it('drops every capability but the six the uid sandbox needs, and adds none', () => {
+      const { template } = buildStack();
+      const [task] = Object.values(resourcesOfType(template, 'AWS::ECS::TaskDefinition'));
+      const [container] = task.Properties?.ContainerDefinitions as Array<{ LinuxParameters: { Capabilities: { Drop: string[]; Add?: string[] } } }>;
+      const { Drop, Add } = container.LinuxParameters.Capabilities;
+      expect(Add).toBeUndefined();
+      expect(Drop).not.toContain('ALL');
+      // Every capability of a container's default set (Docker's, which Fargate follows) but the kept ones.
+      const containerDefaults = ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'];
+      const kept = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID'];
+      expect(containerDefaults.filter((c) => !Drop.includes(c)).sort()).toEqual(kept);
+      // And everything a platform might add beyond them: SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ...
+      for (const c of ['SYS_ADMIN', 'SYS_PTRACE', 'NET_ADMIN', 'DAC_READ_SEARCH', 'SYS_MODULE', 'SYS_RESOURCE']) expect(Drop).toContain(c);
+      expect(Drop).toHaveLength(37 - kept.length);
     });
 
     it('takes CPU, memory and architecture from props (2 vCPU / 8 GiB / X86_64 by default)', () => {
@@ -178,7 +273,6 @@ describe('EvaluationConstruct', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
-        'dynamodb:UpdateItem',
         's3:GetObject',
         's3:ListBucket',
         's3:PutObject',
@@ -186,9 +280,19 @@ describe('EvaluationConstruct', () => {
       const statements = roleStatements(template, role);
       const writes = statements.filter((s) => actionsOf(s).includes('s3:PutObject'));
       expect(writes.map((s) => flatten(s.Resource))).toEqual([expect.stringMatching(/\/runs\/\*\/evaluation\/\*$/)]);
-      const tableWrites = statements.filter((s) => actionsOf(s).includes('dynamodb:PutItem'));
-      expect(tableWrites).toHaveLength(1);
-      expect(tableWrites[0].Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RUN#*'] } });
+      // Every table action confined by its leading key, on the table alone (no index: gsi1 lists every run):
+      // GetItem, Query and PutItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>.
+      const leading = (s: Statement) => (s.Condition as { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': string[] } })['ForAllValues:StringLike']['dynamodb:LeadingKeys'];
+      const byAction = Object.fromEntries(
+        statements.filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:'))).flatMap((s) => actionsOf(s).map((a) => [a, [leading(s), flatten(s.Resource)]])),
+      );
+      const table = expect.stringMatching(/^\$\{StorageRuns[0-9A-F]+\.Arn\}$/);
+      expect(byAction).toEqual({
+        'dynamodb:GetItem': [['RUN#*'], table],
+        'dynamodb:Query': [['RUN#*'], table],
+        'dynamodb:PutItem': [['RUN#*'], table],
+        'dynamodb:BatchGetItem': [['TASK#*'], table],
+      });
       const listing = statements.find((s) => actionsOf(s).includes('s3:ListBucket'));
       expect(listing?.Condition).toEqual({ StringLike: { 's3:prefix': ['psets/*'] } });
     });

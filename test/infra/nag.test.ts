@@ -30,6 +30,7 @@ describe('cdk-nag packs', () => {
     ['the cdk.json configuration', {}],
     ['with an alarm e-mail topic', { 'rcb:alarmEmail': 'ops@example.org' }],
     ['parked (no interface endpoints), ARM64', { 'rcb:interfaceEndpoints': 'false', 'rcb:cpuArchitecture': 'ARM64' }],
+    ['with the DNS firewall', { 'rcb:dnsFirewall': 'true' }],
   ];
 
   it.each(configurations)('report no unacknowledged error for %s', (_name, context) => {

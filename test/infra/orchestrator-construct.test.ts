@@ -161,8 +161,11 @@ describe('OrchestratorConstruct', () => {
       const runTask = statements.filter((s) => actionsOf(s).includes('ecs:RunTask'));
       expect(runTask).toHaveLength(1);
       expect(flatten(runTask[0].Resource)).toMatch(/^\$\{EvaluationShardTask[0-9A-F]+\}$/);
+      const cluster = logicalIdStartingWith(template, 'AWS::ECS::Cluster', 'EvaluationCluster');
+      expect(runTask[0].Condition).toEqual({ ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } } });
       const passRole = statements.filter((s) => actionsOf(s).includes('iam:PassRole'));
       expect(passRole).toHaveLength(1);
+      expect(passRole[0].Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } });
       expect(flatten(passRole[0].Resource).split(',').sort()).toEqual(
         [
           `\${${logicalIdStartingWith(template, 'AWS::IAM::Role', 'EvaluationShardTaskExecutionRole')}.Arn}`,
@@ -177,16 +180,28 @@ describe('OrchestratorConstruct', () => {
           .sort(),
       );
     });
+
+    it('may stop and describe the shard cluster\'s tasks only', () => {
+      const { template } = buildStack();
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'OrchestratorRunWorkflowRole');
+      const cluster = logicalIdStartingWith(template, 'AWS::ECS::Cluster', 'EvaluationCluster');
+      const statements = roleStatements(template, role).filter((s) => actionsOf(s).some((a) => a === 'ecs:StopTask' || a === 'ecs:DescribeTasks'));
+      expect(statements).toHaveLength(1);
+      expect(actionsOf(statements[0]).sort()).toEqual(['ecs:DescribeTasks', 'ecs:StopTask']);
+      expect(flatten(statements[0].Resource)).toBe(`arn:\${AWS::Partition}:ecs:\${AWS::Region}:\${AWS::AccountId}:task/\${${cluster}}/*`);
+      // Nothing else of the role is granted on "*" but what supports no resource (X-Ray, log delivery).
+      const anywhere = roleStatements(template, role).filter((s) => s.Resource === '*').flatMap(actionsOf);
+      expect(anywhere.filter((a) => !a.startsWith('xray:') && !a.startsWith('logs:'))).toEqual([]);
+    });
   });
 
   describe('workflow functions', () => {
     const roleOf = (fn: string) => logicalIdStartingWith(buildStack().template, 'AWS::IAM::Role', `Orchestrator${fn}FunctionRole`);
 
-    it('PlanRun reads psets, writes run items and artifacts and sends to the lane queues', () => {
+    it('PlanRun reads psets, writes run items (one conditional PutItem each, no BatchWriteItem) and artifacts and sends to the lane queues', () => {
       const { template } = buildStack();
       expect(roleActions(template, roleOf('PlanRun'))).toEqual([
         'dynamodb:BatchGetItem',
-        'dynamodb:BatchWriteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',

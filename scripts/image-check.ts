@@ -1,0 +1,370 @@
+/**
+ * `npm run image:check [-- --sandbox none|uid|auto|bwrap] [--papers a,b] [--jobs N] [--suite S] [--mirror URL]`
+ *
+ * Builds the real evaluation image here, without Docker Hub or PyPI, and runs shards of
+ * examples/pset-mini in it the way Fargate would, against the emulator's local DynamoDB
+ * and S3; the verdicts must equal a local run's. Not part of `npm test` (80 s warm on 2
+ * cores; minutes more the first time, see README "Check the image offline"). Steps:
+ *   1. a base image with Node.js and Debian's Python 3 / python3-numpy / python3-torch, made
+ *      once with mmdebstrap from this machine's Debian mirror and `podman import`ed;
+ *   2. the stack synthesized (as `cdk synth` does, bundling aside) and container/Dockerfile
+ *      built with podman from the build context it stages, with the Dockerfile's build args
+ *      pointing at that base and PYTHON_LAYER=debian, with no network: npm packages come
+ *      from this machine's npm cache, mounted as an overlay (the build's writes to it are
+ *      discarded);
+ *   3. a probe container with the task definition's constraints reports them: user,
+ *      capabilities, read-only root, writable /scratch, user namespaces refused;
+ *   4. a run planned and answered (oracle, empty) on local dynalite and s3rver, one container
+ *      per paper (shard), then the same run locally with `rcb run`, verdicts compared.
+ * Everything podman keeps (configuration, images, layers) is under RCB_IMAGE_CHECK_DIR
+ * (default /var/tmp/rcb-image-check); the machine's own podman configuration is not read.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import Database from 'better-sqlite3';
+import { RcbStack } from '../infra/rcb-stack';
+import { EVALUATOR_CONTAINER_NAME } from '../infra/evaluation-construct';
+import { packageRoot, resourcePath } from '../core/util/package-root';
+import { loadPset } from '../core/pset/read-pset';
+import { loadTemplate } from '../core/prompt/template';
+import { runId as computeRunId } from '../core/ids';
+import type { RunSpec, Verdict } from '../core/store';
+import type { QueuedGeneration, TaskQueue } from '../core/cloud/ports';
+import { uploadPromptTemplate, uploadPsetBundle } from '../core/cloud/pset-bundle';
+import { planCloudRun } from '../core/cloud/plan-cloud-run';
+import { generateTask } from '../core/cloud/generate-task';
+import { loadRunContext } from '../core/cloud/run-context';
+import { EmptyModel, OracleModel } from '../adapters/models/offline';
+import type { ModelClient } from '../core/model';
+import { startLocalAws } from '../adapters/emulate/local-aws';
+import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
+import {
+  capabilityNames,
+  containersConf,
+  debianMirror,
+  shardRunArgs,
+  storageConf,
+  userNamespaceRefusingProfile,
+  type SynthContainerDefinition,
+} from './image-check-fargate';
+
+const SANDBOXES = ['none', 'uid', 'auto', 'bwrap'] as const;
+type Sandbox = (typeof SANDBOXES)[number];
+
+/** Debian packages of the base image: what the image's stages need and the tests import. */
+const BASE_PACKAGES = ['nodejs', 'npm', 'python3', 'python3-venv', 'python3-numpy', 'python3-torch', 'bubblewrap', 'libgomp1', 'ca-certificates'];
+const IMAGE = 'localhost/rcb-evaluator:image-check';
+
+interface Options {
+  sandbox: Sandbox;
+  papers: string[] | null;
+  jobs: number;
+  suite: string;
+  mirror: string | undefined;
+  dir: string;
+}
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = {
+    sandbox: 'none',
+    papers: null,
+    jobs: 2,
+    suite: 'trixie',
+    mirror: undefined,
+    dir: process.env.RCB_IMAGE_CHECK_DIR || '/var/tmp/rcb-image-check',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`image:check: ${flag} needs a value`);
+      return v;
+    };
+    if (flag === '--sandbox') {
+      const v = value();
+      if (!(SANDBOXES as readonly string[]).includes(v)) throw new Error(`image:check: --sandbox must be one of ${SANDBOXES.join(', ')}; got ${v}`);
+      opts.sandbox = v as Sandbox;
+    } else if (flag === '--papers') opts.papers = value().split(',').filter(Boolean);
+    else if (flag === '--jobs') opts.jobs = Number(value());
+    else if (flag === '--suite') opts.suite = value();
+    else if (flag === '--mirror') opts.mirror = value();
+    else throw new Error(`image:check: unknown flag ${flag}`);
+  }
+  if (!Number.isInteger(opts.jobs) || opts.jobs < 1) throw new Error('image:check: --jobs must be a positive integer');
+  return opts;
+}
+
+const t0 = Date.now();
+function say(message: string): void {
+  process.stderr.write(`[image:check ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${message}\n`);
+}
+
+/** Runs a command to its end; its output goes to ours; throws naming it when it fails. */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, opts: { quiet?: boolean } = {}): string {
+  const r = spawnSync(cmd, args, { env, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', opts.quiet ? 'pipe' : 'inherit'] });
+  if (r.error) throw new Error(`image:check: ${cmd} could not start: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`image:check: ${cmd} ${args.slice(0, 3).join(' ')} ... exited ${r.status}${opts.quiet ? `: ${r.stderr.trim().split('\n').slice(-5).join(' | ')}` : ''}`);
+  return r.stdout;
+}
+
+/** Spawned asynchronously: the local DynamoDB and S3 live in this process and must keep answering. */
+function runAsync(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.length > 256_000) stderr = stderr.slice(-128_000);
+    });
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function preflight(): void {
+  const missing = ['podman', 'mmdebstrap', 'runc'].filter((cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0);
+  if (missing.length > 0) {
+    throw new Error(`image:check: ${missing.join(', ')} not found; install them with: apt-get install -y podman buildah mmdebstrap uidmap runc`);
+  }
+  if (process.getuid?.() !== 0) throw new Error('image:check: run it as root (mmdebstrap and podman here run rootful)');
+}
+
+/** Podman's environment: its configuration and storage under the check's directory only. */
+function podmanEnv(dir: string): NodeJS.ProcessEnv {
+  mkdirSync(join(dir, 'storage'), { recursive: true });
+  mkdirSync(join(dir, 'run'), { recursive: true });
+  const nofile = Number(spawnSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).stdout.trim()) || 1024;
+  writeFileSync(join(dir, 'containers.conf'), containersConf({ nofileHardLimit: nofile }));
+  writeFileSync(join(dir, 'storage.conf'), storageConf({ graphRoot: join(dir, 'storage'), runRoot: join(dir, 'run') }));
+  return { ...process.env, CONTAINERS_CONF: join(dir, 'containers.conf'), CONTAINERS_STORAGE_CONF: join(dir, 'storage.conf') };
+}
+
+function machineMirror(): string {
+  const files = ['/etc/apt/sources.list', ...(existsSync('/etc/apt/sources.list.d') ? readdirSync('/etc/apt/sources.list.d').map((f) => join('/etc/apt/sources.list.d', f)) : [])];
+  for (const file of files) {
+    if (!existsSync(file)) continue;
+    const mirror = debianMirror(readFileSync(file, 'utf8'));
+    if (mirror) return mirror;
+  }
+  throw new Error('image:check: no Debian mirror in /etc/apt/sources.list(.d); pass --mirror URL');
+}
+
+function ensureBase(opts: Options, env: NodeJS.ProcessEnv): string {
+  const base = `localhost/rcb-check-base:${opts.suite}`;
+  if (spawnSync('podman', ['image', 'exists', base], { env }).status === 0) {
+    say(`base image ${base} already built`);
+    return base;
+  }
+  const mirror = opts.mirror ?? machineMirror();
+  const tar = join(opts.dir, `rootfs-${opts.suite}.tar`);
+  say(`mmdebstrap ${opts.suite} from ${mirror}: ${BASE_PACKAGES.join(' ')}`);
+  run('mmdebstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, opts.suite, tar, mirror], env, { quiet: true });
+  say(`podman import ${tar}`);
+  run('podman', ['import', tar, base], env, { quiet: true });
+  rmSync(tar, { force: true });
+  return base;
+}
+
+interface Synth {
+  context: string;
+  dockerfile: string;
+  container: SynthContainerDefinition;
+}
+
+/** The stack as `cdk synth` makes it (cdk.json's context), bundling aside: the image asset's context and the task definition. */
+function synthesize(dir: string): Synth {
+  const root = packageRoot();
+  const cdkJson = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+  const outdir = join(dir, 'cdk.out');
+  rmSync(outdir, { recursive: true, force: true });
+  const app = new App({ outdir, context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } });
+  const stack = new RcbStack(app, 'RcbImageCheck', { analyticsReporting: false });
+  const assembly = app.synth();
+  const manifest = JSON.parse(readFileSync(join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8')) as {
+    dockerImages: Record<string, { source: { directory: string; dockerFile?: string; dockerBuildArgs?: Record<string, string> } }>;
+  };
+  const images = Object.values(manifest.dockerImages);
+  if (images.length !== 1) throw new Error(`image:check: expected one image asset, found ${images.length}`);
+  const template = JSON.parse(readFileSync(join(assembly.directory, stack.templateFile), 'utf8')) as {
+    Resources: Record<string, { Type: string; Properties: { ContainerDefinitions?: Array<SynthContainerDefinition & { Name: string }> } }>;
+  };
+  const tasks = Object.values(template.Resources).filter((r) => r.Type === 'AWS::ECS::TaskDefinition');
+  const container = tasks.flatMap((t) => t.Properties.ContainerDefinitions ?? []).find((c) => c.Name === EVALUATOR_CONTAINER_NAME);
+  if (!container) throw new Error(`image:check: no ${EVALUATOR_CONTAINER_NAME} container in the synthesized template`);
+  return { context: join(assembly.directory, images[0].source.directory), dockerfile: images[0].source.dockerFile ?? 'Dockerfile', container };
+}
+
+function buildImage(synth: Synth, base: string, env: NodeJS.ProcessEnv): void {
+  // The npm packages come from this machine's npm cache, mounted as an overlay (the build's
+  // writes to it are thrown away), so the build needs no network at all.
+  const npmCache = spawnSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).stdout.trim();
+  if (!npmCache || !existsSync(join(npmCache, '_cacache'))) throw new Error(`image:check: no npm cache at ${npmCache || '(npm config get cache)'}; run npm ci once`);
+  const args = [
+    'build',
+    '--pull=never',
+    '--network=none',
+    `--volume=${npmCache}:/npm-cache:O`,
+    '--build-arg=NPM_CONFIG_CACHE=/npm-cache',
+    '--build-arg=NPM_CONFIG_OFFLINE=true',
+    `--file=${join(synth.context, synth.dockerfile)}`,
+    `--build-arg=NODE_BUILD_IMAGE=${base}`,
+    `--build-arg=PYTHON_IMAGE=${base}`,
+    '--build-arg=PYTHON_LAYER=debian',
+    `--tag=${IMAGE}`,
+    synth.context,
+  ];
+  run('podman', args, env);
+}
+
+/** A task queue that keeps what PlanRun sends, for this process to answer. */
+class KeptQueue implements TaskQueue {
+  readonly sent: QueuedGeneration[] = [];
+  async send(messages: QueuedGeneration[]): Promise<void> {
+    this.sent.push(...messages);
+  }
+}
+
+type Judgement = Pick<Verdict, 'officialPass' | 'strictPass' | 'failureClass'>;
+const judgement = (v: Verdict): Judgement => ({ officialPass: v.officialPass, strictPass: v.strictPass, failureClass: v.failureClass });
+
+/** The same run locally (`rcb run`, bubblewrap on this host), verdicts by task id. */
+function localVerdicts(papers: string[], scratch: string): Map<string, Judgement> {
+  const out = join(scratch, 'local-run');
+  const r = spawnSync(
+    process.execPath,
+    ['-r', require.resolve('tsx/cjs'), join(packageRoot(), 'bin', 'rcb.ts'), 'run', '--model', 'oracle', '--model', 'empty', '--papers', papers.join(','), '--out', out],
+    { encoding: 'utf8', cwd: packageRoot(), maxBuffer: 64 * 1024 * 1024 },
+  );
+  if (r.status !== 0) throw new Error(`image:check: the local reference run failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join(' | ')}`);
+  const db = new Database(join(out, 'rcb.sqlite'), { readonly: true });
+  const rows = db.prepare('SELECT task_id, record FROM verdicts').all() as Array<{ task_id: string; record: string }>;
+  db.close();
+  return new Map(rows.map((row) => [row.task_id, judgement(JSON.parse(row.record) as Verdict)]));
+}
+
+async function main(): Promise<number> {
+  const opts = parseArgs(process.argv.slice(2));
+  preflight();
+  mkdirSync(opts.dir, { recursive: true });
+  const env = podmanEnv(opts.dir);
+  const seccompPath = join(opts.dir, 'seccomp-no-userns.json');
+  const podmanDefault = JSON.parse(readFileSync('/usr/share/containers/seccomp.json', 'utf8'));
+  writeFileSync(seccompPath, JSON.stringify(userNamespaceRefusingProfile(podmanDefault), null, 1));
+
+  const base = ensureBase(opts, env);
+  const tBase = Date.now();
+  say('synthesizing the stack');
+  const synth = synthesize(opts.dir);
+  say(`podman build ${synth.context} (PYTHON_LAYER=debian)`);
+  buildImage(synth, base, env);
+  const tBuilt = Date.now();
+  const size = Number(run('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE], env, { quiet: true }).trim());
+  say(`image ${IMAGE}: ${(size / 1e6).toFixed(0)} MB (built in ${((tBuilt - tBase) / 1000).toFixed(1)}s)`);
+
+  const scratch = mkdtempSync(join(tmpdir(), 'rcb-image-check-'));
+  chmodSync(scratch, 0o755);
+  const aws = await startLocalAws({ scratchDir: join(scratch, 'aws') });
+  try {
+    const resolved = { RCB_TABLE: aws.storage.table, RCB_BUCKET: aws.storage.bucket, AWS_REGION: aws.storage.region };
+    const runArgs = (extraEnv: Record<string, string>, command?: string[]) =>
+      shardRunArgs({ image: IMAGE, container: synth.container, resolved, extraEnv, seccompProfilePath: seccompPath, command });
+
+    // The constraints, as a process inside sees them.
+    const probe = await runAsync('podman', runArgs({}, ['sh', '-c', PROBE]), env);
+    const facts = Object.fromEntries(probe.stdout.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+    say(`inside: uid=${facts.uid} caps=${capabilityNames(facts.capeff ?? '0').join(',')} rootfs=${facts.rootfs} scratch=${facts.scratch}`);
+    say(`inside: unshare --user: ${facts.unshare}; bwrap --unshare-user: ${facts.bwrap}; python=${facts.python}`);
+    if (probe.code !== 0) throw new Error(`image:check: the probe container exited ${probe.code}: ${probe.stderr.trim()}`);
+
+    // A run planned and answered as PlanRun and the generator would, on the local servers.
+    const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
+    const pset = loadPset(join(packageRoot(), 'examples', 'pset-mini'), opts.papers ? { papers: opts.papers } : {});
+    const papers = pset.papers.map((p) => p.meta.id);
+    const templatePath = resourcePath('prompt-template.txt');
+    const template = loadTemplate(templatePath);
+    const spec: RunSpec = {
+      psetDigest: pset.digest,
+      psetRoot: await uploadPsetBundle(storage.blobs, pset),
+      models: [{ id: 'oracle', params: {} }, { id: 'empty', params: {} }],
+      samples: 1,
+      withPaper: true,
+      papers: opts.papers ? papers : null,
+      promptTemplateDigest: template.digest,
+      timeoutSec: 60,
+      budgetUsd: null,
+    };
+    await uploadPromptTemplate(storage.blobs, readFileSync(templatePath, 'utf8'));
+    const runId = computeRunId(spec);
+    const queue = new KeptQueue();
+    await planCloudRun({ ...storage, queue }, { runId, spec, models: { oracle: { config: {} }, empty: { config: {} } } });
+    const ctx = await loadRunContext(storage, runId);
+    const clients = new Map<string, ModelClient>([['oracle', new OracleModel(ctx.pset)], ['empty', new EmptyModel()]]);
+    for (const { message } of queue.sent) await generateTask({ store: storage.store, clients }, ctx, message);
+    say(`run ${runId}: ${queue.sent.length} tasks answered; evaluating ${papers.length} shard(s) in the image with RCB_SANDBOX=${opts.sandbox}`);
+
+    const shardTimes: number[] = [];
+    for (const paper of papers) {
+      const started = Date.now();
+      const r = await runAsync(
+        'podman',
+        runArgs({ ...aws.childEnv(), RCB_RUN_ID: runId, RCB_SHARD: paper, RCB_JOBS: String(opts.jobs), RCB_SANDBOX: opts.sandbox }),
+        env,
+      );
+      shardTimes.push((Date.now() - started) / 1000);
+      const last = r.stderr.trim().split('\n').slice(-2).join(' | ');
+      say(`shard ${paper}: exit ${r.code} in ${shardTimes.at(-1)!.toFixed(1)}s: ${last}`);
+      if (r.code !== 0) throw new Error(`image:check: shard ${paper} failed in the container (exit ${r.code})`);
+    }
+
+    const cloud = new Map((await storage.store.listVerdicts(runId)).map((v) => [v.taskId, judgement(v)]));
+    say('local reference run (rcb run, same papers and models)');
+    const local = localVerdicts(papers, scratch);
+    const differing = [...new Set([...cloud.keys(), ...local.keys()])].filter((id) => JSON.stringify(cloud.get(id)) !== JSON.stringify(local.get(id)));
+    const passed = [...cloud.values()].filter((v) => v.strictPass).length;
+    const wall = (Date.now() - t0) / 1000;
+    process.stdout.write(
+      [
+        `image: ${IMAGE}, ${(size / 1e6).toFixed(0)} MB; build ${((tBuilt - tBase) / 1000).toFixed(1)}s`,
+        `container: uid ${facts.uid}, capabilities ${capabilityNames(facts.capeff ?? '0').join(' ')}, root ${facts.rootfs}, /scratch ${facts.scratch}, user namespaces: ${facts.unshare}`,
+        `sandbox: RCB_SANDBOX=${opts.sandbox}; shards ${papers.length} (${shardTimes.map((s) => s.toFixed(1) + 's').join(', ')})`,
+        `verdicts: ${cloud.size} in the container's run (${passed} strict passes), ${local.size} locally, ${differing.length} differing`,
+        `wall time: ${wall.toFixed(1)}s`,
+        '',
+      ].join('\n'),
+    );
+    if (differing.length > 0 || cloud.size !== queue.sent.length) {
+      for (const id of differing.slice(0, 10)) process.stderr.write(`  ${id}: container ${JSON.stringify(cloud.get(id))} local ${JSON.stringify(local.get(id))}\n`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await aws.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** What the probe container prints, one `key=value` a line. */
+const PROBE = [
+  'echo uid=$(id -u)',
+  "echo capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)",
+  'if touch /probe 2>/dev/null; then echo rootfs=writable; else echo rootfs=read-only; fi',
+  'if touch /scratch/probe 2>/dev/null; then echo scratch=writable; else echo scratch=not-writable; fi',
+  'echo unshare=$(unshare --user true 2>&1 | head -1 || true)',
+  'echo bwrap=$(bwrap --unshare-user --ro-bind / / true 2>&1 | head -1 || true)',
+  'echo python=$RCB_PYTHON $($RCB_PYTHON -c "import numpy, torch; print(\'numpy\', numpy.__version__, \'torch\', torch.__version__)" 2>&1 | tail -1)',
+].join('; ');
+
+if (require.main === module) {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,183 @@
+/**
+ * The evaluation task role is narrowed to what a shard does, and dynalite and s3rver do not
+ * enforce IAM: so a shard is evaluated here by the container's own main() on recorded
+ * clients, and every DynamoDB and S3 call it made must be allowed by a statement of the
+ * synthesized task role (action, table or index, leading key; object key or listed prefix)
+ * and by the gateway endpoint policies. A new call the role does not cover fails here, not
+ * on the first deployed run.
+ */
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main } from '../../container/entry';
+import { startLocalAws, type LocalAws } from '../../adapters/emulate/local-aws';
+import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { loadPset } from '../../core/pset/read-pset';
+import { loadTemplate } from '../../core/prompt/template';
+import { resourcePath } from '../../core/util/package-root';
+import { runId as computeRunId } from '../../core/ids';
+import type { RunSpec } from '../../core/store';
+import type { ModelClient } from '../../core/model';
+import { uploadPromptTemplate, uploadPsetBundle } from '../../core/cloud/pset-bundle';
+import { planCloudRun } from '../../core/cloud/plan-cloud-run';
+import { generateTask } from '../../core/cloud/generate-task';
+import { loadRunContext } from '../../core/cloud/run-context';
+import { EmptyModel, OracleModel } from '../../adapters/models/offline';
+import { EXAMPLE, ListQueue } from '../cloud/cloud-fixture';
+import { actionsOf, buildStack, flatten, logicalIdStartingWith, resourcesOfType, roleStatements, type Statement } from './helpers';
+
+/** One AWS call, as IAM sees it. */
+interface Call {
+  action: string;
+  /** DynamoDB: the partition keys touched; S3: the object key, or the listed prefix. */
+  keys: string[];
+  index?: string;
+}
+
+const DYNAMO_ACTIONS: Record<string, string> = {
+  GetCommand: 'GetItem', GetItemCommand: 'GetItem', PutCommand: 'PutItem', PutItemCommand: 'PutItem',
+  UpdateCommand: 'UpdateItem', UpdateItemCommand: 'UpdateItem', DeleteCommand: 'DeleteItem', DeleteItemCommand: 'DeleteItem',
+  QueryCommand: 'Query', BatchGetCommand: 'BatchGetItem', BatchGetItemCommand: 'BatchGetItem',
+  BatchWriteCommand: 'BatchWriteItem', BatchWriteItemCommand: 'BatchWriteItem', ScanCommand: 'Scan',
+};
+const S3_ACTIONS: Record<string, string> = {
+  GetObjectCommand: 'GetObject', HeadObjectCommand: 'GetObject', PutObjectCommand: 'PutObject',
+  ListObjectsV2Command: 'ListBucket', ListObjectsCommand: 'ListBucket',
+};
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : ((v as { S?: string })?.S ?? JSON.stringify(v)));
+
+function dynamoCall(command: string, input: any): Call {
+  const action = `dynamodb:${DYNAMO_ACTIONS[command] ?? command}`;
+  if (input.Key) return { action, keys: [str(input.Key.pk)] };
+  if (input.Item) return { action, keys: [str(input.Item.pk)] };
+  if (input.RequestItems) {
+    const requests = Object.values(input.RequestItems as Record<string, { Keys?: any[] } | any[]>);
+    const keys = requests.flatMap((r) => (Array.isArray(r) ? r.map((w) => w.PutRequest?.Item ?? w.DeleteRequest?.Key) : (r.Keys ?? [])));
+    return { action, keys: keys.map((k) => str(k.pk)) };
+  }
+  // A Query names its partition key value in the expression's values.
+  const pkName = Object.entries(input.ExpressionAttributeNames ?? {}).find(([, v]) => v === 'pk' || v === 'gsi1pk')?.[0];
+  const pkValue = pkName ? new RegExp(`${pkName}\\s*=\\s*(:\\w+)`).exec(input.KeyConditionExpression ?? '')?.[1] : undefined;
+  return { action, keys: [str(pkValue ? input.ExpressionAttributeValues?.[pkValue] : undefined)], index: input.IndexName };
+}
+
+function s3Call(command: string, input: any): Call {
+  const action = `s3:${S3_ACTIONS[command] ?? command}`;
+  return { action, keys: [action === 's3:ListBucket' ? (input.Prefix ?? '') : input.Key] };
+}
+
+/** Records every command a client sends (its input before marshalling). */
+function record(client: { middlewareStack: any }, into: Call[], toCall: (command: string, input: any) => Call): void {
+  client.middlewareStack.add(
+    (next: (args: any) => Promise<any>, context: { commandName: string }) => async (args: { input: any }) => {
+      into.push(toCall(context.commandName, args.input));
+      return next(args);
+    },
+    { step: 'initialize', name: 'rcbRecordCalls' },
+  );
+}
+
+const glob = (pattern: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+
+/** Is the call allowed by one of the statements, table and bucket named by their template ARNs? */
+function allowed(call: Call, statements: Statement[], tableArn: string, bucketArn: string): boolean {
+  return statements.some((s) => {
+    if (s.Effect !== 'Allow' || !actionsOf(s).includes(call.action)) return false;
+    const resources = flatten(s.Resource).split(',');
+    if (call.action.startsWith('dynamodb:')) {
+      const wanted = call.index ? `${tableArn}/index/${call.index}` : tableArn;
+      if (!resources.includes(wanted)) return false;
+      const leading = (s.Condition as any)?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] as string[] | undefined;
+      return !leading || call.keys.every((k) => leading.some((p) => glob(p).test(k)));
+    }
+    if (call.action === 's3:ListBucket') {
+      if (!resources.includes(bucketArn)) return false;
+      const prefixes = (s.Condition as any)?.StringLike?.['s3:prefix'] as string[] | undefined;
+      return !prefixes || call.keys.every((k) => prefixes.some((p) => glob(p).test(k)));
+    }
+    return call.keys.every((k) => resources.some((r) => glob(r).test(`${bucketArn}/${k}`)));
+  });
+}
+
+let aws: LocalAws;
+const calls: Call[] = [];
+let exit: number;
+
+beforeAll(async () => {
+  // Prepare: a run planned and answered on the local servers, as PlanRun and the generator leave it.
+  const scratchRoot = mkdtempSync(join(tmpdir(), 'rcb-task-role-'));
+  chmodSync(scratchRoot, 0o755);
+  aws = await startLocalAws({ scratchDir: join(scratchRoot, 'functions') });
+  const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
+  const pset = loadPset(EXAMPLE, { papers: ['grouprms'] });
+  const template = loadTemplate(resourcePath('prompt-template.txt'));
+  const spec: RunSpec = {
+    psetDigest: pset.digest,
+    psetRoot: await uploadPsetBundle(storage.blobs, pset),
+    models: [{ id: 'oracle', params: {} }, { id: 'empty', params: {} }],
+    samples: 1,
+    withPaper: true,
+    papers: ['grouprms'],
+    promptTemplateDigest: template.digest,
+    timeoutSec: 60,
+    budgetUsd: null,
+  };
+  await uploadPromptTemplate(storage.blobs, readFileSync(resourcePath('prompt-template.txt'), 'utf8'));
+  const runId = computeRunId(spec);
+  const queue = new ListQueue();
+  await planCloudRun({ ...storage, queue }, { runId, spec, models: { oracle: { config: {} }, empty: { config: {} } } });
+  const ctx = await loadRunContext(storage, runId);
+  const clients = new Map<string, ModelClient>([['oracle', new OracleModel(ctx.pset)], ['empty', new EmptyModel()]]);
+  for (const { message } of queue.sent) await generateTask({ store: storage.store, clients }, ctx, message);
+
+  // Act: the container's main() on recorded clients.
+  record(aws.doc, calls, dynamoCall);
+  record(aws.s3, calls, s3Call);
+  const scratch = mkdtempSync(join(scratchRoot, 'task-'));
+  chmodSync(scratch, 0o755);
+  const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+  try {
+    exit = await main(
+      { ...aws.childEnv(), RCB_RUN_ID: runId, RCB_SHARD: 'grouprms', RCB_SCRATCH: scratch, RCB_PYTHON: '/usr/bin/python3', RCB_JOBS: '2' },
+      { doc: aws.doc, s3: aws.s3 },
+    );
+  } finally {
+    stderr.mockRestore();
+    rmSync(scratchRoot, { recursive: true, force: true });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await aws?.close();
+});
+
+describe('the evaluation task role', () => {
+  const { template } = buildStack();
+  const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'EvaluationTaskRole');
+  const tableArn = `\${${logicalIdStartingWith(template, 'AWS::DynamoDB::Table', 'StorageRuns')}.Arn}`;
+  const bucketArn = `\${${logicalIdStartingWith(template, 'AWS::S3::Bucket', 'StorageArtifacts')}.Arn}`;
+
+  it('allows every DynamoDB and S3 call a shard makes', () => {
+    expect(exit).toBe(0);
+    const actions = new Set(calls.map((c) => c.action));
+    // What a shard does, so that a recording that missed a client cannot pass for coverage.
+    expect([...actions].sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 's3:GetObject', 's3:PutObject']);
+    const statements = roleStatements(template, role);
+    expect(calls.filter((c) => !allowed(c, statements, tableArn, bucketArn))).toEqual([]);
+  });
+
+  it('and so do the gateway endpoint policies the calls go through', () => {
+    const gateways = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter((e) => e.Properties?.VpcEndpointType === 'Gateway');
+    const statements = gateways.flatMap((e) => e.Properties?.PolicyDocument.Statement as Statement[]);
+    expect(calls.filter((c) => !allowed(c, statements, tableArn, bucketArn))).toEqual([]);
+  });
+
+  it('would refuse what a shard never needs: another run\'s index listing, a claim delete, an object outside evaluation/', () => {
+    const statements = roleStatements(template, role);
+    expect(allowed({ action: 'dynamodb:Query', keys: ['RUNS'], index: 'gsi1' }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 'dynamodb:DeleteItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 'dynamodb:PutItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 's3:PutObject', keys: ['runs/r/reports/leaderboard.txt'] }, statements, tableArn, bucketArn)).toBe(false);
+  });
+});
