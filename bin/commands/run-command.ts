@@ -12,6 +12,8 @@ import { defaultPython, openRunDir, parsePositiveInt, runIdIn, UsageError, write
 import { resolveRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateRun, formatEstimates } from './model-commands';
+import { formatErrorSummary, summarizeErrors } from '../../core/run/error-summary';
+import { MAX_ANSWER_ATTEMPTS } from '../../core/run/generate';
 
 export interface RunOptions extends RunSpecFlags {
   jobs?: string;
@@ -100,6 +102,8 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     writeFileSync(join(dir, 'leaderboard.txt'), text);
     writeFileSync(join(dir, 'overall_stats.json'), official.text);
     process.stdout.write('\n' + text);
+    const answers = await store.getCompletions(result.tasks.map((t) => t.taskId));
+    process.stderr.write(formatErrorSummary(summarizeErrors(answers.values(), MAX_ANSWER_ATTEMPTS)));
     const g = result.generation;
     process.stdout.write(
       `\nrun ${result.run.status} in ${seconds}s: ${g.called} model call(s), ${g.reused} answer(s) reused, ${result.evaluated} test(s) run` +

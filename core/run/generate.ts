@@ -38,6 +38,8 @@ export interface GenerateInput {
   tasks: TaskRecord[];
   /** Calls in flight at once across models (each client may throttle further). */
   concurrency: number;
+  /** Answers each reopened task had before (reopenFailedAnswers), recorded on its new answer. */
+  priorAttempts?: Map<string, number>;
   /** Called with each task whose completion is stored (new or found). */
   onCompletion?: (task: TaskRecord, c: CompletionRecord) => void;
   signal?: AbortSignal;
@@ -63,6 +65,36 @@ export type TaskGeneration =
   | { outcome: 'budget_exhausted' }
   | { outcome: 'aborted' };
 
+/**
+ * Answers a task may get in all when the earlier ones were errors: the first, and one on
+ * each of two resumed runs. An error that a retry cannot cure (a refused prompt) is then
+ * kept rather than paid for again and again.
+ */
+export const MAX_ANSWER_ATTEMPTS = 3;
+
+/**
+ * Reopen the tasks whose stored answer is an error and that have had fewer than
+ * `maxAttempts` answers, so that this (resumed) run asks their models again. Returns, per
+ * reopened task, the number of answers it had. Must run before the run's verdicts are
+ * listed: reopening drops the task's verdict too. A store without `reopenTask` reopens
+ * nothing.
+ */
+export async function reopenFailedAnswers(
+  store: RunStore,
+  runId: string,
+  tasks: TaskRecord[],
+  maxAttempts: number = MAX_ANSWER_ATTEMPTS,
+): Promise<Map<string, number>> {
+  const reopened = new Map<string, number>();
+  if (!store.reopenTask) return reopened;
+  const existing = await store.getCompletions(tasks.map((t) => t.taskId));
+  for (const [taskId, c] of existing) {
+    const answers = c.attempt ?? 1;
+    if (c.error && answers < maxAttempts && (await store.reopenTask(runId, taskId))) reopened.set(taskId, answers);
+  }
+  return reopened;
+}
+
 export interface GenerateOneInput {
   runId: string;
   /** The task's paper, as read from the pset. */
@@ -70,6 +102,8 @@ export interface GenerateOneInput {
   template: PromptTemplate;
   withPaper: boolean;
   task: TaskRecord;
+  /** Answers the task had before this one (errors, reopened). @default 0 */
+  priorAttempts?: number;
   signal?: AbortSignal;
 }
 
@@ -145,6 +179,7 @@ export async function generateOne(
     ...(assumedUsd ? { assumedCostUsd: assumedUsd } : {}),
     latencyMs: Date.now() - started,
     createdAt: now().toISOString(),
+    ...(input.priorAttempts ? { attempt: input.priorAttempts + 1 } : {}),
   };
   // Settle before storing, so spend is never under-counted if the store write fails.
   if (cost) await deps.store.settleBudget(input.runId, reserved, record.costUsd);
@@ -188,21 +223,44 @@ export async function generate(deps: GenerateDeps, input: GenerateInput): Promis
     return release;
   };
 
+  // A reservation that does not fit while other calls hold theirs may fit once they settle
+  // (most calls cost far less than their worst case): the budget is spent only when it
+  // does not fit with nothing of ours in flight.
+  let active = 0;
+  let settled: Array<() => void> = [];
+  const nextSettle = () => new Promise<void>((resolve) => settled.push(resolve));
+  const onSettle = () => {
+    const waiting = settled;
+    settled = [];
+    waiting.forEach((wake) => wake());
+  };
+
   let next = 0;
   const worker = async () => {
     while (next < todo.length && !input.signal?.aborted) {
       const task = todo[next++];
       const paper = papers.get(task.paper);
       if (!paper) throw new Error(`task ${task.taskId} names paper "${task.paper}", which is not in the pset`);
-      const releaseGroup = await warmPrefix(task);
-      const done = await generateOne(deps, { runId: input.runId, paper, template: input.template, withPaper: input.withPaper, task, signal: input.signal }).finally(
-        () => releaseGroup?.(),
-      );
+      let done: TaskGeneration;
+      for (;;) {
+        const releaseGroup = await warmPrefix(task);
+        active++;
+        done = await generateOne(deps, { runId: input.runId, paper, template: input.template, withPaper: input.withPaper, task, priorAttempts: input.priorAttempts?.get(task.taskId), signal: input.signal }).finally(
+          () => {
+            active--;
+            releaseGroup?.();
+            onSettle();
+          },
+        );
+        if (done.outcome !== 'budget_exhausted' || active === 0 || result.budgetExhausted || input.signal?.aborted) break;
+        await nextSettle();
+      }
       if (done.outcome === 'aborted') break;
       if (done.outcome === 'budget_exhausted') {
         // Nothing more may start; calls already in flight finish and settle.
         result.budgetExhausted = true;
         next = todo.length;
+        onSettle();
         break;
       }
       if (done.outcome === 'reused') {

@@ -11,7 +11,7 @@ import type { CompletionCache, CompletionRecord, ModelInfo, RunRecord, RunSpec, 
 import type { PromptTemplate } from '../prompt/template';
 import { openRun, planTasks } from './plan';
 import type { CostModel, GenerateResult } from './generate';
-import { generate } from './generate';
+import { generate, MAX_ANSWER_ATTEMPTS, reopenFailedAnswers } from './generate';
 import { evaluate } from './evaluate';
 import type { Progress } from './progress';
 import { silentProgress } from './progress';
@@ -41,6 +41,11 @@ export interface RunBenchmarkInput {
    * the run alone (local); never in the cloud, where other workers may be in flight.
    */
   clearStaleReservations: boolean;
+  /**
+   * Answers a task may get in all when the earlier ones were errors; a resumed run asks
+   * again for those below it. 1 keeps every error answer. @default MAX_ANSWER_ATTEMPTS
+   */
+  maxAnswerAttempts?: number;
   signal?: AbortSignal;
 }
 
@@ -63,6 +68,8 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const tasks = planTasks(input.pset, input.spec);
   await store.putTasks(runId, tasks);
   await store.setRunStatus(runId, 'generating');
+  // Before the verdicts are listed: reopening a task drops its generation_error verdict.
+  const priorAttempts = await reopenFailedAnswers(store, runId, tasks, input.maxAnswerAttempts ?? MAX_ANSWER_ATTEMPTS);
 
   const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId));
   progress.start('evaluate', tasks.length);
@@ -103,6 +110,7 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
         withPaper: input.spec.withPaper,
         tasks,
         concurrency: input.generationConcurrency,
+        priorAttempts,
         signal: input.signal,
         onCompletion: (task, completion) => {
           if (judged.has(task.taskId)) return;
