@@ -15,6 +15,7 @@ import { createRunModelClient, keyEnvFor, type RunClientOptions } from './create
 import { answerParams } from './provider-common';
 import type { ModelEntry } from './registry';
 import { promptTokensUpperBound } from './tokens';
+import { providerModule } from './providers';
 
 /** Budget pricing of an entry: worst case before the call, billed amount after. */
 export function costModelFor(entry: ModelEntry): CostModel {
@@ -59,7 +60,7 @@ export class HostedModels {
   entry(id: string, overrides: HostedOverrides = {}): ModelEntry | undefined {
     const entry = this.byId.get(id);
     if (!entry) return undefined;
-    const refusesTemperature = entry.provider === 'openai-responses' || (entry.params.thinking_budget ?? 0) > 0;
+    const refusesTemperature = providerModule(entry.provider).refusesTemperature(entry) || (entry.params.thinking_budget ?? 0) > 0;
     if (overrides.temperature === undefined || refusesTemperature) return entry;
     return { ...entry, params: { ...entry.params, temperature: overrides.temperature } };
   }

@@ -11,8 +11,9 @@ import { z } from 'zod';
 import type { CacheMode, ModelPrices } from '../../core/cost';
 import { resourcePath } from '../../core/util/package-root';
 
-export const PROVIDERS = ['openai', 'openai-responses', 'anthropic', 'gemini', 'bedrock', 'openai-compatible'] as const;
-export type Provider = (typeof PROVIDERS)[number];
+import { PROVIDERS, providerModule, type Provider } from './providers';
+
+export { PROVIDERS, type Provider };
 
 const price = z.number().nonnegative().finite();
 const isoDay = z
@@ -202,22 +203,10 @@ export function formatModelList(entries: ModelEntry[]): string {
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
-/** How an entry's shared prefix is cached, for `rcb estimate`. */
+/** How an entry's shared prefix is cached, for `rcb estimate`: the entry's settings over its provider's. */
 export function cachePlanFor(entry: ModelEntry): { mode: CacheMode; minTokens: number } {
-  const defaults: Record<Provider, number> = {
-    openai: 1024,
-    'openai-responses': 1024,
-    anthropic: 1024,
-    gemini: 4096, // implicit caching: 4096 on Gemini 3, 2048 on 2.5
-    bedrock: 1024,
-    'openai-compatible': 1024,
-  };
-  const minTokens = entry.cache_min_tokens ?? defaults[entry.provider];
-  let mode: CacheMode;
-  if (entry.provider === 'anthropic') mode = entry.prompt_cache === false ? 'none' : 'explicit';
-  else if (entry.provider === 'bedrock') mode = entry.prompt_cache ? 'explicit' : 'none';
-  else mode = entry.prices.cached_input < entry.prices.input ? 'automatic' : 'none';
-  return { mode, minTokens };
+  const provider = providerModule(entry.provider);
+  return { mode: provider.cacheMode(entry), minTokens: entry.cache_min_tokens ?? provider.cacheMinTokens };
 }
 
 function readEntries(file: string): Array<{ raw: Record<string, unknown>; index: number }> {

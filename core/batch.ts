@@ -1,0 +1,44 @@
+/**
+ * The BatchClient port: a provider's batch API (OpenAI Batch, Anthropic Message Batches,
+ * Gemini batch mode, Bedrock model invocation jobs). Requests are submitted together, the
+ * provider answers within its window (24 hours) at about half the interactive price, and
+ * the results are fetched once the batch has ended. Providers live in adapters/models/.
+ */
+import type { ModelErrorKind, ModelResponse, Prompt } from './model';
+
+/** One request of a batch, named by the task it answers. */
+export interface BatchRequest {
+  /** The task id: how each result is matched to its task. */
+  customId: string;
+  prompt: Prompt;
+}
+
+/** Where a submitted batch is. `ended` covers every terminal state (completed, expired, cancelled, failed). */
+export interface BatchStatus {
+  state: 'pending' | 'ended';
+  /** The provider's own status word, for logs and `rcb sweep status`. */
+  providerState: string;
+}
+
+/** What became of one request of an ended batch. */
+export type BatchItemResult =
+  | { customId: string; outcome: 'succeeded'; response: ModelResponse }
+  /** The provider answered the request with an error; `billed` when it says the request was charged. */
+  | { customId: string; outcome: 'errored'; error: { kind: ModelErrorKind; message: string } }
+  /** Never processed: the batch expired or was cancelled before the request's turn. Not billed. */
+  | { customId: string; outcome: 'expired' | 'cancelled' };
+
+export interface BatchClient {
+  /** The rcb model id, as on the interactive client. */
+  readonly id: string;
+  /** Submit requests as one batch; resolves with the provider's batch id once it is accepted. */
+  submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string>;
+  poll(batchId: string, signal?: AbortSignal): Promise<BatchStatus>;
+  /**
+   * Results of an ended batch, one per request that the provider reports on; a request it
+   * does not report on is treated as expired by the caller.
+   */
+  results(batchId: string, signal?: AbortSignal): Promise<BatchItemResult[]>;
+  /** Ask the provider to stop the batch; requests already answered are still billed and returned by results(). */
+  cancel(batchId: string, signal?: AbortSignal): Promise<void>;
+}
