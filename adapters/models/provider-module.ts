@@ -28,6 +28,11 @@ export interface ProviderModule {
   cacheMode(entry: ModelEntry): CacheMode;
   /** Whether the API refuses a sampling temperature for this entry (a run's --temperature is then not applied). */
   refusesTemperature(entry: ModelEntry): boolean;
+  /**
+   * Hours within which the provider's batch API promises to process a batch (its
+   * completion window); undefined for a provider without one.
+   */
+  readonly batchWindowHours?: number;
   /** The interactive client; `key` is set whenever keyEnv (or the entry's api_key_env) names a variable. */
   createClient(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): ModelClient;
   /** The batch client, for providers with a batch API. */

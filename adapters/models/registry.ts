@@ -25,11 +25,17 @@ const priceTier = z
   .object({ input: price, cached_input: price, output: price, cache_write: price.optional() })
   .strict();
 
+const longContextTier = priceTier.extend({ threshold_tokens: z.number().int().positive() }).strict();
+
+/** Batch prices are dated and sourced on their own: providers change them apart from the interactive ones. */
+const batchPricesSchema = priceTier.extend({ as_of: isoDay, source: z.string().min(1), long_context: longContextTier.optional() }).strict();
+
 const pricesSchema = priceTier
   .extend({
     as_of: isoDay,
     source: z.string().optional(),
-    long_context: priceTier.extend({ threshold_tokens: z.number().int().positive() }).strict().optional(),
+    long_context: longContextTier.optional(),
+    batch: batchPricesSchema.optional(),
   })
   .strict();
 
@@ -181,7 +187,7 @@ export function findModel(entries: ModelEntry[], id: string): ModelEntry {
 
 /** The `rcb models` listing: one row per model, prices in USD per 1M tokens. */
 export function formatModelList(entries: ModelEntry[]): string {
-  const header = ['ID', 'PROVIDER', 'MODEL', 'IN $/M', 'CACHED $/M', 'OUT $/M', 'CUTOFF', 'CONTEXT', 'PRICES AS OF'];
+  const header = ['ID', 'PROVIDER', 'MODEL', 'IN $/M', 'CACHED $/M', 'OUT $/M', 'CUTOFF', 'CONTEXT', 'PRICES AS OF', 'BATCH IN/OUT $/M'];
   const rows = entries.map((e) => [
     e.id,
     e.provider,
@@ -192,6 +198,7 @@ export function formatModelList(entries: ModelEntry[]): string {
     e.knowledge_cutoff,
     contextSize(e.context_window),
     e.prices.as_of,
+    supportsBatch(e) ? `${money(e.prices.batch!.input)}/${money(e.prices.batch!.output)} (${e.prices.batch!.as_of})` : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const numeric = new Set([3, 4, 5, 7]);
@@ -201,6 +208,11 @@ export function formatModelList(entries: ModelEntry[]): string {
       .join('  ')
       .trimEnd();
   return [line(header), ...rows.map(line)].join('\n') + '\n';
+}
+
+/** Whether the entry can go through its provider's batch API: the provider has one and the entry has batch prices. */
+export function supportsBatch(entry: ModelEntry): boolean {
+  return !!entry.prices.batch && providerModule(entry.provider).batchWindowHours !== undefined;
 }
 
 /** How an entry's shared prefix is cached, for `rcb estimate`: the entry's settings over its provider's. */

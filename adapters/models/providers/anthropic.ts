@@ -102,6 +102,7 @@ export const anthropicProvider: ProviderModule = {
   keyEnv: 'ANTHROPIC_API_KEY',
   lane: 'anthropic',
   cacheMinTokens: 1024,
+  batchWindowHours: 24,
   tokenizer: () => 'approx',
   cacheMode: (entry) => (entry.prompt_cache === false ? 'none' : 'explicit'),
   refusesTemperature: () => false,

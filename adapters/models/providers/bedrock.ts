@@ -155,6 +155,7 @@ export const bedrockProvider: ProviderModule = {
   keyEnv: undefined,
   lane: 'bedrock',
   cacheMinTokens: 1024,
+  batchWindowHours: 24,
   tokenizer: () => 'approx',
   cacheMode: (entry) => (entry.prompt_cache ? 'explicit' : 'none'),
   refusesTemperature: () => false,

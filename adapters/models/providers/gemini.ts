@@ -147,6 +147,7 @@ export const geminiProvider: ProviderModule = {
   keyEnv: 'GEMINI_API_KEY',
   lane: 'google',
   cacheMinTokens: 4096,
+  batchWindowHours: 24,
   tokenizer: () => 'approx',
   cacheMode: automaticCache,
   refusesTemperature: () => false,

@@ -93,6 +93,7 @@ export const openaiResponsesProvider: ProviderModule = {
   keyEnv: 'OPENAI_API_KEY',
   lane: 'openai',
   cacheMinTokens: 1024,
+  batchWindowHours: 24,
   tokenizer: (entry) => openaiTokenizer(entry.model),
   cacheMode: automaticCache,
   refusesTemperature: () => true,

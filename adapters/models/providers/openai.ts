@@ -101,6 +101,7 @@ export const openaiProvider: ProviderModule = {
   keyEnv: 'OPENAI_API_KEY',
   lane: 'openai',
   cacheMinTokens: 1024,
+  batchWindowHours: 24,
   tokenizer: (entry) => openaiTokenizer(entry.model),
   cacheMode: automaticCache,
   refusesTemperature: () => false,
