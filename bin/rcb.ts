@@ -113,6 +113,52 @@ async function main(argv: string[]): Promise<number> {
       code = await importOfficialCommand(file, o);
     });
 
+  const sweep = program.command('sweep').description('many models under one budget, from a sweep file (YAML): plan, run, status, report');
+  sweep
+    .command('plan')
+    .description('per model and in total: calls, tokens, expected and worst-case cost interactive and batch, and the time batch mode may take')
+    .argument('<file>', 'sweep file')
+    .action((file) => {
+      const { sweepPlanCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      code = sweepPlanCommand(file);
+    });
+  sweep
+    .command('run')
+    .description('run the sweep; the same command again resumes it')
+    .argument('<file>', 'sweep file')
+    .option('--emulate', 'through the emulated cloud (local DynamoDB and S3, the synthesized state machine)')
+    .option('--cloud', 'in the deployed stack (see rcb cloud run)')
+    .option('--jobs <n>', 'tests run at once (default: one per core)')
+    .option('--python <path>', 'Python interpreter for the tests')
+    .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
+    .option('--executor <kind>', 'warm or cold', 'warm')
+    .option('--stack-name <name>', 'stack of --cloud', 'Rcb')
+    .option('--region <region>', 'AWS region of --cloud')
+    .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (cold executor only)'))
+    .action(async (file, o) => {
+      const { sweepRunCommand } = require('./commands/sweep-run-command') as typeof import('./commands/sweep-run-command');
+      code = await sweepRunCommand(file, o);
+    });
+  sweep
+    .command('status')
+    .description('each run of the sweep: status, spend, and per model answered, errors, judged, spend against its budget')
+    .argument('<file>', 'sweep file')
+    .action(async (file) => {
+      const { sweepStatusCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      code = await sweepStatusCommand(file);
+    });
+  sweep
+    .command('report')
+    .description('scores of the sweep\'s runs, in any format of rcb report')
+    .argument('<file>', 'sweep file')
+    .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
+    .option('--judge <judge>', 'strict or official (default: strict)')
+    .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .action(async (file, o) => {
+      const { sweepReportCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      code = await sweepReportCommand(file, o);
+    });
+
   // Loaded at registration, but the module defers its AWS SDK and emulator imports to its actions.
   const { registerCloudCommands } = require('./commands/cloud-commands') as typeof import('./commands/cloud-commands');
   registerCloudCommands(program, (c) => {

@@ -29,7 +29,7 @@ export function modelsCommand(opts: { modelsFile?: string }): number {
 }
 
 /** One prompt group per paper: the shared prefix and each task x sample's own suffix. */
-function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number): PromptGroup[] {
+export function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number): PromptGroup[] {
   return pset.papers.map((paper) => {
     let prefix = '';
     const suffixes: string[] = [];

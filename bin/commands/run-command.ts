@@ -9,7 +9,7 @@ import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor } from '../../adapters/local/executor';
 import { defaultPython, openRunDir, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
-import { resolveRun, type RunSpecFlags } from './resolve-run';
+import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateRun, formatEstimates } from './model-commands';
 import { formatErrorSummary, summarizeErrors } from '../../core/run/error-summary';
@@ -33,7 +33,26 @@ function openCompletionCache(): SqliteCompletionCache {
 }
 
 export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
-  const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolveRun(opts, hosted);
+  return runLocally(resolveRun(opts, hosted), opts, hosted, {});
+}
+
+/** What a sweep adds to a local run. */
+export interface LocalRunExtras {
+  /** Budgets of single models, USD, within the run's total. */
+  modelBudgets?: Record<string, number>;
+  /** Estimates are printed by the caller (a sweep plan prints its own). */
+  quietEstimate?: boolean;
+}
+
+/** Run a resolved run spec on this machine: the body of `rcb run`, shared with `rcb sweep run`. */
+export async function runLocally(
+  resolved: ResolvedRun,
+  opts: Omit<RunOptions, keyof RunSpecFlags>,
+  hosted: HostedModels,
+  extras: LocalRunExtras,
+): Promise<number> {
+  const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolved;
+  const withPaper = spec.withPaper;
   const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
   if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
   const paid = models.costs.size > 0;
@@ -48,7 +67,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     if (missing.length) throw new UsageError(`missing API keys: ${missing.join('; ')}`);
     // The summary before every paid run: what it will cost, before the first call.
     const ids = [...models.costs.keys()];
-    process.stderr.write(formatEstimates(estimateRun(hosted, ids, pset, template, opts.paper, samples, temperature), budgetUsd));
+    if (!extras.quietEstimate) process.stderr.write(formatEstimates(estimateRun(hosted, ids, pset, template, withPaper, samples, temperature), budgetUsd));
     if (budgetUsd === null) process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
   }
 
@@ -93,6 +112,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
         generationConcurrency,
         evaluationBatch: jobs * 4,
         clearStaleReservations: true,
+        modelBudgets: extras.modelBudgets,
         signal: abort.signal,
       },
     );

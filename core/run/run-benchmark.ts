@@ -15,6 +15,7 @@ import { generate, MAX_ANSWER_ATTEMPTS, reopenFailedAnswers } from './generate';
 import { evaluate } from './evaluate';
 import type { Progress } from './progress';
 import { silentProgress } from './progress';
+import { budgetAccountId, openBudgetAccounts } from './budget';
 
 export interface RunBenchmarkDeps {
   store: RunStore;
@@ -46,6 +47,8 @@ export interface RunBenchmarkInput {
    * again for those below it. 1 keeps every error answer. @default MAX_ANSWER_ATTEMPTS
    */
   maxAnswerAttempts?: number;
+  /** Budgets of single models (a sweep's), USD, within the run's total (spec.budgetUsd). */
+  modelBudgets?: Record<string, number>;
   signal?: AbortSignal;
 }
 
@@ -63,7 +66,11 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const { store } = deps;
   const { runId } = input;
   await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
-  if (input.clearStaleReservations) await store.clearReservations(runId);
+  const cappedModels = await openBudgetAccounts(store, runId, input.spec, input.modelBudgets ?? {}, now);
+  if (input.clearStaleReservations) {
+    await store.clearReservations(runId);
+    for (const model of cappedModels) await store.clearReservations(budgetAccountId(runId, model));
+  }
 
   const tasks = planTasks(input.pset, input.spec);
   await store.putTasks(runId, tasks);
@@ -102,7 +109,7 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   let generation: GenerateResult;
   try {
     generation = await generate(
-      { store, clients: deps.clients, costs: deps.costs, cache: deps.cache, progress, now },
+      { store, clients: deps.clients, costs: deps.costs, cache: deps.cache, progress, now, cappedModels },
       {
         runId,
         pset: input.pset,
