@@ -42,3 +42,42 @@ export interface BatchClient {
   /** Ask the provider to stop the batch; requests already answered are still billed and returned by results(). */
   cancel(batchId: string, signal?: AbortSignal): Promise<void>;
 }
+
+/** Where one of rcb's batches is, as the ledger keeps it. */
+export type BatchRecordState =
+  /** Recorded before the submit call, so that a crash during it is known. */
+  | 'submitting'
+  /** Accepted by the provider: its requests may still be answered and billed. */
+  | 'pending'
+  /** Ended and its results ingested: its budget is settled. */
+  | 'ingested'
+  /** The submit call failed: no batch exists, nothing was reserved for it any more. */
+  | 'not_submitted';
+
+/** One batch rcb submitted, kept in the run's store so that a restarted rcb polls it instead of paying twice. */
+export interface BatchRecord {
+  /** rcb's own key of the batch, unique in the run. */
+  batchKey: string;
+  runId: string;
+  model: string;
+  /** The provider's batch id; null until the provider accepted the batch. */
+  providerBatchId: string | null;
+  /** The tasks whose requests it holds (the requests' custom ids). */
+  taskIds: string[];
+  /** Budget held for it: the worst case of every request at the batch price, USD. */
+  reservedUsd: number;
+  state: BatchRecordState;
+  /** The provider's own status word when last polled. */
+  providerState?: string;
+  submittedAt: string;
+  endedAt?: string;
+  /** Set when rcb asked the provider to cancel the batch. */
+  cancelRequested?: boolean;
+}
+
+/** The BatchLedger port: the run's batches, written at each change of state. */
+export interface BatchLedger {
+  /** Insert or replace the record with this batchKey. */
+  putBatch(b: BatchRecord): Promise<void>;
+  listBatches(runId: string): Promise<BatchRecord[]>;
+}

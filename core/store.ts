@@ -97,6 +97,8 @@ export interface CompletionRecord {
    * answers were errors and a resumed run asked again (see reopenFailedAnswers).
    */
   attempt?: number;
+  /** The provider's batch that answered it, when it came through a batch API. */
+  batchId?: string;
   latencyMs: number;
   createdAt: string;
 }

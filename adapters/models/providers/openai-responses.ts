@@ -5,6 +5,7 @@ import type { BilledUsage } from '../../../core/cost';
 import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
 import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
+import { OpenAIBatchClient } from './openai-batch';
 import { automaticCache, openaiTokenizer, type ProviderModule } from '../provider-module';
 
 const PROVIDER = 'openai-responses';
@@ -98,4 +99,5 @@ export const openaiResponsesProvider: ProviderModule = {
   cacheMode: automaticCache,
   refusesTemperature: () => true,
   createClient: (entry, key, opts) => new OpenAIResponsesClient(entry, key as string, opts),
+  createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),
 };

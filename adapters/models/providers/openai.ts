@@ -8,6 +8,7 @@ import type { BilledUsage } from '../../../core/cost';
 import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
 import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
+import { OpenAIBatchClient } from './openai-batch';
 import { automaticCache, openaiTokenizer, type ProviderModule } from '../provider-module';
 
 export class OpenAIChatClient extends ProviderClient {
@@ -106,4 +107,5 @@ export const openaiProvider: ProviderModule = {
   cacheMode: automaticCache,
   refusesTemperature: () => false,
   createClient: (entry, key, opts) => new OpenAIChatClient(entry, key as string, opts),
+  createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),
 };

@@ -1,0 +1,155 @@
+/**
+ * Local servers in each provider's batch wire format, over one FakeBatchBackend: OpenAI's
+ * Files + Batch API (and Chat Completions, to compare with interactive runs), Anthropic's
+ * Message Batches (results as JSONL at results_url), Gemini's batchGenerateContent
+ * operations, and Bedrock's model invocation jobs (control plane here; input and output
+ * JSONL in S3, served by s3rver).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { FAKE_USAGE, FakeBatchBackend, type FakeBatch, type ItemResult } from './fake-batch-backend';
+
+export interface FakeServer {
+  url: string;
+  backend: FakeBatchBackend;
+  /** Requests received, as `METHOD path`. */
+  log: string[];
+  close(): Promise<void>;
+}
+
+type Handler = (req: { method: string; path: string; query: URLSearchParams; body: Buffer; headers: http.IncomingHttpHeaders }) => Promise<Reply> | Reply;
+interface Reply {
+  status?: number;
+  json?: unknown;
+  text?: string;
+  contentType?: string;
+}
+
+async function serve(backend: FakeBatchBackend, handle: Handler): Promise<FakeServer> {
+  const log: string[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      log.push(`${req.method} ${url.pathname}`);
+      let reply: Reply;
+      try {
+        reply = await handle({ method: req.method ?? '', path: url.pathname, query: url.searchParams, body: Buffer.concat(chunks), headers: req.headers });
+      } catch (e) {
+        reply = { status: 500, json: { error: { message: String(e) } } };
+      }
+      res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType ?? (reply.text !== undefined ? 'application/jsonl' : 'application/json') });
+      res.end(reply.text ?? JSON.stringify(reply.json ?? {}));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    backend,
+    log,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+const notFound: Reply = { status: 404, json: { error: { message: 'not found', type: 'not_found_error' } } };
+
+// ---------------------------------------------------------------- OpenAI
+
+/** The file part of a multipart/form-data body. */
+function multipartFile(body: Buffer, contentType: string | undefined): string {
+  const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(contentType ?? '');
+  const text = body.toString('utf8');
+  if (!boundary) return text;
+  const b = `--${boundary[1] ?? boundary[2]}`;
+  for (const part of text.split(b)) {
+    if (!/filename=/.test(part)) continue;
+    const start = part.indexOf('\r\n\r\n');
+    return part.slice(start + 4).replace(/\r\n$/, '');
+  }
+  return '';
+}
+
+export async function startFakeOpenAI(answer: (prompt: string) => string): Promise<FakeServer> {
+  const promptOf = (body: any): string => body.messages?.[0]?.content ?? body.input?.[0]?.content ?? '';
+  const backend = new FakeBatchBackend(answer, promptOf);
+  const files = new Map<string, string>();
+  let fileSeq = 0;
+  const batchObject = (b: FakeBatch) => {
+    const status = b.state === 'ended' ? b.endedAs : b.state === 'canceling' ? 'cancelling' : 'in_progress';
+    const out = b.results.filter((r) => r.kind === 'ok');
+    const err = b.results.filter((r) => r.kind !== 'ok');
+    let output_file_id: string | null = null;
+    let error_file_id: string | null = null;
+    if (b.state === 'ended') {
+      if (out.length) files.set((output_file_id = `file-out-${b.id}`), out.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
+      if (err.length) files.set((error_file_id = `file-err-${b.id}`), err.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
+    }
+    return { id: b.id, object: 'batch', endpoint: (b as any).endpoint, status, output_file_id, error_file_id, request_counts: { total: b.requests.length, completed: out.length, failed: err.length } };
+  };
+  return serve(backend, (req) => {
+    const auth = req.headers.authorization;
+    if (auth !== 'Bearer test-key') return { status: 401, json: { error: { message: 'bad key' } } };
+    if (req.method === 'POST' && req.path === '/v1/files') {
+      const id = `file-in-${++fileSeq}`;
+      files.set(id, multipartFile(req.body, req.headers['content-type']));
+      return { json: { id, object: 'file', purpose: 'batch' } };
+    }
+    if (req.method === 'POST' && req.path === '/v1/batches') {
+      const body = JSON.parse(req.body.toString());
+      const lines = (files.get(body.input_file_id) ?? '').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      if (body.completion_window !== '24h' || lines.some((l) => l.url !== body.endpoint || l.method !== 'POST')) return { status: 400, json: { error: { message: 'bad batch' } } };
+      const b = backend.create(lines.map((l) => ({ customId: l.custom_id, body: l.body })));
+      (b as any).endpoint = body.endpoint;
+      return { json: batchObject(b) };
+    }
+    let m = /^\/v1\/batches\/([^/]+)(\/cancel)?$/.exec(req.path);
+    if (m) {
+      const b = m[2] ? backend.cancel(m[1]) : backend.get(m[1]);
+      return b ? { json: batchObject(b) } : notFound;
+    }
+    m = /^\/v1\/files\/([^/]+)\/content$/.exec(req.path);
+    if (m) {
+      const text = files.get(m[1]);
+      return text === undefined ? notFound : { text };
+    }
+    if (req.method === 'POST' && req.path === '/v1/chat/completions') {
+      backend.interactiveCalls++;
+      const body = JSON.parse(req.body.toString());
+      return { json: chatBody(answer(promptOf(body))) };
+    }
+    return notFound;
+  });
+}
+
+function chatBody(text: string) {
+  return {
+    id: 'chatcmpl-fake',
+    object: 'chat.completion',
+    model: 'fake',
+    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: FAKE_USAGE.input, completion_tokens: FAKE_USAGE.output, total_tokens: FAKE_USAGE.input + FAKE_USAGE.output },
+  };
+}
+
+function openaiLine(r: ItemResult, endpoint: string) {
+  if (r.kind === 'ok') {
+    const body =
+      endpoint === '/v1/responses'
+        ? {
+            id: 'resp',
+            object: 'response',
+            status: 'completed',
+            output: [{ type: 'message', content: [{ type: 'output_text', text: r.text }] }],
+            usage: { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+          }
+        : chatBody(r.text);
+    return { id: `req-${r.customId}`, custom_id: r.customId, response: { status_code: 200, request_id: 'x', body }, error: null };
+  }
+  if (r.kind === 'error') return { id: `req-${r.customId}`, custom_id: r.customId, response: { status_code: r.status, request_id: 'x', body: { error: { message: r.message, type: 'server_error' } } }, error: null };
+  return { id: `req-${r.customId}`, custom_id: r.customId, response: null, error: { code: r.kind === 'expired' ? 'batch_expired' : 'batch_cancelled', message: `request ${r.kind}` } };
+}
