@@ -9,6 +9,7 @@ import type { BilledUsage } from '../../../core/cost';
 import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
 import { ProviderClient, splitPrompt, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
+import { AnthropicBatchClient } from './anthropic-batch';
 import type { ProviderModule } from '../provider-module';
 
 const PROVIDER = 'anthropic';
@@ -107,4 +108,5 @@ export const anthropicProvider: ProviderModule = {
   cacheMode: (entry) => (entry.prompt_cache === false ? 'none' : 'explicit'),
   refusesTemperature: () => false,
   createClient: (entry, key, opts) => new AnthropicClient(entry, key as string, opts),
+  createBatchClient: (entry, key, opts) => new AnthropicBatchClient(entry, key as string, opts),
 };

@@ -153,3 +153,62 @@ function openaiLine(r: ItemResult, endpoint: string) {
   if (r.kind === 'error') return { id: `req-${r.customId}`, custom_id: r.customId, response: { status_code: r.status, request_id: 'x', body: { error: { message: r.message, type: 'server_error' } } }, error: null };
   return { id: `req-${r.customId}`, custom_id: r.customId, response: null, error: { code: r.kind === 'expired' ? 'batch_expired' : 'batch_cancelled', message: `request ${r.kind}` } };
 }
+
+// ---------------------------------------------------------------- Anthropic
+
+export async function startFakeAnthropic(answer: (prompt: string) => string): Promise<FakeServer> {
+  // A prompt is the concatenation of its content blocks (prefix and task part).
+  const promptOf = (params: any): string => (params.messages?.[0]?.content ?? []).map((b: any) => b.text ?? '').join('');
+  const backend = new FakeBatchBackend(answer, promptOf);
+  let url = '';
+  const batchObject = (b: FakeBatch) => ({
+    id: b.id,
+    type: 'message_batch',
+    processing_status: b.state === 'ended' ? 'ended' : b.state === 'canceling' ? 'canceling' : 'in_progress',
+    request_counts: {
+      processing: b.state === 'ended' ? 0 : b.requests.length,
+      succeeded: b.results.filter((r) => r.kind === 'ok').length,
+      errored: b.results.filter((r) => r.kind === 'error').length,
+      canceled: b.results.filter((r) => r.kind === 'cancelled').length,
+      expired: b.results.filter((r) => r.kind === 'expired').length,
+    },
+    results_url: b.state === 'ended' ? `${url}/v1/messages/batches/${b.id}/results` : null,
+  });
+  const server = await serve(backend, (req) => {
+    if (req.headers['x-api-key'] !== 'test-key') return { status: 401, json: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } } };
+    if (req.method === 'POST' && req.path === '/v1/messages/batches') {
+      const body = JSON.parse(req.body.toString());
+      if (!Array.isArray(body.requests) || body.requests.some((r: any) => !/^[a-zA-Z0-9_-]{1,64}$/.test(r.custom_id) || !r.params?.max_tokens)) {
+        return { status: 400, json: { type: 'error', error: { type: 'invalid_request_error', message: 'bad requests' } } };
+      }
+      return { json: batchObject(backend.create(body.requests.map((r: any) => ({ customId: r.custom_id, body: r.params })))) };
+    }
+    const m = /^\/v1\/messages\/batches\/([^/]+)(\/cancel|\/results)?$/.exec(req.path);
+    if (!m) return notFound;
+    if (m[2] === '/results') {
+      const b = backend.batches.find((x) => x.id === m[1]);
+      if (!b || b.state !== 'ended') return notFound;
+      return { text: b.results.map((r) => JSON.stringify({ custom_id: r.customId, result: anthropicResult(r) })).join('\n') + '\n', contentType: 'application/binary' };
+    }
+    const b = m[2] === '/cancel' ? backend.cancel(m[1]) : backend.get(m[1]);
+    return b ? { json: batchObject(b) } : notFound;
+  });
+  url = server.url;
+  return server;
+}
+
+function anthropicResult(r: ItemResult) {
+  switch (r.kind) {
+    case 'ok':
+      return {
+        type: 'succeeded',
+        message: { id: 'msg', type: 'message', role: 'assistant', model: 'claude-fake', content: [{ type: 'text', text: r.text }], stop_reason: 'end_turn', usage: { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } },
+      };
+    case 'error':
+      return { type: 'errored', error: { type: 'error', error: { type: r.status >= 500 ? 'api_error' : 'invalid_request_error', message: r.message } } };
+    case 'expired':
+      return { type: 'expired' };
+    case 'cancelled':
+      return { type: 'canceled' };
+  }
+}
