@@ -60,6 +60,9 @@ async function main(argv: string[]): Promise<number> {
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (model-written code then runs with your user\'s rights)'))
+    .option('--batch', 'send every hosted model\'s tasks through its provider\'s batch API (about half price, answers within 24 h); rerun to collect pending batches')
+    .option('--batch-poll <seconds>', 'seconds between polls of pending batches (--batch)', '60')
+    .option('--cancel-batches', 'with --batch: cancel the run\'s pending batches, keep what they answered')
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
       const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');
@@ -132,6 +135,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--python <path>', 'Python interpreter for the tests')
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--executor <kind>', 'warm or cold', 'warm')
+    .option('--cancel-batches', 'cancel the sweep\'s pending batches and keep what they answered')
     .option('--stack-name <name>', 'stack of --cloud', 'Rcb')
     .option('--region <region>', 'AWS region of --cloud')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (cold executor only)'))

@@ -3,12 +3,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFolderName } from '../../core/ids';
-import { runBenchmark } from '../../core/run/run-benchmark';
+import { runBenchmark, type RunBenchmarkDeps } from '../../core/run/run-benchmark';
 import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor } from '../../adapters/local/executor';
-import { defaultPython, openRunDir, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
+import { defaultPython, openRunDir, parseNumber, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
+import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
+import type { BatchClient } from '../../core/batch';
+import type { CostModel } from '../../core/run/generate';
 import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import { estimateRun, formatEstimates } from './model-commands';
@@ -23,6 +26,10 @@ export interface RunOptions extends RunSpecFlags {
   concurrency: string;
   modelsFile?: string;
   executor: string;
+  /** Every hosted model through its provider's batch API. */
+  batch?: boolean;
+  batchPoll?: string;
+  cancelBatches?: boolean;
 }
 
 /** Paid answers are shared by every run on this machine: the same task is never bought twice. */
@@ -33,7 +40,17 @@ function openCompletionCache(): SqliteCompletionCache {
 }
 
 export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
-  return runLocally(resolveRun(opts, hosted), opts, hosted, {});
+  const resolved = resolveRun(opts, hosted);
+  if (opts.cancelBatches && !opts.batch) throw new UsageError('--cancel-batches goes with --batch (the same flags as the run whose batches to cancel)');
+  let batch: LocalRunExtras['batch'];
+  if (opts.batch) {
+    const models = [...resolved.models.costs.keys()];
+    const refused = models.filter((id) => !hosted.resolveBatch(id, { temperature: resolved.temperature }));
+    if (!models.length) throw new UsageError('--batch needs a registry model (offline models have no batch API)');
+    if (refused.length) throw new UsageError(`--batch: no batch API or no batch prices (prices.batch) for ${refused.join(', ')}; see \`rcb models\``);
+    batch = { models: new Set(models), pollSeconds: parseNumber('--batch-poll', opts.batchPoll ?? '60', 0), cancel: !!opts.cancelBatches };
+  }
+  return runLocally(resolved, opts, hosted, { batch });
 }
 
 /** What a sweep adds to a local run. */
@@ -42,6 +59,8 @@ export interface LocalRunExtras {
   modelBudgets?: Record<string, number>;
   /** Estimates are printed by the caller (a sweep plan prints its own). */
   quietEstimate?: boolean;
+  /** Models that go through their provider's batch API, and how. */
+  batch?: { models: Set<string>; pollSeconds: number; maxRounds?: number; retryInteractively?: boolean; cancel?: boolean };
 }
 
 /** Run a resolved run spec on this machine: the body of `rcb run`, shared with `rcb sweep run`. */
@@ -90,6 +109,27 @@ export async function runLocally(
   const { store, dir } = opened;
   writeRunId(dir, runId);
   const cache = paid ? openCompletionCache() : undefined;
+  const ledger = extras.batch ? new SqliteBatchLedger(join(dir, 'rcb.sqlite')) : undefined;
+  let batchDeps: RunBenchmarkDeps['batch'];
+  if (extras.batch && ledger) {
+    const batchClients = new Map<string, BatchClient>();
+    const batchCosts = new Map<string, CostModel>();
+    for (const id of extras.batch.models) {
+      const b = hosted.resolveBatch(id, { temperature })!;
+      batchClients.set(id, b.client);
+      batchCosts.set(id, b.cost);
+    }
+    batchDeps = {
+      ledger,
+      batchClients,
+      batchCosts,
+      onEvent: (e) => {
+        if (e.type === 'submitted') progress.note(`batch ${e.providerBatchId} of ${e.model} submitted: ${e.requests} request(s), $${e.reservedUsd.toFixed(4)} held at its worst case`);
+        else if (e.type === 'ingested') progress.note(`batch ${e.providerBatchId} of ${e.model} ended: ${e.succeeded} answered, ${e.failed} failed, ${e.reopened} open again; $${e.spentUsd.toFixed(4)} spent`);
+        else if (e.type === 'cancel_requested') progress.note(`batch ${e.providerBatchId} of ${e.model}: cancel requested`);
+      },
+    };
+  }
   const progress = new TerminalProgress();
   const abort = new AbortController();
   const onSignal = () => {
@@ -102,7 +142,7 @@ export async function runLocally(
   progress.note(`run ${runId} in ${dir}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${samples} sample(s), ${jobs} job(s)`);
   try {
     const result = await runBenchmark(
-      { store, clients: models.clients, executor, costs: models.costs, cache, progress },
+      { store, clients: models.clients, executor, costs: models.costs, cache, progress, batch: batchDeps },
       {
         runId,
         spec,
@@ -113,6 +153,13 @@ export async function runLocally(
         evaluationBatch: jobs * 4,
         clearStaleReservations: true,
         modelBudgets: extras.modelBudgets,
+        batch: extras.batch && {
+          models: extras.batch.models,
+          pollMs: extras.batch.pollSeconds * 1000,
+          maxRounds: extras.batch.maxRounds,
+          retryInteractively: extras.batch.retryInteractively,
+          cancel: extras.batch.cancel,
+        },
         signal: abort.signal,
       },
     );
@@ -130,6 +177,12 @@ export async function runLocally(
         (paid ? `, spend $${result.run.spentUsd.toFixed(4)}` : '') +
         `\nrun directory: ${dir}\n`,
     );
+    if (result.batch && result.batch.open && !result.batch.cancelled && result.run.status !== 'budget_exhausted') {
+      process.stderr.write(`${result.batch.open} task(s) wait on pending batches: run the same command again to collect them (or add --cancel-batches to cancel them)\n`);
+    }
+    if (result.generation.exhaustedModels?.length) {
+      process.stderr.write(`models whose own budget is spent: ${result.generation.exhaustedModels.join(', ')}\n`);
+    }
     if (result.run.status === 'budget_exhausted') {
       process.stderr.write('budget exhausted: run the same command with a higher --budget to finish the run\n');
       return 3;
@@ -141,5 +194,6 @@ export async function runLocally(
     await executor.close();
     await store.close();
     cache?.close();
+    ledger?.close();
   }
 }

@@ -18,6 +18,8 @@ export interface SweepRunOptions {
   unsafeNoSandbox?: boolean;
   stackName: string;
   region?: string;
+  /** Cancel the sweep's pending batches and keep what they answered. */
+  cancelBatches?: boolean;
 }
 
 export async function sweepRunCommand(file: string, opts: SweepRunOptions): Promise<number> {
@@ -28,8 +30,8 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
   process.stderr.write(planSweep(loaded).text);
   if (opts.emulate || opts.cloud) return cloudSweep(loaded, opts);
   const { runLocally } = require('./run-command') as typeof import('./run-command');
-  const batch = loaded.sweep.models.filter((m) => m.mode === 'batch');
-  if (batch.length) throw new UsageError(`${loaded.sweep.file}:${batch[0].line}: mode batch is not available yet; use mode interactive`);
+  const batchModels = new Set(loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name));
+  const settings = loaded.sweep.batch;
   const local: Omit<RunOptions, keyof import('./resolve-run').RunSpecFlags> = {
     jobs: opts.jobs,
     python: opts.python,
@@ -38,7 +40,13 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
     concurrency: opts.concurrency,
     executor: opts.executor,
   };
-  return runLocally(loaded.run, local, loaded.hosted, { modelBudgets: modelBudgetsOf(loaded.sweep), quietEstimate: true });
+  return runLocally(loaded.run, local, loaded.hosted, {
+    modelBudgets: modelBudgetsOf(loaded.sweep),
+    quietEstimate: true,
+    batch: batchModels.size
+      ? { models: batchModels, pollSeconds: settings.pollSeconds, maxRounds: settings.maxRounds, retryInteractively: settings.retryInteractively, cancel: opts.cancelBatches }
+      : undefined,
+  });
 }
 
 /**

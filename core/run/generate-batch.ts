@@ -112,7 +112,15 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   // Answers already stored (an earlier invocation) are handed on once.
   const stored = await deps.store.getCompletions(input.tasks.map((t) => t.taskId));
   for (const t of input.tasks) {
-    const c = stored.get(t.taskId);
+    let c = stored.get(t.taskId);
+    // An answer bought by another run (either mode: the task id is the same) is not bought again.
+    if (!c && !input.cancel) {
+      const cached = await deps.cache?.get(t.taskId);
+      if (cached) {
+        await deps.store.putCompletion(cached);
+        stored.set(t.taskId, (c = cached));
+      }
+    }
     if (c) {
       result.reused++;
       input.onCompletion?.(t, c);

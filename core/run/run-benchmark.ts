@@ -12,6 +12,7 @@ import type { PromptTemplate } from '../prompt/template';
 import { openRun, planTasks } from './plan';
 import type { CostModel, GenerateResult } from './generate';
 import { generate, MAX_ANSWER_ATTEMPTS, reopenFailedAnswers } from './generate';
+import { generateBatches, type BatchGenerateDeps, type BatchGenerateResult } from './generate-batch';
 import { evaluate } from './evaluate';
 import type { Progress } from './progress';
 import { silentProgress } from './progress';
@@ -25,6 +26,18 @@ export interface RunBenchmarkDeps {
   cache?: CompletionCache;
   progress?: Progress;
   now?: () => Date;
+  /** Batch clients, pricing and ledger of the batch-mode models (input.batch). */
+  batch?: Pick<BatchGenerateDeps, 'ledger' | 'batchClients' | 'batchCosts' | 'sleep' | 'onEvent'>;
+}
+
+/** Which models go through their provider's batch API, and how. */
+export interface RunBatchSettings {
+  models: ReadonlySet<string>;
+  pollMs: number;
+  maxRounds?: number;
+  retryInteractively?: boolean;
+  /** Cancel the pending batches and collect what they answered; submit nothing. */
+  cancel?: boolean;
 }
 
 export interface RunBenchmarkInput {
@@ -49,13 +62,18 @@ export interface RunBenchmarkInput {
   maxAnswerAttempts?: number;
   /** Budgets of single models (a sweep's), USD, within the run's total (spec.budgetUsd). */
   modelBudgets?: Record<string, number>;
+  /** Models whose tasks go through batch APIs; the others are asked interactively. */
+  batch?: RunBatchSettings;
   signal?: AbortSignal;
 }
 
 export interface RunBenchmarkResult {
   run: RunRecord;
   tasks: TaskRecord[];
+  /** Interactive and batch generation together (batch answers count as calls). */
   generation: GenerateResult;
+  /** What the batch lane did, when the run has batch-mode models. */
+  batch?: BatchGenerateResult;
   /** Tests run by this invocation. */
   evaluated: number;
 }
@@ -107,25 +125,58 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   })();
 
   let generation: GenerateResult;
+  let batch: BatchGenerateResult | undefined;
+  const onCompletion = (task: TaskRecord, completion: CompletionRecord) => {
+    if (judged.has(task.taskId)) return;
+    ready.push({ task, completion });
+    notify();
+  };
+  const batchModels = input.batch?.models ?? new Set<string>();
+  if (batchModels.size && !deps.batch) throw new Error('batch-mode models need batch clients (deps.batch)');
   try {
-    generation = await generate(
+    const interactive = generate(
       { store, clients: deps.clients, costs: deps.costs, cache: deps.cache, progress, now, cappedModels },
       {
         runId,
         pset: input.pset,
         template: input.template,
         withPaper: input.spec.withPaper,
-        tasks,
+        tasks: tasks.filter((t) => !batchModels.has(t.model)),
         concurrency: input.generationConcurrency,
         priorAttempts,
         signal: input.signal,
-        onCompletion: (task, completion) => {
-          if (judged.has(task.taskId)) return;
-          ready.push({ task, completion });
-          notify();
-        },
+        onCompletion,
       },
     );
+    const batched = batchModels.size
+      ? generateBatches(
+          { ...deps.batch!, store, interactive: { clients: deps.clients, costs: deps.costs }, cache: deps.cache, cappedModels, progress, now },
+          {
+            runId,
+            pset: input.pset,
+            template: input.template,
+            withPaper: input.spec.withPaper,
+            tasks: tasks.filter((t) => batchModels.has(t.model)),
+            pollMs: input.batch!.pollMs,
+            maxRounds: input.batch!.maxRounds,
+            retryInteractively: input.batch!.retryInteractively,
+            cancel: input.batch!.cancel,
+            reservationsCleared: input.clearStaleReservations,
+            onCompletion,
+            signal: input.signal,
+          },
+        )
+      : undefined;
+    [generation, batch] = await Promise.all([interactive, batched]);
+    if (batch) {
+      generation = {
+        called: generation.called + batch.answered + batch.failed,
+        reused: generation.reused + batch.reused,
+        failed: generation.failed + batch.failed,
+        budgetExhausted: generation.budgetExhausted || batch.budgetExhausted,
+        exhaustedModels: [...new Set([...(generation.exhaustedModels ?? []), ...batch.exhaustedModels])],
+      };
+    }
     await store.setRunStatus(runId, 'evaluating');
   } finally {
     generationDone = true;
@@ -136,7 +187,8 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   progress.end('evaluate');
 
   const complete = judged.size === tasks.length;
-  const status: RunStatus = complete ? 'succeeded' : generation.budgetExhausted ? 'budget_exhausted' : input.signal?.aborted ? 'cancelled' : 'failed';
+  const cancelled = input.signal?.aborted || !!input.batch?.cancel;
+  const status: RunStatus = complete ? 'succeeded' : generation.budgetExhausted ? 'budget_exhausted' : cancelled ? 'cancelled' : 'failed';
   await store.setRunStatus(runId, status, status === 'failed' ? `${tasks.length - judged.size} task(s) have no verdict` : undefined);
-  return { run: (await store.getRun(runId))!, tasks, generation, evaluated };
+  return { run: (await store.getRun(runId))!, tasks, generation, ...(batch ? { batch } : {}), evaluated };
 }

@@ -117,10 +117,11 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
       const text = files.get(m[1]);
       return text === undefined ? notFound : { text };
     }
-    if (req.method === 'POST' && req.path === '/v1/chat/completions') {
+    if (req.method === 'POST' && (req.path === '/v1/chat/completions' || req.path === '/v1/responses')) {
       backend.interactiveCalls++;
       const body = JSON.parse(req.body.toString());
-      return { json: chatBody(answer(promptOf(body))) };
+      const line = openaiLine({ customId: 'x', kind: 'ok', text: answer(promptOf(body)) }, req.path);
+      return { json: line.response!.body };
     }
     return notFound;
   });
@@ -182,6 +183,10 @@ export async function startFakeAnthropic(answer: (prompt: string) => string): Pr
         return { status: 400, json: { type: 'error', error: { type: 'invalid_request_error', message: 'bad requests' } } };
       }
       return { json: batchObject(backend.create(body.requests.map((r: any) => ({ customId: r.custom_id, body: r.params })))) };
+    }
+    if (req.method === 'POST' && req.path === '/v1/messages') {
+      backend.interactiveCalls++;
+      return { json: (anthropicResult({ customId: 'x', kind: 'ok', text: answer(promptOf(JSON.parse(req.body.toString()))) }) as { message: unknown }).message };
     }
     const m = /^\/v1\/messages\/batches\/([^/]+)(\/cancel|\/results)?$/.exec(req.path);
     if (!m) return notFound;
