@@ -28,9 +28,20 @@ export type BatchItemResult =
   /** Never processed: the batch expired or was cancelled before the request's turn. Not billed. */
   | { customId: string; outcome: 'expired' | 'cancelled' };
 
+/** What one batch may hold at most (and, for Bedrock, at least). */
+export interface BatchLimits {
+  maxRequests: number;
+  /** Sum of the prompts' characters, a stand-in for the request size the provider caps. */
+  maxPromptChars: number;
+  /** Fewer requests are not accepted as a batch (Bedrock); the rest go interactively or wait. @default 1 */
+  minRequests?: number;
+}
+
 export interface BatchClient {
   /** The rcb model id, as on the interactive client. */
   readonly id: string;
+  /** The provider's limits on one batch; absent: rcb's defaults. */
+  readonly limits?: BatchLimits;
   /** Submit requests as one batch; resolves with the provider's batch id once it is accepted. */
   submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string>;
   poll(batchId: string, signal?: AbortSignal): Promise<BatchStatus>;

@@ -105,6 +105,8 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   const byId = new Map(input.tasks.map((t) => [t.taskId, t]));
   const result: BatchGenerateResult = { answered: 0, failed: 0, reused: 0, budgetExhausted: false, exhaustedModels: [], submitted: 0, polls: 0, open: 0, cancelled: !!input.cancel };
   const exhausted = new Set<string>();
+  /** Models whose open requests are fewer than their provider's smallest batch. */
+  const stalled = new Set<string>();
   let runExhausted = false;
   const withoutClient = [...new Set(input.tasks.map((t) => t.model))].filter((m) => !deps.batchClients.has(m) || !deps.batchCosts.has(m));
   if (withoutClient.length) throw new Error(`no batch client or batch prices for ${withoutClient.join(', ')}`);
@@ -131,6 +133,8 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   // Batches left pending by an earlier rcb: if their reservations died with it (a local
   // runner drops stale reservations), they are held again before anything new is sent.
   const held = new Map<string, number>();
+  /** The model of each batch in `held`: the pending batches whose reservations are held. */
+  const heldModel = new Map<string, string>();
   for (const b of await deps.ledger.listBatches(input.runId)) {
     if (b.state !== 'pending' && b.state !== 'submitting') continue;
     if (b.state === 'submitting') {
@@ -139,6 +143,7 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
       await deps.ledger.putBatch({ ...b, state: 'not_submitted', endedAt: now().toISOString(), providerState: 'unknown: rcb stopped while submitting' });
       continue;
     }
+    heldModel.set(b.batchKey, b.model);
     if (!input.reservationsCleared) held.set(b.batchKey, b.reservedUsd);
     else held.set(b.batchKey, (await budget.reserve(b.model, b.reservedUsd)) === null ? b.reservedUsd : 0);
   }
@@ -194,11 +199,16 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
         const r = rounds.get(t.taskId) ?? 0;
         if (r > 0 && input.retryInteractively && deps.interactive) await askInteractively(t);
         else if (r >= maxRounds) await giveUp(t, `no answer after ${r} batch(es) (expired, cancelled or failed in each)`);
-        else if (!exhausted.has(t.model) && !runExhausted) toSubmit.push(t);
+        else if (!exhausted.has(t.model) && !stalled.has(t.model) && !runExhausted) toSubmit.push(t);
       }
       for (const [model, tasks] of groupBy(toSubmit, (t) => t.model)) {
-        for (let i = 0; i < tasks.length && !exhausted.has(model) && !runExhausted; i += maxRequests) {
-          await submit(model, tasks.slice(i, i + maxRequests), pending);
+        const limits = deps.batchClients.get(model)!.limits;
+        const perBatch = Math.min(maxRequests, limits?.maxRequests ?? Infinity);
+        let rest = tasks;
+        while (rest.length && !exhausted.has(model) && !stalled.has(model) && !runExhausted) {
+          const sent = await submit(model, rest.slice(0, perBatch), limits?.maxPromptChars ?? Infinity);
+          if (!sent) break;
+          rest = rest.slice(sent);
         }
       }
     }
@@ -207,7 +217,7 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
     if (!stillPending.length) {
       const left = input.tasks.filter((t) => !answered.has(t.taskId));
       // Done, or nothing more can be sent: a cancel, the budget, or tasks that fit nowhere.
-      if (!left.length || input.cancel || runExhausted || left.every((t) => exhausted.has(t.model))) break;
+      if (!left.length || input.cancel || runExhausted || left.every((t) => exhausted.has(t.model) || stalled.has(t.model))) break;
       continue;
     }
     for (const b of stillPending) {
@@ -234,19 +244,24 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   result.budgetExhausted = runExhausted || exhausted.size > 0;
   return result;
 
-  async function submit(model: string, tasks: TaskRecord[], pending: BatchRecord[]): Promise<void> {
+  /** Submit one batch of the first of `tasks` that fit (size, budget); resolves with how many went. */
+  async function submit(model: string, tasks: TaskRecord[], maxPromptChars: number): Promise<number> {
     const cost = deps.batchCosts.get(model)!;
     const requests: BatchRequest[] = [];
     let reservedUsd = 0;
+    let chars = 0;
     for (const t of tasks) {
       const paper = papers.get(t.paper);
       if (!paper) throw new Error(`task ${t.taskId} names paper "${t.paper}", which is not in the pset`);
       const prompt = buildPrompt(input.template, paper as Paper, findSnippet(paper, t.snippet, t.file), input.withPaper);
+      if (requests.length && chars + prompt.text.length > maxPromptChars) break;
+      chars += prompt.text.length;
       const worst = cost.worstCase(prompt);
       const refused = await budget.reserve(model, worst);
       if (refused) {
-        // What did not fit may fit once a pending batch settles below its worst case.
-        const waiting = pending.some((b) => (refused === 'run' ? true : b.model === model));
+        // What did not fit may fit once a pending batch (of any model for the run's cap, of
+        // this model for its own) settles below its worst case.
+        const waiting = [...heldModel.values()].some((m) => refused === 'run' || m === model);
         if (!waiting && !requests.length) {
           if (refused === 'run') runExhausted = true;
           else exhausted.add(model);
@@ -256,7 +271,15 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
       reservedUsd += worst;
       requests.push({ customId: t.taskId, prompt });
     }
-    if (!requests.length) return;
+    const min = deps.batchClients.get(model)!.limits?.minRequests ?? 1;
+    if (requests.length < min) {
+      await budget.settle(model, reservedUsd, 0);
+      if (requests.length && ![...heldModel.values()].includes(model)) {
+        progress.note(`${model}: ${requests.length} request(s) left, fewer than the ${min} a batch needs; they stay open (run them in mode interactive)`);
+        stalled.add(model);
+      }
+      return 0;
+    }
     const record: BatchRecord = {
       batchKey: `${model}#${++seq}`,
       runId: input.runId,
@@ -275,13 +298,15 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
       await budget.settle(model, reservedUsd, 0);
       await deps.ledger.putBatch({ ...record, state: 'not_submitted', endedAt: now().toISOString(), providerState: (e as Error).message });
       deps.onEvent?.({ type: 'submit_failed', model, error: (e as Error).message });
-      if (input.signal?.aborted) return;
+      if (input.signal?.aborted) return 0;
       throw e;
     }
     await deps.ledger.putBatch({ ...record, providerBatchId, state: 'pending' });
     held.set(record.batchKey, reservedUsd);
+    heldModel.set(record.batchKey, model);
     result.submitted++;
     deps.onEvent?.({ type: 'submitted', model, batchKey: record.batchKey, providerBatchId, requests: requests.length, reservedUsd });
+    return requests.length;
   }
 
   async function ingest(b: BatchRecord, client: BatchClient, providerState: string): Promise<void> {
@@ -331,6 +356,7 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
     // answers not yet stored (stored ones are skipped above), never loses the spend.
     await budget.settle(b.model, held.get(b.batchKey) ?? 0, spentUsd);
     held.delete(b.batchKey);
+    heldModel.delete(b.batchKey);
     await deps.ledger.putBatch({ ...b, state: 'ingested', providerState, endedAt: now().toISOString() });
     deps.onEvent?.({ type: 'ingested', model: b.model, providerBatchId: b.providerBatchId!, succeeded, reopened, failed, spentUsd });
   }

@@ -110,7 +110,7 @@ export function batchContract(f: BatchFixture): void {
           const c = answers.get(t.taskId)!;
           expect(c.text).toBe(answer(buildPrompt(template, paper, findSnippet(paper, t.snippet, t.file), true).text));
           expect(c.usage).toMatchObject({ inputTokens: FAKE_USAGE.input, outputTokens: FAKE_USAGE.output });
-          expect(c.batchId).toBe(server.backend.batches[0].id);
+          expect(server.backend.find(c.batchId!)).toBe(server.backend.batches[0]);
         }
         const run = (await s.store.getRun('r'))!;
         expect(run.spentUsd).toBeCloseTo(s.tasks.length * billedPerAnswer(), 9);

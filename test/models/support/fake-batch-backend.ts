@@ -60,8 +60,13 @@ export class FakeBatchBackend {
     return batch;
   }
 
+  /** A batch by its id, or by a provider's resource name ending in it (Gemini's `batches/<id>`, Bedrock's job ARN). */
+  find(id: string): FakeBatch | undefined {
+    return this.batches.find((x) => x.id === id || id.endsWith(`/${x.id}`));
+  }
+
   get(id: string): FakeBatch | undefined {
-    const b = this.batches.find((x) => x.id === id);
+    const b = this.find(id);
     if (!b) return undefined;
     b.polls++;
     const plan = (b as FakeBatch & { plan: BatchPlan }).plan;
@@ -71,7 +76,7 @@ export class FakeBatchBackend {
 
   /** End a held batch as its plan says. */
   release(id: string): void {
-    const b = this.batches.find((x) => x.id === id)!;
+    const b = this.find(id)!;
     const plan = (b as FakeBatch & { plan: BatchPlan }).plan;
     plan.hold = false;
     if (b.state === 'in_progress') this.finish(b, plan);
@@ -79,7 +84,7 @@ export class FakeBatchBackend {
 
   /** A cancel: the first half of the requests were answered before it, the rest are cancelled. */
   cancel(id: string): FakeBatch | undefined {
-    const b = this.batches.find((x) => x.id === id);
+    const b = this.find(id);
     if (!b || b.state === 'ended') return b;
     const half = Math.ceil(b.requests.length / 2);
     b.results = b.requests.map((r, i) => (i < half ? this.ok(r) : { customId: r.customId, kind: 'cancelled' as const }));

@@ -217,3 +217,42 @@ function anthropicResult(r: ItemResult) {
       return { type: 'canceled' };
   }
 }
+
+// ---------------------------------------------------------------- Gemini
+
+export async function startFakeGemini(answer: (prompt: string) => string): Promise<FakeServer> {
+  const promptOf = (request: any): string => (request.contents?.[0]?.parts ?? []).map((p: any) => p.text ?? '').join('');
+  const backend = new FakeBatchBackend(answer, promptOf);
+  const STATE: Record<string, string> = { completed: 'BATCH_STATE_SUCCEEDED', expired: 'BATCH_STATE_EXPIRED', cancelled: 'BATCH_STATE_CANCELLED' };
+  const operation = (b: FakeBatch) => {
+    const state = b.state === 'ended' ? STATE[b.endedAs!] : 'BATCH_STATE_RUNNING';
+    // Requests a batch did not process (expired, cancelled) have no inlined response.
+    const responses = b.results
+      .filter((r) => r.kind === 'ok' || r.kind === 'error')
+      .map((r) =>
+        r.kind === 'ok'
+          ? { response: { candidates: [{ content: { role: 'model', parts: [{ text: r.text }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: FAKE_USAGE.input, candidatesTokenCount: FAKE_USAGE.output }, modelVersion: 'gemini-fake' }, metadata: { key: r.customId } }
+          : { error: { code: r.status >= 500 ? 13 : 3, message: r.message }, metadata: { key: r.customId } },
+      );
+    return {
+      name: `batches/${b.id}`,
+      metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch', name: `batches/${b.id}`, state, ...(b.state === 'ended' ? { output: { inlinedResponses: { inlinedResponses: responses } } } : {}) },
+    };
+  };
+  return serve(backend, (req) => {
+    if (req.headers['x-goog-api-key'] !== 'test-key') return { status: 400, json: { error: { code: 400, message: 'API key not valid', status: 'INVALID_ARGUMENT', details: [{ reason: 'API_KEY_INVALID' }] } } };
+    let m = /^\/v1beta\/models\/([^/:]+):batchGenerateContent$/.exec(req.path);
+    if (m && req.method === 'POST') {
+      const body = JSON.parse(req.body.toString());
+      const requests = body.batch?.inputConfig?.requests?.requests;
+      if (!Array.isArray(requests) || requests.some((r: any) => !r.request?.contents || !r.metadata?.key)) return { status: 400, json: { error: { code: 400, message: 'bad batch' } } };
+      return { json: operation(backend.create(requests.map((r: any) => ({ customId: r.metadata.key, body: r.request })))) };
+    }
+    m = /^\/v1beta\/batches\/([^/:]+)(:cancel)?$/.exec(req.path);
+    if (m) {
+      const b = m[2] ? backend.cancel(m[1]) : backend.get(m[1]);
+      return b ? { json: m[2] ? {} : operation(b) } : { status: 404, json: { error: { code: 404, message: 'not found' } } };
+    }
+    return { status: 404, json: { error: { code: 404, message: 'not found' } } };
+  });
+}
