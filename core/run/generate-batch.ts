@@ -247,29 +247,40 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   /** Submit one batch of the first of `tasks` that fit (size, budget); resolves with how many went. */
   async function submit(model: string, tasks: TaskRecord[], maxPromptChars: number): Promise<number> {
     const cost = deps.batchCosts.get(model)!;
-    const requests: BatchRequest[] = [];
-    let reservedUsd = 0;
+    // The requests the batch may hold by size, each with its worst case at the batch price.
+    const candidates: Array<{ request: BatchRequest; worst: number }> = [];
     let chars = 0;
     for (const t of tasks) {
       const paper = papers.get(t.paper);
       if (!paper) throw new Error(`task ${t.taskId} names paper "${t.paper}", which is not in the pset`);
       const prompt = buildPrompt(input.template, paper as Paper, findSnippet(paper, t.snippet, t.file), input.withPaper);
-      if (requests.length && chars + prompt.text.length > maxPromptChars) break;
+      if (candidates.length && chars + prompt.text.length > maxPromptChars) break;
       chars += prompt.text.length;
-      const worst = cost.worstCase(prompt);
-      const refused = await budget.reserve(model, worst);
-      if (refused) {
-        // What did not fit may fit once a pending batch (of any model for the run's cap, of
-        // this model for its own) settles below its worst case.
-        const waiting = [...heldModel.values()].some((m) => refused === 'run' || m === model);
-        if (!waiting && !requests.length) {
-          if (refused === 'run') runExhausted = true;
-          else exhausted.add(model);
+      candidates.push({ request: { customId: t.taskId, prompt }, worst: cost.worstCase(prompt) });
+    }
+    // One reservation for the whole batch when it fits; else request by request, as many as fit.
+    const requests: BatchRequest[] = [];
+    let reservedUsd = 0;
+    const total = candidates.reduce((a, c) => a + c.worst, 0);
+    if (candidates.length > 1 && (await budget.reserve(model, total)) === null) {
+      requests.push(...candidates.map((c) => c.request));
+      reservedUsd = total;
+    } else {
+      for (const c of candidates) {
+        const refused = await budget.reserve(model, c.worst);
+        if (refused) {
+          // What did not fit may fit once a pending batch (of any model for the run's cap, of
+          // this model for its own) settles below its worst case.
+          const waiting = [...heldModel.values()].some((m) => refused === 'run' || m === model);
+          if (!waiting && !requests.length) {
+            if (refused === 'run') runExhausted = true;
+            else exhausted.add(model);
+          }
+          break;
         }
-        break;
+        reservedUsd += c.worst;
+        requests.push(c.request);
       }
-      reservedUsd += worst;
-      requests.push({ customId: t.taskId, prompt });
     }
     const min = deps.batchClients.get(model)!.limits?.minRequests ?? 1;
     if (requests.length < min) {

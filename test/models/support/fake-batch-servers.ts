@@ -241,6 +241,11 @@ export async function startFakeGemini(answer: (prompt: string) => string): Promi
   };
   return serve(backend, (req) => {
     if (req.headers['x-goog-api-key'] !== 'test-key') return { status: 400, json: { error: { code: 400, message: 'API key not valid', status: 'INVALID_ARGUMENT', details: [{ reason: 'API_KEY_INVALID' }] } } };
+    if (/^\/v1beta\/models\/([^/:]+):generateContent$/.test(req.path) && req.method === 'POST') {
+      backend.interactiveCalls++;
+      const text = answer(promptOf(JSON.parse(req.body.toString())));
+      return { json: { candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: FAKE_USAGE.input, candidatesTokenCount: FAKE_USAGE.output }, modelVersion: 'gemini-fake' } };
+    }
     let m = /^\/v1beta\/models\/([^/:]+):batchGenerateContent$/.exec(req.path);
     if (m && req.method === 'POST') {
       const body = JSON.parse(req.body.toString());
