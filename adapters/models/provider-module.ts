@@ -33,6 +33,8 @@ export interface ProviderModule {
    * completion window); undefined for a provider without one.
    */
   readonly batchWindowHours?: number;
+  /** What else the entry needs for batches (Bedrock: an S3 location and a role), or undefined when it has it. */
+  batchRequirement?(entry: ModelEntry): string | undefined;
   /** The interactive client; `key` is set whenever keyEnv (or the entry's api_key_env) names a variable. */
   createClient(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): ModelClient;
   /** The batch client, for providers with a batch API. */

@@ -72,6 +72,10 @@ const entrySchema = z
     api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
     /** AWS region (Bedrock). */
     region: z.string().optional(),
+    /** Bedrock batch inference: where its input and output JSONL go (s3://bucket/prefix). */
+    batch_s3_uri: z.string().regex(/^s3:\/\/[^/]+(\/.*)?$/, 'must be s3://bucket[/prefix]').optional(),
+    /** Bedrock batch inference: the service role Bedrock assumes to read and write batch_s3_uri. */
+    batch_role_arn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, 'must be an IAM role ARN').optional(),
     params: paramsSchema,
     prices: pricesSchema,
     knowledge_cutoff: z
@@ -115,6 +119,8 @@ export interface ModelEntry {
   /** Environment variable (or secret name) holding the API key; providers have defaults. */
   api_key_env?: string;
   region?: string;
+  batch_s3_uri?: string;
+  batch_role_arn?: string;
   params: ModelParams;
   prices: ModelPrices;
   /** `YYYY-MM`. */
@@ -212,7 +218,15 @@ export function formatModelList(entries: ModelEntry[]): string {
 
 /** Whether the entry can go through its provider's batch API: the provider has one and the entry has batch prices. */
 export function supportsBatch(entry: ModelEntry): boolean {
-  return !!entry.prices.batch && providerModule(entry.provider).batchWindowHours !== undefined;
+  return batchProblem(entry) === undefined;
+}
+
+/** Why the entry cannot go through a batch API, or undefined when it can. */
+export function batchProblem(entry: ModelEntry): string | undefined {
+  const provider = providerModule(entry.provider);
+  if (provider.batchWindowHours === undefined) return `provider ${entry.provider} has no batch API`;
+  if (!entry.prices.batch) return 'no batch prices (prices.batch) in the registry';
+  return provider.batchRequirement?.(entry);
 }
 
 /** How an entry's shared prefix is cached, for `rcb estimate`: the entry's settings over its provider's. */

@@ -14,6 +14,7 @@ import type { BatchClient } from '../../core/batch';
 import type { CostModel } from '../../core/run/generate';
 import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
+import { batchProblem } from '../../adapters/models/registry';
 import { estimateRun, formatEstimates } from './model-commands';
 import { formatErrorSummary, summarizeErrors } from '../../core/run/error-summary';
 import { MAX_ANSWER_ATTEMPTS } from '../../core/run/generate';
@@ -47,7 +48,9 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     const models = [...resolved.models.costs.keys()];
     const refused = models.filter((id) => !hosted.resolveBatch(id, { temperature: resolved.temperature }));
     if (!models.length) throw new UsageError('--batch needs a registry model (offline models have no batch API)');
-    if (refused.length) throw new UsageError(`--batch: no batch API or no batch prices (prices.batch) for ${refused.join(', ')}; see \`rcb models\``);
+    if (refused.length) {
+      throw new UsageError(`--batch: ${refused.map((id) => `${id}: ${batchProblem(hosted.entry(id)!) ?? 'cannot be batched'}`).join('; ')} (see \`rcb models\`)`);
+    }
     batch = { models: new Set(models), pollSeconds: parseNumber('--batch-poll', opts.batchPoll ?? '60', 0), cancel: !!opts.cancelBatches };
   }
   return runLocally(resolved, opts, hosted, { batch });

@@ -11,7 +11,7 @@ import { runFolderName } from '../../core/ids';
 import { buildReport } from '../../core/report/build-report';
 import { budgetAccountId } from '../../core/run/budget';
 import { HostedModels } from '../../adapters/models/hosted-models';
-import { findModel, parseModelEntry, RegistryError, supportsBatch, type ModelEntry } from '../../adapters/models/registry';
+import { batchProblem, findModel, parseModelEntry, RegistryError, type ModelEntry } from '../../adapters/models/registry';
 import { estimateModel, type ModelEstimate } from '../../adapters/models/estimate';
 import { providerModule } from '../../adapters/models/providers';
 import { envKeySource } from '../../core/keys';
@@ -65,9 +65,8 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
       problems.push(`${at(m)}: ${(e as RegistryError).message}`);
       continue;
     }
-    if (m.mode === 'batch' && !supportsBatch(entry)) {
-      problems.push(`${at(m)}: mode batch needs a provider with a batch API and batch prices in the registry (prices.batch); ${entry.id} has ${entry.prices.batch ? 'none from its provider' : 'no batch prices'}`);
-    }
+    const cannotBatch = m.mode === 'batch' ? batchProblem(entry) : undefined;
+    if (cannotBatch) problems.push(`${at(m)}: mode batch needs a provider with a batch API and batch prices in the registry: ${cannotBatch}`);
     entries.set(m.name, entry);
   }
   if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} problem(s) in the sweep file`);

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cachePlanFor, findModel, formatModelList, loadRegistry, PROVIDERS, RegistryError, supportsBatch } from '../../adapters/models/registry';
+import { cachePlanFor, findModel, formatModelList, loadRegistry, PROVIDERS, RegistryError, supportsBatch, batchProblem } from '../../adapters/models/registry';
 
 function userFile(text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'rcb-models-'));
@@ -102,11 +102,15 @@ describe('model registry', () => {
 
     expect(batched.length).toBeGreaterThanOrEqual(10);
     for (const e of batched) {
-      expect(supportsBatch(e)).toBe(true);
+      // Bedrock also needs the user's S3 location and service role.
+      expect(supportsBatch(e)).toBe(e.provider !== 'bedrock');
+      expect(supportsBatch({ ...e, batch_s3_uri: 's3://b/p', batch_role_arn: 'arn:aws:iam::123456789012:role/r' })).toBe(true);
       expect(e.prices.batch!.source).toMatch(/^https:\/\//);
       expect(e.prices.batch!.input).toBeLessThan(e.prices.input);
     }
-    expect(supportsBatch(findModel(loadRegistry(), 'deepseek-chat'))).toBe(false);
+    expect(batchProblem(findModel(loadRegistry(), 'bedrock-nova-pro'))).toMatch(/batch_s3_uri and batch_role_arn/);
+    expect(batchProblem(findModel(loadRegistry(), 'deepseek-chat'))).toMatch(/has no batch API/);
+    expect(batchProblem({ ...findModel(loadRegistry(), 'gpt-4.1'), prices: { ...findModel(loadRegistry(), 'gpt-4.1').prices, batch: undefined } })).toMatch(/no batch prices/);
   });
 
   test('a misspelt field is refused rather than ignored', () => {

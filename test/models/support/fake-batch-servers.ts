@@ -261,3 +261,63 @@ export async function startFakeGemini(answer: (prompt: string) => string): Promi
     return { status: 404, json: { error: { code: 404, message: 'not found' } } };
   });
 }
+
+// ---------------------------------------------------------------- Bedrock
+
+/**
+ * Bedrock's control plane for model invocation jobs; the job's input and output live in
+ * S3 (`s3`, a client of an s3rver), read and written here as Bedrock would.
+ */
+export async function startFakeBedrock(answer: (prompt: string) => string, s3: import('@aws-sdk/client-s3').S3Client): Promise<FakeServer> {
+  const { GetObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
+  const promptOf = (modelInput: any): string => (modelInput.messages?.[0]?.content ?? []).map((b: any) => b.text ?? '').join('');
+  const backend = new FakeBatchBackend(answer, promptOf);
+  const jobs = new Map<string, { arn: string; input: string; output: string; written: boolean; inputKey: string }>();
+  const split = (uri: string) => {
+    const m = /^s3:\/\/([^/]+)\/(.*)$/.exec(uri)!;
+    return { bucket: m[1], key: m[2] };
+  };
+  const STATUS: Record<string, string> = { completed: 'Completed', expired: 'Expired', cancelled: 'Stopped' };
+  const jobObject = async (b: FakeBatch) => {
+    const job = jobs.get(b.id)!;
+    if (b.state === 'ended' && !job.written) {
+      // Records the job never reached (expired, stopped) have no output line.
+      const lines = b.results
+        .filter((r) => r.kind === 'ok' || r.kind === 'error')
+        .map((r) =>
+          JSON.stringify(
+            r.kind === 'ok'
+              ? { recordId: r.customId, modelInput: {}, modelOutput: { output: { message: { role: 'assistant', content: [{ text: r.text }] } }, stopReason: 'end_turn', usage: { inputTokens: FAKE_USAGE.input, outputTokens: FAKE_USAGE.output, totalTokens: FAKE_USAGE.input + FAKE_USAGE.output } } }
+              : { recordId: r.customId, modelInput: {}, error: { errorCode: r.status, errorMessage: r.message } },
+          ),
+        );
+      const out = split(job.output);
+      await s3.send(new PutObjectCommand({ Bucket: out.bucket, Key: `${out.key}${b.id}/input.jsonl.out`, Body: lines.join('\n') + '\n' }));
+      await s3.send(new PutObjectCommand({ Bucket: out.bucket, Key: `${out.key}${b.id}/manifest.json.out`, Body: JSON.stringify({ totalRecordCount: b.requests.length }) }));
+      job.written = true;
+    }
+    const status = b.state === 'ended' ? STATUS[b.endedAs!] : b.state === 'canceling' ? 'Stopping' : 'InProgress';
+    return { jobArn: job.arn, status, inputDataConfig: { s3InputDataConfig: { s3Uri: job.input } }, outputDataConfig: { s3OutputDataConfig: { s3Uri: job.output } } };
+  };
+  return serve(backend, async (req) => {
+    if (!String(req.headers.authorization ?? '').startsWith('AWS4-HMAC-SHA256')) return { status: 403, json: { message: 'missing signature' } };
+    if (req.method === 'POST' && req.path === '/model-invocation-job') {
+      const body = JSON.parse(req.body.toString());
+      if (!body.roleArn || body.modelInvocationType !== 'Converse' || !body.inputDataConfig?.s3InputDataConfig?.s3Uri) return { status: 400, json: { message: 'ValidationException' } };
+      const input = split(body.inputDataConfig.s3InputDataConfig.s3Uri);
+      const text = await (await s3.send(new GetObjectCommand({ Bucket: input.bucket, Key: input.key }))).Body!.transformToString();
+      const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      if (records.some((r) => !r.recordId || !r.modelInput?.messages || r.modelInput.modelId)) return { status: 400, json: { message: 'ValidationException: bad record' } };
+      const b = backend.create(records.map((r) => ({ customId: r.recordId, body: r.modelInput })));
+      const arn = `arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/${b.id}`;
+      jobs.set(b.id, { arn, input: body.inputDataConfig.s3InputDataConfig.s3Uri, output: body.outputDataConfig.s3OutputDataConfig.s3Uri, written: false, inputKey: input.key });
+      return { json: { jobArn: arn } };
+    }
+    const m = /^\/model-invocation-job\/([^/]+)(\/stop)?$/.exec(req.path);
+    if (!m) return { status: 404, json: { message: 'not found' } };
+    const id = decodeURIComponent(m[1]);
+    const b = m[2] ? backend.cancel(id) : backend.get(id);
+    if (!b) return { status: 404, json: { message: 'ResourceNotFoundException' } };
+    return { json: m[2] ? {} : await jobObject(b) };
+  });
+}
