@@ -69,6 +69,12 @@ export interface BatchGenerateInput {
   reservationsCleared?: boolean;
   /** Cancel the pending batches, ingest what they answered, submit nothing more. */
   cancel?: boolean;
+  /**
+   * One round and return: submit what can be submitted, poll each pending batch once,
+   * ingest those that ended; no waiting. What a step of a state machine calls, with the
+   * wait between rounds in the state machine (no Lambda waits on a batch).
+   */
+  once?: boolean;
   onCompletion?: (task: TaskRecord, c: CompletionRecord) => void;
   signal?: AbortSignal;
 }
@@ -86,6 +92,8 @@ export interface BatchGenerateResult {
   polls: number;
   /** Tasks left open (a cancel, or rcb stopped). */
   open: number;
+  /** Batches still pending at the provider when this call returned. */
+  pendingBatches: number;
   cancelled: boolean;
 }
 
@@ -103,7 +111,7 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   const maxRequests = input.maxBatchRequests ?? 10_000;
   const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
   const byId = new Map(input.tasks.map((t) => [t.taskId, t]));
-  const result: BatchGenerateResult = { answered: 0, failed: 0, reused: 0, budgetExhausted: false, exhaustedModels: [], submitted: 0, polls: 0, open: 0, cancelled: !!input.cancel };
+  const result: BatchGenerateResult = { answered: 0, failed: 0, reused: 0, budgetExhausted: false, exhaustedModels: [], submitted: 0, polls: 0, open: 0, pendingBatches: 0, cancelled: !!input.cancel };
   const exhausted = new Set<string>();
   /** Models whose open requests are fewer than their provider's smallest batch. */
   const stalled = new Set<string>();
@@ -217,7 +225,7 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
     if (!stillPending.length) {
       const left = input.tasks.filter((t) => !answered.has(t.taskId));
       // Done, or nothing more can be sent: a cancel, the budget, or tasks that fit nowhere.
-      if (!left.length || input.cancel || runExhausted || left.every((t) => exhausted.has(t.model) || stalled.has(t.model))) break;
+      if (!left.length || input.cancel || runExhausted || left.every((t) => exhausted.has(t.model) || stalled.has(t.model)) || input.once) break;
       continue;
     }
     for (const b of stillPending) {
@@ -237,8 +245,10 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
         progress.note(`batch ${b.providerBatchId} of ${b.model}: poll failed (${e.message}); polling again`);
       }
     }
+    if (input.once) break;
     if ((await deps.ledger.listBatches(input.runId)).some((b) => b.state === 'pending')) await sleep(input.pollMs, input.signal).catch(() => undefined);
   }
+  result.pendingBatches = (await deps.ledger.listBatches(input.runId)).filter((b) => b.state === 'pending').length;
   result.open = input.tasks.filter((t) => !answered.has(t.taskId)).length;
   result.exhaustedModels = [...exhausted];
   result.budgetExhausted = runExhausted || exhausted.size > 0;

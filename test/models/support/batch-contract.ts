@@ -208,6 +208,25 @@ export function batchContract(f: BatchFixture): void {
       }
     });
 
+    test('one round at a time (a state machine step): submit and return while pending, ingest in a later round', async () => {
+      server.backend.plans = [{ hold: true }];
+      const s = await setup();
+      try {
+        const first = await generateBatches(s.deps, { ...s.input, once: true });
+        const second = await generateBatches(s.deps, { ...s.input, once: true });
+        server.backend.release(server.backend.batches[0].id);
+        const third = await generateBatches(s.deps, { ...s.input, once: true });
+
+        expect(first).toMatchObject({ submitted: 1, pendingBatches: 1, open: s.tasks.length });
+        expect(second).toMatchObject({ submitted: 0, pendingBatches: 1, polls: 1 });
+        expect(third).toMatchObject({ submitted: 0, pendingBatches: 0, open: 0, answered: s.tasks.length });
+        expect(server.backend.batches).toHaveLength(1);
+        expect((await s.store.getRun('r'))!.reservedUsd).toBeCloseTo(0, 9);
+      } finally {
+        await s.close();
+      }
+    });
+
     test('under a budget, what is submitted is what fits at its worst case, and spend never exceeds it', async () => {
       const probe = await setup();
       const worsts = probe.tasks.map((t) => {
