@@ -19,6 +19,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry } from '../../adapters/models/registry';
 import { loadSweep, planSweep } from '../../bin/commands/sweep-commands';
 import { UsageError } from '../../bin/commands/common';
+import { resolveRun } from '../../bin/commands/resolve-run';
 import { FakeChatEndpoint } from '../reliability/fake-chat-endpoint';
 import { startRcb } from '../reliability/run-cli';
 import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
@@ -107,6 +108,16 @@ describe('a sweep read against the registry', () => {
     expect(message).toContain(`${file}:3: model "gpt-9": unknown model "gpt-9"`);
     expect(message).toMatch(new RegExp(`${file}:4: model "gpt-4.1": .*temperature`));
     expect(message).toContain(`${file}:6: model "deepseek-chat": mode batch needs`);
+  });
+
+  test('shares its run and task ids with rcb run of the same models and flags, so nothing is paid twice', () => {
+    const { load: l } = load('samples: 2\npapers: [adamlite]\nbudget_usd: 3\nmodels:\n  - id: gpt-4.1\n  - id: claude-sonnet-4.6\n    mode: batch\n');
+
+    const { run, hosted } = l();
+    const single = resolveRun({ pset: PSET_MINI, model: ['gpt-4.1', 'claude-sonnet-4.6'], samples: '2', paper: true, papers: 'adamlite', timeout: '60', budget: '3' }, hosted);
+
+    expect(run.runId).toBe(single.runId);
+    expect(planTasks(run.pset, run.spec).map((t) => t.taskId)).toEqual(planTasks(single.pset, single.spec).map((t) => t.taskId));
   });
 
   test("the plan's figures are the registry estimates, in each model's mode", () => {
