@@ -431,7 +431,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
 }
 
 /** The emulator talks to no AWS service: only the output functions of CloudDeps are used. */
-export function localOnlyDeps(): CloudDeps {
+function localOnlyDeps(): CloudDeps {
   const unused = new Proxy({}, { get: () => { throw new Error('the emulator uses no AWS client'); } }) as never;
   return {
     cfn: unused,
