@@ -22,6 +22,11 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
     exported: 'benchGeneration',
     help: 'generation throughput under a rate limit',
   },
+  sweep: {
+    module: './sweep',
+    exported: 'benchSweep',
+    help: 'a 3-model x 2-sample sweep over pset-mini, interactive vs batch: cost (registry prices), requests, state transitions [--samples N] [--papers a,b]',
+  },
 };
 
 function usage(): string {

@@ -104,6 +104,9 @@ async function main(argv: string[]): Promise<number> {
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')
     .option('--skip-env-check', 'do not check first that each paper\'s oracle passes here (papers whose tests cannot run then score as model failures)')
+    .option('--batch', 'send every hosted model\'s tasks through its provider\'s batch API (about half price, answers within 24 h); rerun to collect pending batches')
+    .option('--batch-poll <seconds>', 'seconds between polls of pending batches (--batch)', '60')
+    .option('--cancel-batches', 'with --batch: cancel the run\'s pending batches, keep what they answered')
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
       const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');
@@ -221,6 +224,53 @@ async function main(argv: string[]): Promise<number> {
     .requiredOption('--out <dir>', 'run directory to create')
     .action(async (file, o) => {
       code = await importOfficialCommand(file, o);
+    });
+
+  const sweep = program.command('sweep').description('many models under one budget, from a sweep file (YAML): plan, run, status, report');
+  sweep
+    .command('plan')
+    .description('per model and in total: calls, tokens, expected and worst-case cost interactive and batch, and the time batch mode may take')
+    .argument('<file>', 'sweep file')
+    .action((file) => {
+      const { sweepPlanCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      code = sweepPlanCommand(file);
+    });
+  sweep
+    .command('run')
+    .description('run the sweep; the same command again resumes it')
+    .argument('<file>', 'sweep file')
+    .option('--emulate', 'through the emulated cloud (local DynamoDB and S3, the synthesized state machine)')
+    .option('--cloud', 'in the deployed stack (see rcb cloud run)')
+    .option('--jobs <n>', 'tests run at once (default: one per core)')
+    .option('--python <path>', 'Python interpreter for the tests')
+    .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
+    .option('--executor <kind>', 'warm or cold', 'warm')
+    .option('--cancel-batches', 'cancel the sweep\'s pending batches and keep what they answered')
+    .option('--stack-name <name>', 'stack of --cloud', 'Rcb')
+    .option('--region <region>', 'AWS region of --cloud')
+    .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (cold executor only)'))
+    .action(async (file, o) => {
+      const { sweepRunCommand } = require('./commands/sweep-run-command') as typeof import('./commands/sweep-run-command');
+      code = await sweepRunCommand(file, o);
+    });
+  sweep
+    .command('status')
+    .description('each run of the sweep: status, spend, and per model answered, errors, judged, spend against its budget')
+    .argument('<file>', 'sweep file')
+    .action(async (file) => {
+      const { sweepStatusCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      code = await sweepStatusCommand(file);
+    });
+  sweep
+    .command('report')
+    .description('scores of the sweep\'s runs, in any format of rcb report')
+    .argument('<file>', 'sweep file')
+    .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
+    .option('--judge <judge>', 'strict or official (default: strict)')
+    .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .action(async (file, o) => {
+      const { sweepReportCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      code = await sweepReportCommand(file, o);
     });
 
   // Loaded at registration, but the module defers its AWS SDK and emulator imports to its actions.

@@ -37,6 +37,23 @@ export interface ModelPrices extends PriceTier {
    * GPT-5.4 above 272K): the whole request is billed at this tier.
    */
   long_context?: PriceTier & { threshold_tokens: number };
+  /**
+   * Prices of the provider's batch API (about half the interactive ones), as taken on
+   * their own `as_of` from their own `source`; absent when rcb does not batch this model.
+   */
+  batch?: BatchPrices;
+}
+
+/** A model's batch prices: a tier (with its own long-context tier, if any), dated and sourced. */
+export interface BatchPrices extends PriceTier {
+  as_of: string;
+  source: string;
+  long_context?: PriceTier & { threshold_tokens: number };
+}
+
+/** The prices a batch request is billed at, as a ModelPrices that costOf and worstCaseCost read; undefined without batch prices. */
+export function batchPricing(prices: ModelPrices): ModelPrices | undefined {
+  return prices.batch ? { ...prices.batch } : undefined;
 }
 
 /** Usage as billed: TokenUsage plus the cache writes that some providers charge extra. */

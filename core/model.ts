@@ -42,16 +42,25 @@ export type ModelErrorKind =
   | 'server'
   | 'timeout'
   | 'network'
+  /**
+   * The request provably never reached the provider: DNS failure, connection refused, no
+   * route, TLS handshake failure or connect timeout, all before a byte of the request was
+   * written. Retryable, and never billed.
+   */
+  | 'unreachable'
   | 'bad_request'
   | 'auth'
   | 'context_length'
   | 'malformed_response'
   | 'other';
 
-/** Failures after which the provider may still bill the attempt (the answer may have been generated). */
+/**
+ * Failures after which the provider may still bill the attempt (the answer may have been
+ * generated). `unreachable` is not among them: such a request was never written.
+ */
 export const MAYBE_BILLED: ReadonlySet<ModelErrorKind> = new Set(['timeout', 'network', 'malformed_response']);
 
-const RETRYABLE: ReadonlySet<ModelErrorKind> = new Set(['rate_limit', 'server', 'timeout', 'network', 'malformed_response']);
+const RETRYABLE: ReadonlySet<ModelErrorKind> = new Set(['rate_limit', 'server', 'timeout', 'network', 'unreachable', 'malformed_response']);
 
 /** A failed model call, classified. */
 export class ModelError extends Error {

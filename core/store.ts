@@ -114,6 +114,13 @@ export interface CompletionRecord {
   finishReason: FinishReason | 'error';
   /** Set when the call failed for good (non-retryable, or attempts exhausted). */
   error?: { kind: string; message: string; status?: number };
+  /**
+   * Which answer of the task this is: 1 (or absent) for the first; more when earlier
+   * answers were errors and a resumed run asked again (see reopenFailedAnswers).
+   */
+  attempt?: number;
+  /** The provider's batch that answered it, when it came through a batch API. */
+  batchId?: string;
   latencyMs: number;
   createdAt: string;
 }
@@ -182,6 +189,13 @@ export interface RunStore {
   /** First write wins; returns false when a completion for the task already existed. */
   putCompletion(c: CompletionRecord): Promise<boolean>;
   getCompletions(taskIds: string[]): Promise<Map<string, CompletionRecord>>;
+
+  /**
+   * Drop the task's stored answer and the run's verdict on it, in one step, if that answer
+   * is an error (`error` set); true when it did. A resumed run then asks the model again.
+   * Optional: a store without it keeps error answers for good.
+   */
+  reopenTask?(runId: string, taskId: string): Promise<boolean>;
 
   /** First write wins; returns false when a verdict for the task already existed in the run. */
   putVerdict(runId: string, v: Verdict): Promise<boolean>;

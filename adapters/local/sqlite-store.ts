@@ -158,6 +158,16 @@ export class SqliteRunStore implements RunStore {
     return out;
   }
 
+  async reopenTask(runId: string, taskId: string): Promise<boolean> {
+    return this.file.db.transaction(() => {
+      const row = this.file.prepare(GET_COMPLETION).get(taskId) as { record: string } | undefined;
+      if (!row || !(JSON.parse(row.record) as CompletionRecord).error) return false;
+      this.file.prepare('DELETE FROM completions WHERE task_id = ?').run(taskId);
+      this.file.prepare('DELETE FROM verdicts WHERE run_id = ? AND task_id = ?').run(runId, taskId);
+      return true;
+    })();
+  }
+
   async putVerdict(runId: string, v: Verdict): Promise<boolean> {
     return this.file.prepare('INSERT OR IGNORE INTO verdicts (run_id, task_id, record) VALUES (?, ?, ?)').run(runId, v.taskId, JSON.stringify(v)).changes === 1;
   }

@@ -6,28 +6,14 @@
 import type { KeySource } from '../../core/keys';
 import { ModelError, type ModelClient, type ModelRequest } from '../../core/model';
 import type { RateLanes } from '../../core/rate';
-import { AnthropicClient } from './anthropic-client';
-import { BedrockClient } from './bedrock-client';
-import { GeminiClient } from './gemini-client';
-import { OpenAIChatClient } from './openai-chat-client';
-import { OpenAIResponsesClient } from './openai-responses-client';
+import { providerModule } from './providers';
 import type { ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
 import { ResilientModelClient, type ResilientOptions } from './resilient-client';
 
-/** Where each provider's key is looked for when the entry names no `api_key_env`. */
-export const DEFAULT_KEY_ENV: Record<ModelEntry['provider'], string | undefined> = {
-  openai: 'OPENAI_API_KEY',
-  'openai-responses': 'OPENAI_API_KEY',
-  anthropic: 'ANTHROPIC_API_KEY',
-  gemini: 'GEMINI_API_KEY',
-  bedrock: undefined, // the AWS credential chain, unless the entry names a Bedrock API key
-  'openai-compatible': undefined, // local servers (vLLM) often need none
-};
-
-/** The name of the variable holding the entry's key, if it needs one. */
+/** The name of the variable holding the entry's key, if it needs one: the entry's, else its provider's. */
 export function keyEnvFor(entry: ModelEntry): string | undefined {
-  return entry.api_key_env ?? DEFAULT_KEY_ENV[entry.provider];
+  return entry.api_key_env ?? providerModule(entry.provider).keyEnv;
 }
 
 /**
@@ -39,23 +25,7 @@ export async function createModelClient(entry: ModelEntry, keys: KeySource, opts
   const env = keyEnvFor(entry);
   const key = env ? await keys.get(env) : undefined;
   if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
-  switch (entry.provider) {
-    case 'openai':
-      return new OpenAIChatClient(entry, key as string, opts);
-    case 'openai-compatible':
-      // No key only when the entry names no variable. The SDK insists on a key; servers
-      // without auth ignore it.
-      return new OpenAIChatClient(entry, key ?? 'unused', opts);
-    case 'openai-responses':
-      return new OpenAIResponsesClient(entry, key as string, opts);
-    case 'anthropic':
-      return new AnthropicClient(entry, key as string, opts);
-    case 'gemini':
-      return new GeminiClient(entry, key as string, opts);
-    case 'bedrock':
-      // No key (no variable named): the AWS credential chain signs the calls.
-      return new BedrockClient(entry, key, opts);
-  }
+  return providerModule(entry.provider).createClient(entry, key, opts);
 }
 
 /** The lane key: calls to the same model at the same endpoint share one rate limit. */

@@ -5,16 +5,18 @@
  * resolve synchronously; `checkKeys` finds missing keys before a run starts.
  */
 import type { KeySource } from '../../core/keys';
-import { costOf, worstCaseCost, type BilledUsage } from '../../core/cost';
-import type { ModelClient, ModelRequest, ModelResponse, Prompt } from '../../core/model';
+import { batchPricing, costOf, worstCaseCost, type BilledUsage } from '../../core/cost';
+import type { BatchClient, BatchItemResult, BatchRequest, BatchStatus } from '../../core/batch';
+import { ModelError, type ModelClient, type ModelRequest, type ModelResponse, type Prompt } from '../../core/model';
 import { RateLanes } from '../../core/rate';
 import type { CostModel } from '../../core/run/generate';
 import type { ModelInfo } from '../../core/store';
 import type { TokenUsage } from '../../core/types';
 import { createRunModelClient, keyEnvFor, type RunClientOptions } from './create-model-client';
 import { answerParams } from './provider-common';
-import type { ModelEntry } from './registry';
+import { supportsBatch, type ModelEntry } from './registry';
 import { promptTokensUpperBound } from './tokens';
+import { providerModule } from './providers';
 
 /** Budget pricing of an entry: worst case before the call, billed amount after. */
 export function costModelFor(entry: ModelEntry): CostModel {
@@ -59,7 +61,7 @@ export class HostedModels {
   entry(id: string, overrides: HostedOverrides = {}): ModelEntry | undefined {
     const entry = this.byId.get(id);
     if (!entry) return undefined;
-    const refusesTemperature = entry.provider === 'openai-responses' || (entry.params.thinking_budget ?? 0) > 0;
+    const refusesTemperature = providerModule(entry.provider).refusesTemperature(entry) || (entry.params.thinking_budget ?? 0) > 0;
     if (overrides.temperature === undefined || refusesTemperature) return entry;
     return { ...entry, params: { ...entry.params, temperature: overrides.temperature } };
   }
@@ -73,6 +75,24 @@ export class HostedModels {
       info: { knowledgeCutoff: entry.knowledge_cutoff, config: { name: entry.id, provider: entry.provider, ...answerParams(entry) } },
       cost: costModelFor(entry),
     };
+  }
+
+  /**
+   * The batch view of a registry id: its provider's batch client (built on first use) and
+   * pricing at its batch prices; undefined when the id is unknown or cannot be batched.
+   */
+  resolveBatch(id: string, overrides: HostedOverrides = {}): { client: BatchClient; cost: CostModel } | undefined {
+    const entry = this.entry(id, overrides);
+    if (!entry || !supportsBatch(entry)) return undefined;
+    const create = providerModule(entry.provider).createBatchClient;
+    if (!create) return undefined;
+    const build = async (): Promise<BatchClient> => {
+      const env = keyEnvFor(entry);
+      const key = env ? await this.keys.get(env) : undefined;
+      if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
+      return create(entry, key, this.opts);
+    };
+    return { client: new LazyBatchClient(entry.id, build), cost: costModelFor({ ...entry, prices: batchPricing(entry.prices)! }) };
   }
 
   /** One message per model among `ids` whose key is missing (`set OPENAI_API_KEY for gpt-5.4`). */
@@ -111,5 +131,35 @@ class LazyModelClient implements ModelClient {
   async complete(req: ModelRequest): Promise<ModelResponse> {
     this.inner ??= this.build();
     return (await this.inner).complete(req);
+  }
+}
+
+/** A batch client built on its first use; a failure to build (a missing key) fails each call. */
+class LazyBatchClient implements BatchClient {
+  private inner?: Promise<BatchClient>;
+
+  constructor(
+    readonly id: string,
+    private readonly build: () => Promise<BatchClient>,
+  ) {}
+
+  private client(): Promise<BatchClient> {
+    return (this.inner ??= this.build());
+  }
+
+  async submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string> {
+    return (await this.client()).submit(requests, signal);
+  }
+
+  async poll(batchId: string, signal?: AbortSignal): Promise<BatchStatus> {
+    return (await this.client()).poll(batchId, signal);
+  }
+
+  async results(batchId: string, signal?: AbortSignal): Promise<BatchItemResult[]> {
+    return (await this.client()).results(batchId, signal);
+  }
+
+  async cancel(batchId: string, signal?: AbortSignal): Promise<void> {
+    return (await this.client()).cancel(batchId, signal);
   }
 }

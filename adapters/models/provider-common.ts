@@ -18,6 +18,10 @@ export interface ProviderClientOptions {
   aws?: {
     region?: string;
     credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+    /** S3 endpoint of Bedrock batch input and output (a local stand-in in tests); path-style when set. */
+    s3Endpoint?: string;
+    /** Fewest records Bedrock accepts in a batch inference job. @default 100 (its quota) */
+    batchMinRequests?: number;
   };
 }
 

@@ -67,13 +67,35 @@ export function errorFromStatus(
   return new ModelError(kind, text, status, kind === 'rate_limit' || kind === 'server' ? opts.retryAfterMs : undefined);
 }
 
-const NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
+/**
+ * Failures that happen before a connection exists, so no byte of the request was written
+ * and nothing can be billed: name resolution, a refused or timed-out connect, a TLS
+ * handshake that failed (the request is only written once the handshake is done; a reused
+ * connection has no handshake to fail).
+ */
+const UNREACHABLE_CODES = new Set([
   'ENOTFOUND',
   'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NONAME',
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'HOSTNAME_MISMATCH',
+]);
+const UNREACHABLE_CODE_PREFIXES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_)/;
+/** System calls whose failure means the connection was never made. */
+const CONNECT_SYSCALLS = new Set(['getaddrinfo', 'connect']);
+
+function isUnreachable(code: string, syscall: unknown): boolean {
+  return UNREACHABLE_CODES.has(code) || UNREACHABLE_CODE_PREFIXES.test(code) || (typeof syscall === 'string' && CONNECT_SYSCALLS.has(syscall));
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
   'EHOSTUNREACH',
   'ENETUNREACH',
   'ENETDOWN',
@@ -85,11 +107,13 @@ const NETWORK_CODES = new Set([
   'ERR_HTTP2_STREAM_CANCEL',
   'ERR_STREAM_PREMATURE_CLOSE',
 ]);
-const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /**
  * Classify an error raised below HTTP (connection reset, DNS, timeouts) or while reading
  * the body (unparsable JSON), following `cause` chains. Undefined when it is none of these.
+ * A failure before the connection existed is `unreachable` (never billed); one after it
+ * may have reached the provider and is `network` or `timeout`.
  */
 export function errorFromTransport(provider: string, err: unknown): ModelError | undefined {
   for (let e: unknown = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
@@ -97,12 +121,16 @@ export function errorFromTransport(provider: string, err: unknown): ModelError |
     const code = (e as { code?: unknown }).code;
     const name = (e as { name?: unknown }).name;
     const message = String((e as { message?: unknown }).message ?? e);
+    if (typeof code === 'string' && isUnreachable(code, (e as { syscall?: unknown }).syscall)) {
+      return new ModelError('unreachable', `${provider}: not sent (${code}): ${message}`);
+    }
     if (typeof code === 'string' && TIMEOUT_CODES.has(code)) return new ModelError('timeout', `${provider}: timed out (${code})`);
     if (typeof code === 'string' && NETWORK_CODES.has(code)) return new ModelError('network', `${provider}: ${code}: ${message}`);
     if (name === 'TimeoutError') return new ModelError('timeout', `${provider}: timed out: ${message}`);
     // Some wrappers keep only the text of the original error ("AWS SDK error wrapper for
     // Error [ERR_HTTP2_STREAM_ERROR]: ..."): find the code there.
     const quoted = /\b(E[A-Z0-9_]{3,})\b/.exec(message)?.[1];
+    if (quoted && UNREACHABLE_CODES.has(quoted)) return new ModelError('unreachable', `${provider}: not sent (${quoted}): ${message}`);
     if (quoted && NETWORK_CODES.has(quoted)) return new ModelError('network', `${provider}: ${quoted}: ${message}`);
     if (quoted && TIMEOUT_CODES.has(quoted)) return new ModelError('timeout', `${provider}: timed out (${quoted})`);
     if (name === 'SyntaxError') return new ModelError('malformed_response', `${provider}: unparsable response: ${message}`);

@@ -11,8 +11,9 @@ import { z } from 'zod';
 import type { CacheMode, ModelPrices } from '../../core/cost';
 import { resourcePath } from '../../core/util/package-root';
 
-export const PROVIDERS = ['openai', 'openai-responses', 'anthropic', 'gemini', 'bedrock', 'openai-compatible'] as const;
-export type Provider = (typeof PROVIDERS)[number];
+import { PROVIDERS, providerModule, type Provider } from './providers';
+
+export { PROVIDERS, type Provider };
 
 const price = z.number().nonnegative().finite();
 const isoDay = z
@@ -24,11 +25,17 @@ const priceTier = z
   .object({ input: price, cached_input: price, output: price, cache_write: price.optional() })
   .strict();
 
+const longContextTier = priceTier.extend({ threshold_tokens: z.number().int().positive() }).strict();
+
+/** Batch prices are dated and sourced on their own: providers change them apart from the interactive ones. */
+const batchPricesSchema = priceTier.extend({ as_of: isoDay, source: z.string().min(1), long_context: longContextTier.optional() }).strict();
+
 const pricesSchema = priceTier
   .extend({
     as_of: isoDay,
     source: z.string().optional(),
-    long_context: priceTier.extend({ threshold_tokens: z.number().int().positive() }).strict().optional(),
+    long_context: longContextTier.optional(),
+    batch: batchPricesSchema.optional(),
   })
   .strict();
 
@@ -65,6 +72,10 @@ const entrySchema = z
     api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
     /** AWS region (Bedrock). */
     region: z.string().optional(),
+    /** Bedrock batch inference: where its input and output JSONL go (s3://bucket/prefix). */
+    batch_s3_uri: z.string().regex(/^s3:\/\/[^/]+(\/.*)?$/, 'must be s3://bucket[/prefix]').optional(),
+    /** Bedrock batch inference: the service role Bedrock assumes to read and write batch_s3_uri. */
+    batch_role_arn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, 'must be an IAM role ARN').optional(),
     params: paramsSchema,
     prices: pricesSchema,
     knowledge_cutoff: z
@@ -108,6 +119,8 @@ export interface ModelEntry {
   /** Environment variable (or secret name) holding the API key; providers have defaults. */
   api_key_env?: string;
   region?: string;
+  batch_s3_uri?: string;
+  batch_role_arn?: string;
   params: ModelParams;
   prices: ModelPrices;
   /** `YYYY-MM`. */
@@ -180,7 +193,7 @@ export function findModel(entries: ModelEntry[], id: string): ModelEntry {
 
 /** The `rcb models` listing: one row per model, prices in USD per 1M tokens. */
 export function formatModelList(entries: ModelEntry[]): string {
-  const header = ['ID', 'PROVIDER', 'MODEL', 'IN $/M', 'CACHED $/M', 'OUT $/M', 'CUTOFF', 'CONTEXT', 'PRICES AS OF'];
+  const header = ['ID', 'PROVIDER', 'MODEL', 'IN $/M', 'CACHED $/M', 'OUT $/M', 'CUTOFF', 'CONTEXT', 'PRICES AS OF', 'BATCH IN/OUT $/M'];
   const rows = entries.map((e) => [
     e.id,
     e.provider,
@@ -191,6 +204,7 @@ export function formatModelList(entries: ModelEntry[]): string {
     e.knowledge_cutoff,
     contextSize(e.context_window),
     e.prices.as_of,
+    supportsBatch(e) ? `${money(e.prices.batch!.input)}/${money(e.prices.batch!.output)} (${e.prices.batch!.as_of})` : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const numeric = new Set([3, 4, 5, 7]);
@@ -202,22 +216,23 @@ export function formatModelList(entries: ModelEntry[]): string {
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
-/** How an entry's shared prefix is cached, for `rcb estimate`. */
+/** Whether the entry can go through its provider's batch API: the provider has one and the entry has batch prices. */
+export function supportsBatch(entry: ModelEntry): boolean {
+  return batchProblem(entry) === undefined;
+}
+
+/** Why the entry cannot go through a batch API, or undefined when it can. */
+export function batchProblem(entry: ModelEntry): string | undefined {
+  const provider = providerModule(entry.provider);
+  if (provider.batchWindowHours === undefined) return `provider ${entry.provider} has no batch API`;
+  if (!entry.prices.batch) return 'no batch prices (prices.batch) in the registry';
+  return provider.batchRequirement?.(entry);
+}
+
+/** How an entry's shared prefix is cached, for `rcb estimate`: the entry's settings over its provider's. */
 export function cachePlanFor(entry: ModelEntry): { mode: CacheMode; minTokens: number } {
-  const defaults: Record<Provider, number> = {
-    openai: 1024,
-    'openai-responses': 1024,
-    anthropic: 1024,
-    gemini: 4096, // implicit caching: 4096 on Gemini 3, 2048 on 2.5
-    bedrock: 1024,
-    'openai-compatible': 1024,
-  };
-  const minTokens = entry.cache_min_tokens ?? defaults[entry.provider];
-  let mode: CacheMode;
-  if (entry.provider === 'anthropic') mode = entry.prompt_cache === false ? 'none' : 'explicit';
-  else if (entry.provider === 'bedrock') mode = entry.prompt_cache ? 'explicit' : 'none';
-  else mode = entry.prices.cached_input < entry.prices.input ? 'automatic' : 'none';
-  return { mode, minTokens };
+  const provider = providerModule(entry.provider);
+  return { mode: provider.cacheMode(entry), minTokens: entry.cache_min_tokens ?? provider.cacheMinTokens };
 }
 
 function readEntries(file: string): Array<{ raw: Record<string, unknown>; index: number }> {

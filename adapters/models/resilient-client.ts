@@ -16,6 +16,12 @@ export interface RetryPolicy {
    * lose the race for the lane several times without anything being wrong. @default 30
    */
   maxRateLimitRetries: number;
+  /**
+   * Attempts in all when every one failed before reaching the provider (DNS, refused
+   * connection, TLS): one retry past a blip, without half a minute of back-off per task
+   * when the machine is offline. @default 3
+   */
+  maxUnreachableAttempts: number;
   /** Cap of the first back-off; it doubles per attempt. @default 1000 */
   baseDelayMs: number;
   /** Cap of any back-off. @default 60000 */
@@ -24,7 +30,7 @@ export interface RetryPolicy {
   maxRetryAfterMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, maxRateLimitRetries: 30, baseDelayMs: 1000, maxDelayMs: 60_000, maxRetryAfterMs: 300_000 };
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, maxRateLimitRetries: 30, maxUnreachableAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, maxRetryAfterMs: 300_000 };
 
 /** What happened on an attempt, for logs and metrics. */
 export type ResilienceEvent =
@@ -72,6 +78,7 @@ export class ResilientModelClient implements ModelClient {
     const tokens = this.opts.estimateTokens?.(req) ?? 0;
     let failures = 0; // other than 429
     let rateLimited = 0;
+    let unreachable = 0;
     for (let attempt = 1; ; attempt++) {
       const permit = this.opts.rate ? await this.opts.rate.acquire(tokens, req.signal) : undefined;
       let error: ModelError;
@@ -91,10 +98,14 @@ export class ResilientModelClient implements ModelClient {
         permit?.rateLimited(error.retryAfterMs);
       } else {
         failures++;
+        if (error.kind === 'unreachable') unreachable++;
         permit?.released();
       }
       const delayMs = this.delay(error.kind === 'rate_limit' ? rateLimited : failures, error);
-      const exhausted = error.kind === 'rate_limit' ? rateLimited > this.policy.maxRateLimitRetries : failures >= this.policy.maxAttempts;
+      const exhausted =
+        error.kind === 'rate_limit'
+          ? rateLimited > this.policy.maxRateLimitRetries
+          : failures >= this.policy.maxAttempts || (unreachable === failures && unreachable >= this.policy.maxUnreachableAttempts);
       if (!error.retryable || exhausted || delayMs === undefined) {
         this.opts.onEvent?.({ type: 'give_up', modelId: this.id, attempt, error });
         throw error;

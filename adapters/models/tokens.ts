@@ -9,6 +9,7 @@
  * so 3 is a fair middle for an estimate. Reservations use 2 (see promptTokensUpperBound).
  */
 import type { ModelEntry } from './registry';
+import { providerModule } from './providers';
 
 export type TokenCountMethod = 'tiktoken:o200k_base' | 'tiktoken:cl100k_base' | 'approx:chars/3';
 
@@ -62,14 +63,9 @@ function encoder(name: Encoding): Encoder {
   return enc;
 }
 
-/** The tokenizer an entry's estimates use. */
+/** The tokenizer an entry's estimates use: the entry's, else its provider's. */
 export function tokenizerFor(entry: Pick<ModelEntry, 'provider' | 'model' | 'tokenizer'>): Encoding | 'approx' {
-  if (entry.tokenizer) return entry.tokenizer;
-  const model = entry.model.toLowerCase().replace(/^openai\//, '');
-  const openaiFamily = entry.provider === 'openai' || entry.provider === 'openai-responses' || /^(gpt-|o\d|chatgpt-)/.test(model);
-  if (!openaiFamily) return 'approx';
-  if (/^gpt-(3\.5|4)(?!o|\.1|\.5)/.test(model)) return 'cl100k_base';
-  return 'o200k_base';
+  return entry.tokenizer ?? providerModule(entry.provider).tokenizer(entry);
 }
 
 /** Tokens of `text` for this model, and how they were counted. */

@@ -29,7 +29,7 @@ export function modelsCommand(opts: { modelsFile?: string }): number {
 }
 
 /** One prompt group per paper: the shared prefix and each task x sample's own suffix. */
-function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number): PromptGroup[] {
+export function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number): PromptGroup[] {
   return pset.papers.map((paper) => {
     let prefix = '';
     const suffixes: string[] = [];
@@ -45,7 +45,7 @@ function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, 
 const usd = (x: number) => `$${x.toFixed(x < 1 ? 4 : 2)}`;
 
 export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | null): string {
-  const header = ['model', 'calls', 'input tokens', 'cached', 'output tokens', 'expected', 'no caching', 'saving', 'worst case'];
+  const header = ['model', 'calls', 'input tokens', 'cached', 'output tokens', 'expected', 'no caching', 'saving', 'worst case', 'batch expected', 'batch worst'];
   const rows = estimates.map((e) => [
     e.modelId,
     String(e.calls),
@@ -56,6 +56,8 @@ export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | 
     usd(e.usdWithoutCaching),
     usd(e.savingUsd),
     usd(e.worstCaseUsd),
+    e.batch ? usd(e.batch.usd) : '-',
+    e.batch ? usd(e.batch.worstCaseUsd) : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
@@ -65,6 +67,13 @@ export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | 
   const expected = estimates.reduce((a, e) => a + e.usd, 0);
   const worst = estimates.reduce((a, e) => a + e.worstCaseUsd, 0);
   out.push(`total expected ${usd(expected)}; worst case (every call at its output limit) ${usd(worst)}`);
+  const batched = estimates.filter((e) => e.batch);
+  if (batched.length) {
+    out.push(
+      `batch mode (${batched.map((e) => e.modelId).join(', ')}; batch prices as of ${[...new Set(batched.map((e) => e.batch!.pricesAsOf))].join(', ')}; no cache hits counted): ` +
+        `expected ${usd(batched.reduce((a, e) => a + e.batch!.usd, 0))}, worst case ${usd(batched.reduce((a, e) => a + e.batch!.worstCaseUsd, 0))}`,
+    );
+  }
   if (budgetUsd !== null) {
     out.push(
       expected > budgetUsd

@@ -3,16 +3,22 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFolderName } from '../../core/ids';
-import { runBenchmark } from '../../core/run/run-benchmark';
+import { runBenchmark, type RunBenchmarkDeps } from '../../core/run/run-benchmark';
 import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor } from '../../adapters/local/executor';
-import { cacheDir, defaultPython, interpreterPath, openRunDir, parsePositiveInt, runIdIn, sandboxFromFlags, UsageError, writeRunId, type SandboxFlags } from './common';
+import { cacheDir, defaultPython, interpreterPath, openRunDir, parseNumber, parsePositiveInt, runIdIn, sandboxFromFlags, UsageError, writeRunId, type SandboxFlags } from './common';
 import { FileEnvironmentCache } from '../../adapters/local/environment-cache';
-import { resolveRun, type RunSpecFlags } from './resolve-run';
+import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
+import type { BatchClient } from '../../core/batch';
+import type { CostModel } from '../../core/run/generate';
+import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
+import { batchProblem } from '../../adapters/models/registry';
 import { estimateRun, formatEstimates } from './model-commands';
+import { formatErrorSummary, summarizeErrors } from '../../core/run/error-summary';
+import { MAX_ANSWER_ATTEMPTS } from '../../core/run/generate';
 
 export interface RunOptions extends RunSpecFlags, SandboxFlags {
   jobs?: string;
@@ -22,6 +28,10 @@ export interface RunOptions extends RunSpecFlags, SandboxFlags {
   modelsFile?: string;
   executor: string;
   skipEnvCheck?: boolean;
+  /** Every hosted model through its provider's batch API. */
+  batch?: boolean;
+  batchPoll?: string;
+  cancelBatches?: boolean;
 }
 
 /** Paid answers are shared by every run on this machine: the same task is never bought twice. */
@@ -32,7 +42,40 @@ function openCompletionCache(): SqliteCompletionCache {
 }
 
 export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
-  const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolveRun(opts, hosted);
+  const resolved = resolveRun(opts, hosted);
+  if (opts.cancelBatches && !opts.batch) throw new UsageError('--cancel-batches goes with --batch (the same flags as the run whose batches to cancel)');
+  let batch: LocalRunExtras['batch'];
+  if (opts.batch) {
+    const models = [...resolved.models.costs.keys()];
+    const refused = models.filter((id) => !hosted.resolveBatch(id, { temperature: resolved.temperature }));
+    if (!models.length) throw new UsageError('--batch needs a registry model (offline models have no batch API)');
+    if (refused.length) {
+      throw new UsageError(`--batch: ${refused.map((id) => `${id}: ${batchProblem(hosted.entry(id)!) ?? 'cannot be batched'}`).join('; ')} (see \`rcb models\`)`);
+    }
+    batch = { models: new Set(models), pollSeconds: parseNumber('--batch-poll', opts.batchPoll ?? '60', 0), cancel: !!opts.cancelBatches };
+  }
+  return runLocally(resolved, opts, hosted, { batch });
+}
+
+/** What a sweep adds to a local run. */
+export interface LocalRunExtras {
+  /** Budgets of single models, USD, within the run's total. */
+  modelBudgets?: Record<string, number>;
+  /** Estimates are printed by the caller (a sweep plan prints its own). */
+  quietEstimate?: boolean;
+  /** Models that go through their provider's batch API, and how. */
+  batch?: { models: Set<string>; pollSeconds: number; maxRounds?: number; retryInteractively?: boolean; cancel?: boolean };
+}
+
+/** Run a resolved run spec on this machine: the body of `rcb run`, shared with `rcb sweep run`. */
+export async function runLocally(
+  resolved: ResolvedRun,
+  opts: Omit<RunOptions, keyof RunSpecFlags>,
+  hosted: HostedModels,
+  extras: LocalRunExtras,
+): Promise<number> {
+  const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolved;
+  const withPaper = spec.withPaper;
   const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
   if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
   const sandbox = sandboxFromFlags(opts);
@@ -48,7 +91,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     if (missing.length) throw new UsageError(`missing API keys: ${missing.join('; ')}`);
     // The summary before every paid run: what it will cost, before the first call.
     const ids = [...models.costs.keys()];
-    process.stderr.write(formatEstimates(estimateRun(hosted, ids, pset, template, opts.paper, samples, temperature), budgetUsd));
+    if (!extras.quietEstimate) process.stderr.write(formatEstimates(estimateRun(hosted, ids, pset, template, withPaper, samples, temperature), budgetUsd));
     if (budgetUsd === null) process.stderr.write('warning: no --budget given for a run with paid models; spend is recorded but not capped\n');
   }
 
@@ -72,6 +115,27 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   const { store, dir } = opened;
   writeRunId(dir, runId);
   const cache = paid ? openCompletionCache() : undefined;
+  const ledger = extras.batch ? new SqliteBatchLedger(join(dir, 'rcb.sqlite')) : undefined;
+  let batchDeps: RunBenchmarkDeps['batch'];
+  if (extras.batch && ledger) {
+    const batchClients = new Map<string, BatchClient>();
+    const batchCosts = new Map<string, CostModel>();
+    for (const id of extras.batch.models) {
+      const b = hosted.resolveBatch(id, { temperature })!;
+      batchClients.set(id, b.client);
+      batchCosts.set(id, b.cost);
+    }
+    batchDeps = {
+      ledger,
+      batchClients,
+      batchCosts,
+      onEvent: (e) => {
+        if (e.type === 'submitted') progress.note(`batch ${e.providerBatchId} of ${e.model} submitted: ${e.requests} request(s), $${e.reservedUsd.toFixed(4)} held at its worst case`);
+        else if (e.type === 'ingested') progress.note(`batch ${e.providerBatchId} of ${e.model} ended: ${e.succeeded} answered, ${e.failed} failed, ${e.reopened} open again; $${e.spentUsd.toFixed(4)} spent`);
+        else if (e.type === 'cancel_requested') progress.note(`batch ${e.providerBatchId} of ${e.model}: cancel requested`);
+      },
+    };
+  }
   const progress = new TerminalProgress();
   const abort = new AbortController();
   // First Ctrl-C: no new model call and no new test; the tests in flight finish and keep
@@ -95,7 +159,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   progress.note(`run ${runId} in ${dir}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${samples} sample(s), ${jobs} job(s)`);
   try {
     const result = await runBenchmark(
-      { store, clients: models.clients, executor, costs: models.costs, cache, progress, environmentCache: new FileEnvironmentCache(join(cacheDir(), 'environment.json')) },
+      { store, clients: models.clients, executor, costs: models.costs, cache, progress, batch: batchDeps, environmentCache: new FileEnvironmentCache(join(cacheDir(), 'environment.json')) },
       {
         runId,
         spec,
@@ -106,6 +170,14 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
         evaluationBatch: jobs * 4,
         clearStaleReservations: true,
         environmentCheck: opts.skipEnvCheck ? null : { interpreter: interpreterPath(python) },
+        modelBudgets: extras.modelBudgets,
+        batch: extras.batch && {
+          models: extras.batch.models,
+          pollMs: extras.batch.pollSeconds * 1000,
+          maxRounds: extras.batch.maxRounds,
+          retryInteractively: extras.batch.retryInteractively,
+          cancel: extras.batch.cancel,
+        },
         signal: abort.signal,
       },
     );
@@ -124,12 +196,20 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     writeFileSync(join(dir, 'leaderboard.txt'), text);
     writeFileSync(join(dir, 'overall_stats.json'), official.text);
     process.stdout.write('\n' + text);
+    const answers = await store.getCompletions(result.tasks.map((t) => t.taskId));
+    process.stderr.write(formatErrorSummary(summarizeErrors(answers.values(), MAX_ANSWER_ATTEMPTS)));
     const g = result.generation;
     process.stdout.write(
       `\nrun ${result.run.status} in ${seconds}s: ${g.called} model call(s), ${g.reused} answer(s) reused, ${result.evaluated} test(s) run` +
         (paid ? `, spend $${result.run.spentUsd.toFixed(4)}` : '') +
         `\nrun directory: ${dir}\n`,
     );
+    if (result.batch && result.batch.open && !result.batch.cancelled && result.run.status !== 'budget_exhausted') {
+      process.stderr.write(`${result.batch.open} task(s) wait on pending batches: run the same command again to collect them (or add --cancel-batches to cancel them)\n`);
+    }
+    if (result.generation.exhaustedModels?.length) {
+      process.stderr.write(`models whose own budget is spent: ${result.generation.exhaustedModels.join(', ')}\n`);
+    }
     if (result.run.status === 'budget_exhausted') {
       process.stderr.write('budget exhausted: run the same command with a higher --budget to finish the run\n');
       return 3;
@@ -141,5 +221,6 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
     await executor.close();
     await store.close();
     cache?.close();
+    ledger?.close();
   }
 }

@@ -11,12 +11,14 @@ import type { CompletionCache, CompletionRecord, ModelInfo, RunRecord, RunSpec, 
 import type { PromptTemplate } from '../prompt/template';
 import { openRun, planTasks } from './plan';
 import type { CostModel, GenerateResult } from './generate';
-import { generate } from './generate';
+import { generate, MAX_ANSWER_ATTEMPTS, reopenFailedAnswers } from './generate';
+import { generateBatches, type BatchGenerateDeps, type BatchGenerateResult } from './generate-batch';
 import { evaluate } from './evaluate';
 import type { Progress } from './progress';
 import { silentProgress } from './progress';
 import type { EnvironmentCache } from './env-check';
 import { checkEnvironment } from './env-check';
+import { budgetAccountId, openBudgetAccounts } from './budget';
 
 export interface RunBenchmarkDeps {
   store: RunStore;
@@ -28,6 +30,18 @@ export interface RunBenchmarkDeps {
   now?: () => Date;
   /** Papers already checked for this interpreter (`rcb doctor`'s results). */
   environmentCache?: EnvironmentCache;
+  /** Batch clients, pricing and ledger of the batch-mode models (input.batch). */
+  batch?: Pick<BatchGenerateDeps, 'ledger' | 'batchClients' | 'batchCosts' | 'sleep' | 'onEvent'>;
+}
+
+/** Which models go through their provider's batch API, and how. */
+export interface RunBatchSettings {
+  models: ReadonlySet<string>;
+  pollMs: number;
+  maxRounds?: number;
+  retryInteractively?: boolean;
+  /** Cancel the pending batches and collect what they answered; submit nothing. */
+  cancel?: boolean;
 }
 
 export interface RunBenchmarkInput {
@@ -51,13 +65,25 @@ export interface RunBenchmarkInput {
    * Absent or null skips the check (`--skip-env-check`): every paper is taken to run.
    */
   environmentCheck?: { interpreter: string } | null;
+  /**
+   * Answers a task may get in all when the earlier ones were errors; a resumed run asks
+   * again for those below it. 1 keeps every error answer. @default MAX_ANSWER_ATTEMPTS
+   */
+  maxAnswerAttempts?: number;
+  /** Budgets of single models (a sweep's), USD, within the run's total (spec.budgetUsd). */
+  modelBudgets?: Record<string, number>;
+  /** Models whose tasks go through batch APIs; the others are asked interactively. */
+  batch?: RunBatchSettings;
   signal?: AbortSignal;
 }
 
 export interface RunBenchmarkResult {
   run: RunRecord;
   tasks: TaskRecord[];
+  /** Interactive and batch generation together (batch answers count as calls). */
   generation: GenerateResult;
+  /** What the batch lane did, when the run has batch-mode models. */
+  batch?: BatchGenerateResult;
   /** Tests run by this invocation (the environment check's not counted). */
   evaluated: number;
   /** Tasks left untested because their paper cannot run here. */
@@ -70,7 +96,11 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const { store } = deps;
   const { runId } = input;
   const opened = await openRun(store, { runId, spec: input.spec, pset: input.pset, models: input.models }, now);
-  if (input.clearStaleReservations) await store.clearReservations(runId);
+  const cappedModels = await openBudgetAccounts(store, runId, input.spec, input.modelBudgets ?? {}, now);
+  if (input.clearStaleReservations) {
+    await store.clearReservations(runId);
+    for (const model of cappedModels) await store.clearReservations(budgetAccountId(runId, model));
+  }
 
   const allTasks = planTasks(input.pset, input.spec);
   await store.putTasks(runId, allTasks);
@@ -95,6 +125,8 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const tasks = allTasks.filter((t) => !broken.has(t.paper));
   const envBroken = allTasks.filter((t) => broken.has(t.paper));
   await store.setRunStatus(runId, 'generating');
+  // Before the verdicts are listed: reopening a task drops its generation_error verdict.
+  const priorAttempts = await reopenFailedAnswers(store, runId, tasks, input.maxAnswerAttempts ?? MAX_ANSWER_ATTEMPTS);
 
   const runnable = new Set(tasks.map((t) => t.taskId));
   const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId).filter((id) => runnable.has(id)));
@@ -129,24 +161,58 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   })();
 
   let generation: GenerateResult;
+  let batch: BatchGenerateResult | undefined;
+  const onCompletion = (task: TaskRecord, completion: CompletionRecord) => {
+    if (judged.has(task.taskId)) return;
+    ready.push({ task, completion });
+    notify();
+  };
+  const batchModels = input.batch?.models ?? new Set<string>();
+  if (batchModels.size && !deps.batch) throw new Error('batch-mode models need batch clients (deps.batch)');
   try {
-    generation = await generate(
-      { store, clients: deps.clients, costs: deps.costs, cache: deps.cache, progress, now },
+    const interactive = generate(
+      { store, clients: deps.clients, costs: deps.costs, cache: deps.cache, progress, now, cappedModels },
       {
         runId,
         pset: input.pset,
         template: input.template,
         withPaper: input.spec.withPaper,
-        tasks,
+        tasks: tasks.filter((t) => !batchModels.has(t.model)),
         concurrency: input.generationConcurrency,
+        priorAttempts,
         signal: input.signal,
-        onCompletion: (task, completion) => {
-          if (judged.has(task.taskId)) return;
-          ready.push({ task, completion });
-          notify();
-        },
+        onCompletion,
       },
     );
+    const batched = batchModels.size
+      ? generateBatches(
+          { ...deps.batch!, store, interactive: { clients: deps.clients, costs: deps.costs }, cache: deps.cache, cappedModels, progress, now },
+          {
+            runId,
+            pset: input.pset,
+            template: input.template,
+            withPaper: input.spec.withPaper,
+            tasks: tasks.filter((t) => batchModels.has(t.model)),
+            pollMs: input.batch!.pollMs,
+            maxRounds: input.batch!.maxRounds,
+            retryInteractively: input.batch!.retryInteractively,
+            cancel: input.batch!.cancel,
+            reservationsCleared: input.clearStaleReservations,
+            onCompletion,
+            signal: input.signal,
+          },
+        )
+      : undefined;
+    [generation, batch] = await Promise.all([interactive, batched]);
+    if (batch) {
+      generation = {
+        called: generation.called + batch.answered + batch.failed,
+        reused: generation.reused + batch.reused,
+        failed: generation.failed + batch.failed,
+        budgetExhausted: generation.budgetExhausted || batch.budgetExhausted,
+        exhaustedModels: [...new Set([...(generation.exhaustedModels ?? []), ...batch.exhaustedModels])],
+      };
+    }
     await store.setRunStatus(runId, 'evaluating');
   } finally {
     generationDone = true;
@@ -157,7 +223,8 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   progress.end('evaluate');
 
   const complete = tasks.every((t) => judged.has(t.taskId));
-  const status: RunStatus = complete ? 'succeeded' : generation.budgetExhausted ? 'budget_exhausted' : input.signal?.aborted ? 'cancelled' : 'failed';
+  const cancelled = input.signal?.aborted || !!input.batch?.cancel;
+  const status: RunStatus = complete ? 'succeeded' : generation.budgetExhausted ? 'budget_exhausted' : cancelled ? 'cancelled' : 'failed';
   await store.setRunStatus(runId, status, status === 'failed' ? `${tasks.length - judged.size} task(s) have no verdict` : undefined);
-  return { run: (await store.getRun(runId))!, tasks: allTasks, generation, evaluated, envBroken };
+  return { run: (await store.getRun(runId))!, tasks: allTasks, generation, ...(batch ? { batch } : {}), evaluated, envBroken };
 }

@@ -1,4 +1,4 @@
-import { AnthropicClient } from '../../adapters/models/anthropic-client';
+import { AnthropicClient } from '../../adapters/models/providers/anthropic';
 import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
 import { ResilientModelClient } from '../../adapters/models/resilient-client';
 import { PREFIX, providerContract, recordingClock, request, SUFFIX } from './support/provider-contract';

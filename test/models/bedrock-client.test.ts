@@ -1,4 +1,4 @@
-import { BedrockClient } from '../../adapters/models/bedrock-client';
+import { BedrockClient } from '../../adapters/models/providers/bedrock';
 import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
 import { PREFIX, providerContract, request, SUFFIX } from './support/provider-contract';
 import { startFakeProvider, type FakeProvider, type Reply } from './support/fake-provider';

@@ -49,3 +49,20 @@ describe('estimate for one model', () => {
     expect(defaultOutputTokens(findModel(registry, 'gpt-5.4'))).toBeGreaterThan(defaultOutputTokens(findModel(registry, 'gpt-4.1')));
   });
 });
+
+describe('batch estimates', () => {
+  test('a model with batch prices gets the same calls priced at them, without cache hits', () => {
+    const entry = findModel(registry, 'claude-sonnet-4.6');
+
+    const e = estimateModel(entry, groups, { outputTokensPerCall: 500 });
+
+    expect(entry.prices.batch).toMatchObject({ input: 1.5, output: 7.5, as_of: '2026-12-01' });
+    expect(e.batch!.usd).toBeCloseTo(e.usdWithoutCaching / 2, 12);
+    expect(e.batch!.worstCaseUsd).toBeCloseTo(e.worstCaseUsd / 2, 12);
+    expect(e.batch!.pricesAsOf).toBe('2026-12-01');
+  });
+
+  test('a model without batch prices has no batch estimate', () => {
+    expect(estimateModel(findModel(registry, 'deepseek-chat'), groups).batch).toBeUndefined();
+  });
+});

@@ -1,4 +1,4 @@
-import { GeminiClient } from '../../adapters/models/gemini-client';
+import { GeminiClient } from '../../adapters/models/providers/gemini';
 import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
 import { caught, providerContract, request } from './support/provider-contract';
 import { startFakeProvider, type FakeProvider, type Reply } from './support/fake-provider';

@@ -1,4 +1,4 @@
-import { OpenAIChatClient } from '../../adapters/models/openai-chat-client';
+import { OpenAIChatClient } from '../../adapters/models/providers/openai';
 import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
 import { ResilientModelClient } from '../../adapters/models/resilient-client';
 import { caught, PREFIX, providerContract, recordingClock, request } from './support/provider-contract';

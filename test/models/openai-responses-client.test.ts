@@ -1,4 +1,4 @@
-import { OpenAIResponsesClient } from '../../adapters/models/openai-responses-client';
+import { OpenAIResponsesClient } from '../../adapters/models/providers/openai-responses';
 import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
 import { caught, providerContract, request } from './support/provider-contract';
 import { startFakeProvider, type FakeProvider, type Reply } from './support/fake-provider';

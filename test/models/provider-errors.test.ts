@@ -1,4 +1,9 @@
-import { errorFromStatus, isContextLengthMessage, retryAfterMs, retryDelayFromGoogleBody } from '../../adapters/models/provider-errors';
+import { errorFromSdk, errorFromStatus, errorFromTransport, isContextLengthMessage, retryAfterMs, retryDelayFromGoogleBody } from '../../adapters/models/provider-errors';
+
+/** A failure the way undici's fetch reports it: TypeError('fetch failed') caused by the system error. */
+function fetchFailed(code: string, syscall?: string): Error {
+  return new TypeError('fetch failed', { cause: Object.assign(new Error(`${syscall ?? 'read'} ${code} api.example`), { code, syscall }) });
+}
 
 describe('provider error classification', () => {
   test('Retry-After is read as ms, seconds or an HTTP date', () => {
@@ -24,6 +29,32 @@ describe('provider error classification', () => {
     ['Your input exceeds the context window of this model.'],
   ])('"%s" is a context-length message', (message) => {
     expect(isContextLengthMessage(message)).toBe(true);
+  });
+
+  test.each([
+    ['ENOTFOUND', 'getaddrinfo'],
+    ['EAI_AGAIN', 'getaddrinfo'],
+    ['ECONNREFUSED', 'connect'],
+    ['EHOSTUNREACH', 'connect'],
+    ['UND_ERR_CONNECT_TIMEOUT', undefined],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', undefined],
+    ['CERT_HAS_EXPIRED', undefined],
+    ['DEPTH_ZERO_SELF_SIGNED_CERT', undefined],
+  ])('%s (%s) never reached the provider: unreachable, retryable, not billed', (code, syscall) => {
+    const err = errorFromTransport('openai', fetchFailed(code, syscall))!;
+    expect(err.kind).toBe('unreachable');
+    expect(err.retryable).toBe(true);
+    expect(err.message).toContain(code);
+  });
+
+  test.each([['ECONNRESET'], ['EPIPE'], ['EHOSTUNREACH']])('%s on an open connection may have been billed: network', (code) => {
+    expect(errorFromTransport('openai', fetchFailed(code, 'read'))!.kind).toBe('network');
+  });
+
+  test("a Stainless SDK's connection error keeps the cause's classification", () => {
+    class APIConnectionError extends Error {}
+    const err = new APIConnectionError('Connection error.', { cause: fetchFailed('ENOTFOUND', 'getaddrinfo') });
+    expect(errorFromSdk('anthropic', err).kind).toBe('unreachable');
   });
 
   test('an ordinary 400 is not a context-length error', () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cachePlanFor, findModel, formatModelList, loadRegistry, PROVIDERS, RegistryError } from '../../adapters/models/registry';
+import { cachePlanFor, findModel, formatModelList, loadRegistry, PROVIDERS, RegistryError, supportsBatch, batchProblem } from '../../adapters/models/registry';
 
 function userFile(text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'rcb-models-'));
@@ -86,6 +86,33 @@ describe('model registry', () => {
     expect(message).toContain('knowledge_cutoff: must be YYYY-MM');
   });
 
+  test('batch prices need their own date and source page', () => {
+    const message = loadError(`models:
+  - id: claude-haiku-4.5
+    prices: { batch: { input: 0.5, cached_input: 0.05, output: 2.5 } }
+`);
+
+    expect(message).toContain('id "claude-haiku-4.5"');
+    expect(message).toContain('prices.batch.as_of: ');
+    expect(message).toContain('prices.batch.source: Required');
+  });
+
+  test('every shipped model with batch prices is one its provider can batch, and says where the prices come from', () => {
+    const batched = loadRegistry().filter((e) => e.prices.batch);
+
+    expect(batched.length).toBeGreaterThanOrEqual(10);
+    for (const e of batched) {
+      // Bedrock also needs the user's S3 location and service role.
+      expect(supportsBatch(e)).toBe(e.provider !== 'bedrock');
+      expect(supportsBatch({ ...e, batch_s3_uri: 's3://b/p', batch_role_arn: 'arn:aws:iam::123456789012:role/r' })).toBe(true);
+      expect(e.prices.batch!.source).toMatch(/^https:\/\//);
+      expect(e.prices.batch!.input).toBeLessThan(e.prices.input);
+    }
+    expect(batchProblem(findModel(loadRegistry(), 'bedrock-nova-pro'))).toMatch(/batch_s3_uri and batch_role_arn/);
+    expect(batchProblem(findModel(loadRegistry(), 'deepseek-chat'))).toMatch(/has no batch API/);
+    expect(batchProblem({ ...findModel(loadRegistry(), 'gpt-4.1'), prices: { ...findModel(loadRegistry(), 'gpt-4.1').prices, batch: undefined } })).toMatch(/no batch prices/);
+  });
+
   test('a misspelt field is refused rather than ignored', () => {
     const message = loadError(`models:
   - id: gpt-5.4
@@ -119,10 +146,11 @@ describe('model registry', () => {
 
     const lines = formatModelList(entries).trimEnd().split('\n');
 
-    expect(lines[0]).toMatch(/^ID\s+PROVIDER\s+MODEL\s+IN \$\/M\s+CACHED \$\/M\s+OUT \$\/M\s+CUTOFF\s+CONTEXT\s+PRICES AS OF$/);
+    expect(lines[0]).toMatch(/^ID\s+PROVIDER\s+MODEL\s+IN \$\/M\s+CACHED \$\/M\s+OUT \$\/M\s+CUTOFF\s+CONTEXT\s+PRICES AS OF\s+BATCH IN\/OUT \$\/M$/);
     expect(lines).toHaveLength(entries.length + 1);
     const sonnet = lines.find((l) => l.startsWith('claude-sonnet-4.6 '));
-    expect(sonnet).toMatch(/claude-sonnet-4-6\s+3\.00\s+0\.30\s+15\.00\s+2025-08\s+1M\s+2026-11-29/);
+    expect(sonnet).toMatch(/claude-sonnet-4-6\s+3\.00\s+0\.30\s+15\.00\s+2025-08\s+1M\s+2026-11-29\s+1\.50\/7\.50 \(2026-12-01\)$/);
+    expect(lines.find((l) => l.startsWith('deepseek-chat '))).toMatch(/\s-$/);
   });
 
   test('an unknown id is an error that lists the known ones', () => {

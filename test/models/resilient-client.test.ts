@@ -159,3 +159,25 @@ describe('resilient client under repeated 429s', () => {
     expect(inner.calls).toBe(4);
   });
 });
+
+describe('resilient client when the provider cannot be reached', () => {
+  const unreachable = (): ModelError => new ModelError('unreachable', 'openai: not sent (ENOTFOUND)');
+
+  test('gives up after maxUnreachableAttempts when no attempt reached the provider', async () => {
+    const inner = new ScriptedClient(Array.from({ length: 10 }, unreachable));
+    const rc = new ResilientModelClient(inner, { clock: recordingClock(), random: () => 0, retry: { maxAttempts: 6, maxUnreachableAttempts: 3 } });
+
+    const err = await caught(rc.complete(request()));
+
+    expect(err.kind).toBe('unreachable');
+    expect(inner.calls).toBe(3);
+  });
+
+  test('a blip between answers from the provider keeps the ordinary attempt count', async () => {
+    const inner = new ScriptedClient([unreachable(), server(), unreachable(), unreachable()]);
+    const rc = new ResilientModelClient(inner, { clock: recordingClock(), random: () => 0, retry: { maxAttempts: 6, maxUnreachableAttempts: 2 } });
+
+    await expect(rc.complete(request())).resolves.toEqual(OK);
+    expect(inner.calls).toBe(5);
+  });
+});

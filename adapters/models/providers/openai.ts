@@ -3,11 +3,13 @@
  * speaks it (`openai-compatible`: vLLM, OpenRouter, DeepSeek, xAI, Together).
  */
 import OpenAI from 'openai';
-import type { FinishReason, ModelRequest, ModelResponse } from '../../core/model';
-import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, errorFromSdk, malformed } from './provider-errors';
-import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from './provider-common';
-import type { ModelEntry } from './registry';
+import type { FinishReason, ModelRequest, ModelResponse } from '../../../core/model';
+import type { BilledUsage } from '../../../core/cost';
+import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
+import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
+import type { ModelEntry } from '../registry';
+import { OpenAIBatchClient } from './openai-batch';
+import { automaticCache, openaiTokenizer, type ProviderModule } from '../provider-module';
 
 export class OpenAIChatClient extends ProviderClient {
   private readonly sdk: OpenAI;
@@ -93,3 +95,17 @@ function chatUsage(u: unknown): BilledUsage {
     reasoningTokens: count(completion.reasoning_tokens),
   };
 }
+
+/** OpenAI's own Chat Completions API. */
+export const openaiProvider: ProviderModule = {
+  name: 'openai',
+  keyEnv: 'OPENAI_API_KEY',
+  lane: 'openai',
+  cacheMinTokens: 1024,
+  batchWindowHours: 24,
+  tokenizer: (entry) => openaiTokenizer(entry.model),
+  cacheMode: automaticCache,
+  refusesTemperature: () => false,
+  createClient: (entry, key, opts) => new OpenAIChatClient(entry, key as string, opts),
+  createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),
+};

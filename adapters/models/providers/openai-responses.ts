@@ -1,10 +1,12 @@
 /** OpenAI Responses API, for reasoning models (`openai-responses`). */
 import OpenAI from 'openai';
-import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../core/model';
-import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, errorFromSdk, malformed } from './provider-errors';
-import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from './provider-common';
-import type { ModelEntry } from './registry';
+import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../../core/model';
+import type { BilledUsage } from '../../../core/cost';
+import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
+import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
+import type { ModelEntry } from '../registry';
+import { OpenAIBatchClient } from './openai-batch';
+import { automaticCache, openaiTokenizer, type ProviderModule } from '../provider-module';
 
 const PROVIDER = 'openai-responses';
 
@@ -85,3 +87,17 @@ function responsesUsage(u: unknown): BilledUsage {
     reasoningTokens: count(asRecord(usage.output_tokens_details)?.reasoning_tokens),
   };
 }
+
+/** OpenAI's Responses API, for reasoning models: they refuse a sampling temperature. */
+export const openaiResponsesProvider: ProviderModule = {
+  name: 'openai-responses',
+  keyEnv: 'OPENAI_API_KEY',
+  lane: 'openai',
+  cacheMinTokens: 1024,
+  batchWindowHours: 24,
+  tokenizer: (entry) => openaiTokenizer(entry.model),
+  cacheMode: automaticCache,
+  refusesTemperature: () => true,
+  createClient: (entry, key, opts) => new OpenAIResponsesClient(entry, key as string, opts),
+  createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),
+};

@@ -4,11 +4,13 @@
  * tasks read it from the cache; the task's own part follows in a second block.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import type { FinishReason, ModelRequest, ModelResponse } from '../../core/model';
-import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, errorFromSdk, malformed } from './provider-errors';
-import { ProviderClient, splitPrompt, type ProviderClientOptions } from './provider-common';
-import type { ModelEntry } from './registry';
+import type { FinishReason, ModelRequest, ModelResponse } from '../../../core/model';
+import type { BilledUsage } from '../../../core/cost';
+import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
+import { ProviderClient, splitPrompt, type ProviderClientOptions } from '../provider-common';
+import type { ModelEntry } from '../registry';
+import { AnthropicBatchClient } from './anthropic-batch';
+import type { ProviderModule } from '../provider-module';
 
 const PROVIDER = 'anthropic';
 
@@ -94,3 +96,17 @@ function messageUsage(u: unknown): BilledUsage {
     reasoningTokens: 0, // thinking is billed inside output_tokens and not reported apart
   };
 }
+
+/** Anthropic's Messages API; npm has no offline Claude tokenizer, so estimates approximate. */
+export const anthropicProvider: ProviderModule = {
+  name: 'anthropic',
+  keyEnv: 'ANTHROPIC_API_KEY',
+  lane: 'anthropic',
+  cacheMinTokens: 1024,
+  batchWindowHours: 24,
+  tokenizer: () => 'approx',
+  cacheMode: (entry) => (entry.prompt_cache === false ? 'none' : 'explicit'),
+  refusesTemperature: () => false,
+  createClient: (entry, key, opts) => new AnthropicClient(entry, key as string, opts),
+  createBatchClient: (entry, key, opts) => new AnthropicBatchClient(entry, key as string, opts),
+};

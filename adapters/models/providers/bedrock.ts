@@ -4,11 +4,13 @@
  * set `prompt_cache: true` on the entry) cache the paper for the next tasks.
  */
 import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
-import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../core/model';
-import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, type HeadersLike } from './provider-errors';
-import { ProviderClient, splitPrompt, type ProviderClientOptions } from './provider-common';
-import type { ModelEntry } from './registry';
+import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../../core/model';
+import type { BilledUsage } from '../../../core/cost';
+import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, type HeadersLike } from '../provider-errors';
+import { ProviderClient, splitPrompt, type ProviderClientOptions } from '../provider-common';
+import type { ModelEntry } from '../registry';
+import { BedrockBatchClient } from './bedrock-batch';
+import type { ProviderModule } from '../provider-module';
 
 const PROVIDER = 'bedrock';
 
@@ -143,3 +145,23 @@ function converseUsage(u: unknown): BilledUsage {
     reasoningTokens: 0,
   };
 }
+
+/**
+ * Amazon Bedrock (Converse). No key variable: the AWS credential chain signs the calls,
+ * unless the entry names a Bedrock API key in api_key_env. Caching only where rcb marks
+ * the prefix (prompt_cache: true, for the models that support cache points).
+ */
+export const bedrockProvider: ProviderModule = {
+  name: 'bedrock',
+  keyEnv: undefined,
+  lane: 'bedrock',
+  cacheMinTokens: 1024,
+  batchWindowHours: 24,
+  tokenizer: () => 'approx',
+  cacheMode: (entry) => (entry.prompt_cache ? 'explicit' : 'none'),
+  refusesTemperature: () => false,
+  createClient: (entry, key, opts) => new BedrockClient(entry, key, opts),
+  batchRequirement: (entry) => (entry.batch_s3_uri && entry.batch_role_arn ? undefined : 'Bedrock batch inference needs batch_s3_uri and batch_role_arn on the entry (set them in your --models-file)'),
+  // Batch jobs are signed by the AWS credential chain; a Bedrock API key does not reach the control plane.
+  createBatchClient: (entry, _key, opts) => new BedrockBatchClient(entry, opts),
+};

@@ -3,11 +3,13 @@
  * itself (implicit caching) and reports the hits in `cachedContentTokenCount`.
  */
 import { GoogleGenAI, ThinkingLevel, type GenerateContentConfig } from '@google/genai';
-import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../core/model';
-import type { BilledUsage } from '../../core/cost';
-import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, retryDelayFromGoogleBody } from './provider-errors';
-import { ProviderClient, type ProviderClientOptions } from './provider-common';
-import type { ModelEntry } from './registry';
+import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../../core/model';
+import type { BilledUsage } from '../../../core/cost';
+import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, retryDelayFromGoogleBody } from '../provider-errors';
+import { ProviderClient, type ProviderClientOptions } from '../provider-common';
+import type { ModelEntry } from '../registry';
+import { GeminiBatchClient } from './gemini-batch';
+import { automaticCache, type ProviderModule } from '../provider-module';
 
 const PROVIDER = 'gemini';
 
@@ -139,3 +141,17 @@ function geminiUsage(u: unknown): BilledUsage {
     reasoningTokens: thoughts,
   };
 }
+
+/** Google's Gemini Developer API: implicit caching from 4096 prompt tokens on Gemini 3 (2048 on 2.5: set cache_min_tokens). */
+export const geminiProvider: ProviderModule = {
+  name: 'gemini',
+  keyEnv: 'GEMINI_API_KEY',
+  lane: 'google',
+  cacheMinTokens: 4096,
+  batchWindowHours: 24,
+  tokenizer: () => 'approx',
+  cacheMode: automaticCache,
+  refusesTemperature: () => false,
+  createClient: (entry, key, opts) => new GeminiClient(entry, key as string, opts),
+  createBatchClient: (entry, key, opts) => new GeminiBatchClient(entry, key as string, opts),
+};

@@ -1,0 +1,53 @@
+/**
+ * What rcb knows of one model provider, in one place: its clients (interactive and batch),
+ * the variable its key is read from, the cloud lane its calls go through, the tokenizer
+ * of its estimates, how it caches a shared prompt prefix, and (inside its clients) how its
+ * usage maps to rcb's token conventions (core/cost.ts). Adding a provider is one module in
+ * providers/, one line in providers/index.ts and its entries in resources/models.yaml.
+ */
+import type { CacheMode } from '../../core/cost';
+import type { BatchClient } from '../../core/batch';
+import type { ModelClient } from '../../core/model';
+import type { ProviderClientOptions } from './provider-common';
+import type { ModelEntry } from './registry';
+
+export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'approx';
+
+export interface ProviderModule {
+  /** The registry's `provider` value. */
+  readonly name: string;
+  /** Variable holding the key when the entry names no `api_key_env`; undefined: no key needed. */
+  readonly keyEnv: string | undefined;
+  /** The cloud lane (one SQS queue each) its calls go through. */
+  readonly lane: string;
+  /** Shortest prefix the provider caches, tokens, when the entry does not say. */
+  readonly cacheMinTokens: number;
+  /** Tokenizer for estimates and reservations when the entry does not name one. */
+  tokenizer(entry: Pick<ModelEntry, 'model'>): Tokenizer;
+  /** How the entry's shared prefix is cached, for estimates. */
+  cacheMode(entry: ModelEntry): CacheMode;
+  /** Whether the API refuses a sampling temperature for this entry (a run's --temperature is then not applied). */
+  refusesTemperature(entry: ModelEntry): boolean;
+  /**
+   * Hours within which the provider's batch API promises to process a batch (its
+   * completion window); undefined for a provider without one.
+   */
+  readonly batchWindowHours?: number;
+  /** What else the entry needs for batches (Bedrock: an S3 location and a role), or undefined when it has it. */
+  batchRequirement?(entry: ModelEntry): string | undefined;
+  /** The interactive client; `key` is set whenever keyEnv (or the entry's api_key_env) names a variable. */
+  createClient(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): ModelClient;
+  /** The batch client, for providers with a batch API. */
+  createBatchClient?(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): BatchClient;
+}
+
+/** The OpenAI families' tokenizer by model name: cl100k for GPT-3.5 and GPT-4 before 4o, else o200k. */
+export function openaiTokenizer(model: string): Tokenizer {
+  const m = model.toLowerCase().replace(/^openai\//, '');
+  return /^gpt-(3\.5|4)(?!o|\.1|\.5)/.test(m) ? 'cl100k_base' : 'o200k_base';
+}
+
+/** Providers that cache prefixes by themselves: caching pays when the cached price is lower. */
+export function automaticCache(entry: ModelEntry): CacheMode {
+  return entry.prices.cached_input < entry.prices.input ? 'automatic' : 'none';
+}

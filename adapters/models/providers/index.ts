@@ -1,0 +1,28 @@
+/**
+ * Every provider rcb speaks to, by the registry's `provider` value. Adding one: its module
+ * in this folder (see ../provider-module.ts), a line here, its entries in resources/models.yaml.
+ */
+import type { ProviderModule } from '../provider-module';
+import { anthropicProvider } from './anthropic';
+import { bedrockProvider } from './bedrock';
+import { geminiProvider } from './gemini';
+import { openaiProvider } from './openai';
+import { openaiCompatibleProvider } from './openai-compatible';
+import { openaiResponsesProvider } from './openai-responses';
+
+export const PROVIDER_MODULES = {
+  openai: openaiProvider,
+  'openai-responses': openaiResponsesProvider,
+  anthropic: anthropicProvider,
+  gemini: geminiProvider,
+  bedrock: bedrockProvider,
+  'openai-compatible': openaiCompatibleProvider,
+} as const satisfies Record<string, ProviderModule>;
+
+export type Provider = keyof typeof PROVIDER_MODULES;
+
+export const PROVIDERS = Object.keys(PROVIDER_MODULES) as [Provider, ...Provider[]];
+
+export function providerModule(provider: Provider): ProviderModule {
+  return PROVIDER_MODULES[provider];
+}

@@ -1,0 +1,269 @@
+/**
+ * `rcb sweep plan|run|status|report FILE`: a sweep file (core/sweep/sweep-file.ts) read into
+ * one run spec, whose models are registry entries with the sweep's parameters applied. The
+ * sweep's directory lists its runs in sweep.json (a changed file is a new run; answers
+ * already bought are reused by task id), each run in a directory of its own below it.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseSweep, SweepFileError, type Sweep } from '../../core/sweep/sweep-file';
+import { runFolderName } from '../../core/ids';
+import { buildReport } from '../../core/report/build-report';
+import { budgetAccountId } from '../../core/run/budget';
+import { HostedModels } from '../../adapters/models/hosted-models';
+import { batchProblem, findModel, parseModelEntry, RegistryError, type ModelEntry } from '../../adapters/models/registry';
+import { estimateModel, type ModelEstimate } from '../../adapters/models/estimate';
+import { providerModule } from '../../adapters/models/providers';
+import { envKeySource } from '../../core/keys';
+import { openRunDir, parseReportFlags, UsageError } from './common';
+import { loadEntries, promptGroups } from './model-commands';
+import { resolveRun, type ResolvedRun } from './resolve-run';
+
+/** A sweep file read and resolved: its models as registry entries, its run. */
+export interface LoadedSweep {
+  sweep: Sweep;
+  /** The sweep's models by name (entries with the sweep's parameters); offline models have none. */
+  entries: Map<string, ModelEntry>;
+  hosted: HostedModels;
+  run: ResolvedRun;
+}
+
+export function readSweep(file: string): Sweep {
+  if (!existsSync(file)) throw new UsageError(`sweep file ${file} does not exist`);
+  try {
+    return parseSweep(file, readFileSync(file, 'utf8'));
+  } catch (e) {
+    if (e instanceof SweepFileError) throw new UsageError(`${e.message}\n${e.problems.length} problem(s) in the sweep file`);
+    throw e;
+  }
+}
+
+const OFFLINE = new Set(['oracle', 'empty']);
+
+export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
+  const sweep = readSweep(file);
+  const registry = loadEntries(sweep.modelsFile ?? undefined);
+  const entries = new Map<string, ModelEntry>();
+  const problems: string[] = [];
+  const at = (m: Sweep['models'][number]) => `${sweep.file}:${m.line}: model "${m.name}"`;
+  for (const m of sweep.models) {
+    if (OFFLINE.has(m.id)) {
+      if (Object.keys(m.params).length || m.mode === 'batch' || m.budgetUsd !== null || m.name !== m.id) problems.push(`${at(m)}: offline models take no params, name, mode batch or budget`);
+      continue;
+    }
+    let base: ModelEntry;
+    try {
+      base = findModel(registry, m.id);
+    } catch (e) {
+      problems.push(`${at(m)}: ${(e as Error).message}`);
+      continue;
+    }
+    let entry: ModelEntry;
+    try {
+      entry = parseModelEntry({ ...base, id: m.name, params: { ...base.params, ...m.params } }, 'params');
+    } catch (e) {
+      problems.push(`${at(m)}: ${(e as RegistryError).message}`);
+      continue;
+    }
+    const cannotBatch = m.mode === 'batch' ? batchProblem(entry) : undefined;
+    if (cannotBatch) problems.push(`${at(m)}: mode batch needs a provider with a batch API and batch prices in the registry: ${cannotBatch}`);
+    entries.set(m.name, entry);
+  }
+  if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} problem(s) in the sweep file`);
+  // The sweep's entries over the registry's, so that a name equal to a registry id takes the sweep's parameters.
+  const hosted = new HostedModels([...registry.filter((e) => !entries.has(e.id)), ...entries.values()], keys);
+  const run = resolveRun(
+    {
+      pset: sweep.pset ?? undefined,
+      model: sweep.models.map((m) => m.name),
+      samples: String(sweep.samples),
+      paper: sweep.withPaper,
+      papers: sweep.papers?.join(','),
+      timeout: String(sweep.timeoutSec),
+      promptTemplate: sweep.promptTemplate ?? undefined,
+      budget: sweep.budgetUsd === null ? undefined : String(sweep.budgetUsd),
+    },
+    hosted,
+  );
+  return { sweep, entries, hosted, run };
+}
+
+export function modelBudgetsOf(sweep: Sweep): Record<string, number> {
+  return Object.fromEntries(sweep.models.filter((m) => m.budgetUsd !== null).map((m) => [m.name, m.budgetUsd as number]));
+}
+
+// ---- plan ----
+
+const usd = (x: number) => `$${x.toFixed(x < 1 ? 4 : 2)}`;
+
+export interface SweepPlanRow {
+  model: string;
+  mode: 'interactive' | 'batch';
+  estimate: ModelEstimate | null;
+  budgetUsd: number | null;
+}
+
+/** Per model and in total: calls, tokens, expected and worst-case cost in both modes, the time batch mode may take. */
+export function planSweep(loaded: LoadedSweep): { rows: SweepPlanRow[]; text: string } {
+  const { sweep, entries, run } = loaded;
+  const groups = promptGroups(run.pset, run.template, sweep.withPaper, sweep.samples);
+  const rows: SweepPlanRow[] = sweep.models.map((m) => {
+    const entry = entries.get(m.name);
+    return { model: m.name, mode: m.mode, estimate: entry ? estimateModel(entry, groups) : null, budgetUsd: m.budgetUsd };
+  });
+  const header = ['model', 'mode', 'calls', 'input tokens', 'output tokens', 'interactive expected', 'interactive worst', 'batch expected', 'batch worst', 'budget'];
+  const cells = rows.map((r) => {
+    const e = r.estimate;
+    const calls = e ? e.calls : run.pset.papers.reduce((a, p) => a + p.snippets.length, 0) * sweep.samples;
+    return [
+      r.model,
+      r.mode,
+      String(calls),
+      e ? String(e.inputTokens) : '0',
+      e ? String(e.outputTokens) : '0',
+      e ? usd(e.usd) : '$0 (offline)',
+      e ? usd(e.worstCaseUsd) : '-',
+      e?.batch ? usd(e.batch.usd) : '-',
+      e?.batch ? usd(e.batch.worstCaseUsd) : '-',
+      r.budgetUsd === null ? '-' : usd(r.budgetUsd),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join('  ').trimEnd();
+  const chosen = (r: SweepPlanRow, worst: boolean) => {
+    const e = r.estimate;
+    if (!e) return 0;
+    if (r.mode === 'batch' && e.batch) return worst ? e.batch.worstCaseUsd : e.batch.usd;
+    return worst ? e.worstCaseUsd : e.usd;
+  };
+  const sum = (f: (r: SweepPlanRow) => number) => rows.reduce((a, r) => a + f(r), 0);
+  const out = [line(header), ...cells.map(line), ''];
+  out.push(`calls ${sum((r) => r.estimate?.calls ?? 0)} paid; input tokens ${sum((r) => r.estimate?.inputTokens ?? 0)}; output tokens ${sum((r) => r.estimate?.outputTokens ?? 0)} (assumed per call, see rcb estimate)`);
+  out.push(`as planned (each model in its mode): expected ${usd(sum((r) => chosen(r, false)))}, worst case ${usd(sum((r) => chosen(r, true)))}`);
+  out.push(`all interactive: expected ${usd(sum((r) => r.estimate?.usd ?? 0))}, worst case ${usd(sum((r) => r.estimate?.worstCaseUsd ?? 0))}`);
+  const batchable = rows.filter((r) => r.estimate?.batch);
+  if (batchable.length) {
+    const batchOr = (r: SweepPlanRow, worst: boolean) => (r.estimate?.batch ? (worst ? r.estimate.batch.worstCaseUsd : r.estimate.batch.usd) : worst ? (r.estimate?.worstCaseUsd ?? 0) : (r.estimate?.usd ?? 0));
+    out.push(`every batchable model in batch mode: expected ${usd(sum((r) => batchOr(r, false)))}, worst case ${usd(sum((r) => batchOr(r, true)))}`);
+  }
+  const batchModels = rows.filter((r) => r.mode === 'batch');
+  if (batchModels.length) {
+    const hours = Math.max(...batchModels.map((r) => providerModule(entries.get(r.model)!.provider).batchWindowHours ?? 24));
+    const rounds = sweep.batch.maxRounds;
+    out.push(
+      `batch mode time: each batch ends within its provider's window (${hours} h; most end within an hour); requests that expire or fail go into the next batch, ` +
+        `up to ${rounds} round(s)${sweep.batch.retryInteractively ? ' (or interactively: retry_interactively is on)' : ''}, so at most ${hours * rounds} h`,
+    );
+  }
+  if (sweep.budgetUsd !== null) {
+    const expected = sum((r) => chosen(r, false));
+    const worst = sum((r) => chosen(r, true));
+    out.push(
+      expected > sweep.budgetUsd
+        ? `budget ${usd(sweep.budgetUsd)}: below the expected cost; the sweep will stop budget_exhausted before finishing`
+        : `budget ${usd(sweep.budgetUsd)}: ${worst <= sweep.budgetUsd ? 'covers even the worst case' : 'covers the expected cost; the worst case would exceed it'}`,
+    );
+  } else out.push('no budget_usd: spend is recorded but not capped');
+  for (const r of rows) {
+    if (r.budgetUsd !== null && chosen(r, false) > r.budgetUsd) out.push(`${r.model}: its budget ${usd(r.budgetUsd)} is below its expected cost ${usd(chosen(r, false))}; its tasks will stop unfinished`);
+  }
+  return { rows, text: out.join('\n') + '\n' };
+}
+
+export function sweepPlanCommand(file: string): number {
+  process.stdout.write(planSweep(loadSweep(file)).text);
+  return 0;
+}
+
+// ---- the sweep's directory ----
+
+interface SweepIndex {
+  file: string;
+  runs: Array<{ runId: string; dir: string; createdAt: string }>;
+}
+
+const INDEX_FILE = 'sweep.json';
+
+function readIndex(sweep: Sweep): SweepIndex {
+  const path = join(sweep.out, INDEX_FILE);
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as SweepIndex) : { file: sweep.file, runs: [] };
+}
+
+/** The run's directory below the sweep's, recorded in sweep.json (once). */
+export function sweepRunDir(sweep: Sweep, run: ResolvedRun): string {
+  const index = readIndex(sweep);
+  const existing = index.runs.find((r) => r.runId === run.runId);
+  if (existing) return join(sweep.out, existing.dir);
+  const dir = runFolderName(run.spec, run.runId);
+  index.runs.push({ runId: run.runId, dir, createdAt: new Date().toISOString() });
+  mkdirSync(sweep.out, { recursive: true });
+  writeFileSync(join(sweep.out, INDEX_FILE), JSON.stringify(index, null, 2) + '\n');
+  return join(sweep.out, dir);
+}
+
+function sweepRuns(sweep: Sweep): Array<{ runId: string; dir: string }> {
+  const runs = readIndex(sweep).runs.map((r) => ({ runId: r.runId, dir: join(sweep.out, r.dir) })).filter((r) => existsSync(join(r.dir, 'rcb.sqlite')));
+  if (!runs.length) throw new UsageError(`the sweep ${sweep.file} has no run yet in ${sweep.out}; start it with \`rcb sweep run ${sweep.file}\``);
+  return runs.reverse(); // latest first
+}
+
+// ---- status and report ----
+
+export async function sweepStatusCommand(file: string): Promise<number> {
+  const sweep = readSweep(file);
+  const lines: string[] = [];
+  for (const { runId, dir } of sweepRuns(sweep)) {
+    const { store } = openRunDir(dir, false);
+    try {
+      const run = await store.getRun(runId);
+      if (!run) continue;
+      const tasks = await store.listTasks(runId);
+      const answers = await store.getCompletions(tasks.map((t) => t.taskId));
+      const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId));
+      lines.push(`run ${runId} (${dir}): ${run.status}, spend $${run.spentUsd.toFixed(4)}${run.spec.budgetUsd !== null ? ` of $${run.spec.budgetUsd.toFixed(2)}` : ''}`);
+      for (const m of run.spec.models) {
+        const mine = tasks.filter((t) => t.model === m.id);
+        const a = mine.map((t) => answers.get(t.taskId)).filter((c) => c !== undefined);
+        const account = await store.getRun(budgetAccountId(runId, m.id));
+        const spent = a.reduce((x, c) => x + c!.costUsd, 0);
+        const mode = sweep.models.find((s) => s.name === m.id)?.mode ?? 'interactive';
+        lines.push(
+          `  ${m.id} (${mode}): ${a.length}/${mine.length} answered${a.some((c) => c!.error) ? ` (${a.filter((c) => c!.error).length} errors)` : ''}, ` +
+            `${mine.filter((t) => judged.has(t.taskId)).length}/${mine.length} judged, spend $${spent.toFixed(4)}` +
+            (account?.spec.budgetUsd != null ? ` of $${account.spec.budgetUsd.toFixed(2)}` : ''),
+        );
+      }
+    } finally {
+      await store.close();
+    }
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+  return 0;
+}
+
+export async function sweepReportCommand(file: string, opts: { format: string; judge?: string; subset: string }): Promise<number> {
+  const flags = parseReportFlags(opts);
+  const sweep = readSweep(file);
+  const runs = sweepRuns(sweep);
+  const reports: Array<{ runId: string; dir: string; text: string }> = [];
+  for (const { runId, dir } of runs) {
+    const { store } = openRunDir(dir, false);
+    try {
+      const { text } = await buildReport(store, runId, flags).catch((e: Error) => {
+        throw new UsageError(e.message);
+      });
+      reports.push({ runId, dir, text });
+    } finally {
+      await store.close();
+    }
+  }
+  if (flags.format === 'json') {
+    process.stdout.write(JSON.stringify(reports.map((r) => ({ runId: r.runId, dir: r.dir, report: JSON.parse(r.text) })), null, 2) + '\n');
+  } else if (flags.format === 'official' || reports.length === 1) {
+    if (reports.length > 1) process.stderr.write(`the sweep has ${reports.length} runs; overall_stats.json of the latest (${reports[0].runId}); the others: ${reports.slice(1).map((r) => r.dir).join(', ')}\n`);
+    process.stdout.write(reports[0].text);
+  } else {
+    process.stdout.write(reports.map((r) => `== run ${r.runId} (${r.dir}) ==\n${r.text}`).join('\n'));
+  }
+  return 0;
+}

@@ -1,0 +1,139 @@
+/**
+ * `rcb sweep run FILE [--emulate | --cloud]`: the sweep's run on this machine (resumable:
+ * the same command goes on where it stopped), through the emulated cloud, or in the
+ * deployed stack.
+ */
+import type { RunOptions } from './run-command';
+import type { RunRecord, RunStore } from '../../core/store';
+import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
+import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, type LoadedSweep } from './sweep-commands';
+
+export interface SweepRunOptions {
+  emulate?: boolean;
+  cloud?: boolean;
+  jobs?: string;
+  python?: string;
+  executor: string;
+  concurrency: string;
+  unsafeNoSandbox?: boolean;
+  stackName: string;
+  region?: string;
+  /** Cancel the sweep's pending batches and keep what they answered. */
+  cancelBatches?: boolean;
+}
+
+export async function sweepRunCommand(file: string, opts: SweepRunOptions): Promise<number> {
+  if (opts.emulate && opts.cloud) throw new UsageError('--emulate and --cloud exclude each other');
+  // The warm executor without a sandbox is refused here: it is not safe to run on a shared machine.
+  if (opts.unsafeNoSandbox && (opts.emulate || opts.executor === 'warm')) throw new UsageError('--unsafe-no-sandbox is refused for sweeps with the warm executor or --emulate; use --executor cold');
+  const loaded = loadSweep(file);
+  process.stderr.write(planSweep(loaded).text);
+  if (opts.emulate || opts.cloud) return cloudSweep(loaded, opts);
+  const { runLocally } = require('./run-command') as typeof import('./run-command');
+  const batchModels = new Set(loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name));
+  const settings = loaded.sweep.batch;
+  const local: Omit<RunOptions, keyof import('./resolve-run').RunSpecFlags> = {
+    jobs: opts.jobs,
+    python: opts.python,
+    out: sweepRunDir(loaded.sweep, loaded.run),
+    unsafeNoSandbox: opts.unsafeNoSandbox,
+    concurrency: opts.concurrency,
+    executor: opts.executor,
+  };
+  return runLocally(loaded.run, local, loaded.hosted, {
+    modelBudgets: modelBudgetsOf(loaded.sweep),
+    quietEstimate: true,
+    batch: batchModels.size
+      ? { models: batchModels, pollSeconds: settings.pollSeconds, maxRounds: settings.maxRounds, retryInteractively: settings.retryInteractively, cancel: opts.cancelBatches }
+      : undefined,
+  });
+}
+
+/**
+ * The cloud (or its emulation) runs the sweep's spec with the run's total budget: the
+ * generator there knows no per-model budget and no batch lane yet, so a sweep that needs
+ * either is refused, naming the line; the deployed cloud also takes its models' parameters
+ * from the deployed registry, so it refuses parameters the sweep changes.
+ */
+async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
+  const { sweep } = loaded;
+  const where = opts.emulate ? 'the emulated cloud' : 'the cloud';
+  const problems = sweep.models.flatMap((m) => [
+    ...(m.mode === 'batch' ? [`${sweep.file}:${m.line}: ${m.name}: mode batch does not run in ${where} yet (no batch lane in the state machine); run it locally`] : []),
+    ...(m.budgetUsd !== null ? [`${sweep.file}:${m.line}: ${m.name}: a per-model budget is not enforced in ${where}; only budget_usd of the whole sweep is`] : []),
+    ...(opts.cloud && (m.name !== m.id || Object.keys(m.params).length)
+      ? [`${sweep.file}:${m.line}: ${m.name}: the cloud takes parameters from its deployed registry; add the variant there instead of params/name here`]
+      : []),
+  ]);
+  if (problems.length) throw new UsageError(problems.join('\n'));
+  if (opts.emulate) return emulatedSweep(loaded, opts);
+  const cloud = require('./cloud-commands') as typeof import('./cloud-commands');
+  const flags = {
+    pset: sweep.pset ?? undefined,
+    model: sweep.models.map((m) => m.name),
+    samples: String(sweep.samples),
+    paper: sweep.withPaper,
+    papers: sweep.papers?.join(','),
+    timeout: String(sweep.timeoutSec),
+    promptTemplate: sweep.promptTemplate ?? undefined,
+    budget: sweep.budgetUsd === null ? undefined : String(sweep.budgetUsd),
+    jobs: opts.jobs,
+    python: opts.python,
+    unsafeNoSandbox: opts.unsafeNoSandbox,
+    concurrency: opts.concurrency,
+    executor: opts.executor,
+    stackName: opts.stackName,
+    region: opts.region,
+  };
+  return cloud.cloudRun(flags, loaded.hosted, cloud.defaultCloudDeps(opts.region));
+}
+
+/**
+ * The emulated cloud runs the sweep's spec; what it stored (run, tasks, answers, verdicts)
+ * is then copied into the sweep's run directory, so that `rcb sweep status` and `rcb sweep
+ * report` read it like a local run.
+ */
+async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
+  const { emulateCloudRun } = require('../../adapters/emulate/emulated-run') as typeof import('../../adapters/emulate/emulated-run');
+  const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
+  const { pset, template, spec, models, runId } = loaded.run;
+  const started = Date.now();
+  const emulated = await emulateCloudRun(
+    { pset, templateText: template.text, spec, models: models.info },
+    {
+      python: opts.python ?? defaultPython(),
+      jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
+      hosted: () => loaded.hosted,
+      onState: (state) => process.stderr.write(`${state}\n`),
+    },
+  );
+  const dir = sweepRunDir(loaded.sweep, loaded.run);
+  const { store } = openRunDir(dir, true);
+  try {
+    const run = await emulated.store.getRun(emulated.runId);
+    if (!run) throw new UsageError(`the emulated run ${runId} was not planned${emulated.error ? `: ${emulated.error.name}: ${emulated.error.message}` : ''}`);
+    await copyRun(emulated.store, store, run);
+    writeRunId(dir, runId);
+    const copied = (await store.getRun(runId))!;
+    if (emulated.succeeded) process.stdout.write('\n' + (await buildReport(store, runId, { format: 'table', judge: 'strict', subset: 'all' })).text);
+    process.stdout.write(`\nsweep run ${copied.status} (emulated) in ${((Date.now() - started) / 1000).toFixed(1)}s, spend $${copied.spentUsd.toFixed(4)}\nrun directory: ${dir}\n`);
+    if (!emulated.succeeded) return 1;
+    return copied.status === 'succeeded' ? 0 : copied.status === 'budget_exhausted' ? 3 : 1;
+  } finally {
+    await store.close();
+    await emulated.close();
+  }
+}
+
+/** A run's records from one store into another (first write wins, so copying again changes nothing). */
+async function copyRun(from: RunStore, to: RunStore, run: RunRecord): Promise<void> {
+  await to.createRun(run);
+  await to.setRunStatus(run.runId, run.status, run.error);
+  const tasks = await from.listTasks(run.runId);
+  await to.putTasks(run.runId, tasks);
+  for (const c of (await from.getCompletions(tasks.map((t) => t.taskId))).values()) await to.putCompletion(c);
+  for (const v of await from.listVerdicts(run.runId)) await to.putVerdict(run.runId, v);
+  // Spend as the cloud settled it; the local copy starts at zero.
+  const copy = await to.getRun(run.runId);
+  if (copy && copy.spentUsd === 0 && run.spentUsd > 0) await to.settleBudget(run.runId, 0, run.spentUsd);
+}
