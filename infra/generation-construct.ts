@@ -7,6 +7,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { DEFAULT_LANES, type LaneConfig, validateLanes } from './config';
 import { RcbFunction } from './rcb-function';
+import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 
 /** One provider lane as built: its queue, its dead-letter queue and its configuration. */
@@ -49,6 +50,12 @@ export interface GenerationConstructProps {
    * inference profiles; otherwise none
    */
   readonly bedrockResourceArns?: string[];
+  /**
+   * The deployment's models file, carried in the generator's bundle and merged over the
+   * shipped registry (config.ts `modelsFile`).
+   * @default - the shipped registry only
+   */
+  readonly modelsFile?: string;
 }
 
 /**
@@ -79,6 +86,7 @@ export class GenerationConstruct extends Construct {
       description: 'rcb: calls one model per task message and stores the completion (SQS lanes)',
       memorySize: props.generatorMemorySize ?? 512,
       timeout,
+      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
       environment: {
         RCB_TABLE: storage.table.tableName,
         RCB_BUCKET: storage.bucket.bucketName,

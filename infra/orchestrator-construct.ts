@@ -8,6 +8,7 @@ import { Construct } from 'constructs';
 import { EvaluationConstruct } from './evaluation-construct';
 import { GenerationConstruct } from './generation-construct';
 import { RcbFunction } from './rcb-function';
+import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 import { STATE_NAMES } from './state-names';
 
@@ -62,6 +63,12 @@ export interface OrchestratorConstructProps {
    * @default true
    */
   readonly evaluationReady?: boolean;
+  /**
+   * The deployment's models file, carried in PlanRun's bundle (it prices and routes with the
+   * registry) and merged over the shipped one (config.ts `modelsFile`).
+   * @default - the shipped registry only
+   */
+  readonly modelsFile?: string;
 }
 
 /**
@@ -88,6 +95,7 @@ export class OrchestratorConstruct extends Construct {
       description: 'rcb: validates a run spec, writes its tasks, checks the budget, enqueues generation',
       memorySize: 1024,
       timeout: Duration.minutes(5),
+      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
       environment: {
         ...common,
         RCB_LANE_QUEUES: stack.toJsonString(generation.laneQueueUrls()),

@@ -43,6 +43,7 @@ export class RcbStack extends Stack {
       lanes: props.lanes,
       generatorTimeout: props.generatorTimeoutSec ? Duration.seconds(props.generatorTimeoutSec) : undefined,
       bedrockResourceArns: props.bedrockResourceArns,
+      modelsFile: props.modelsFile,
     });
     this.evaluation = new EvaluationConstruct(this, 'Evaluation', {
       storage: this.storage,
@@ -57,6 +58,7 @@ export class RcbStack extends Stack {
       evaluation: this.evaluation,
       evaluationMaxConcurrency: props.evaluationMaxConcurrency,
       evaluationReady: interfaceEndpoints,
+      modelsFile: props.modelsFile,
     });
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
       lanes: this.generation.lanes,

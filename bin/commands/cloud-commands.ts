@@ -240,7 +240,7 @@ async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: Cl
   const { defaultPython } = require('./common') as typeof import('./common');
   const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
   const started = Date.now();
-  deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); synthesizing the stack\n`);
+  deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); synthesizing the stack and bundling its functions\n`);
   const run = await emulateCloudRun(
     { pset, templateText: template.text, spec, models: models.info, force: opts.force },
     {
@@ -249,7 +249,8 @@ async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: Cl
       python: opts.python ?? defaultPython(),
       jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
       unsafeNoSandbox: opts.unsafeNoSandbox,
-      hosted: () => hosted,
+      // The deployed bundles carry the registry: --models-file is synthesized into them.
+      modelsFile: opts.modelsFile ? resolve(opts.modelsFile) : undefined,
       onState: (state, result) => deps.err(`${describeState(state, result)}\n`),
     },
   );

@@ -19,7 +19,13 @@ export function packageRoot(): string {
   }
 }
 
-/** Path of a file shipped in resources/. */
+/**
+ * Path of a file shipped in resources/. A Lambda bundle is one file with its resources/
+ * beside it (infra/rcb-function.ts copies them there) and no package.json above it: that
+ * folder is looked at first; from sources or dist/ it does not exist and the package root's is used.
+ */
 export function resourcePath(name: string): string {
+  const beside = join(__dirname, 'resources', name);
+  if (existsSync(beside)) return beside;
   return join(packageRoot(), 'resources', name);
 }

@@ -10,7 +10,8 @@
  * A record fails (and is redelivered, then dead-lettered) only on an error retrying can
  * fix; a malformed message fails too, so it lands in the DLQ where it can be seen.
  *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_KEYS_SECRET_ARN.
+ * Environment: RCB_TABLE, RCB_BUCKET, RCB_KEYS_SECRET_ARN (RCB_SECRETS_ENDPOINT, like the
+ * storage endpoints, only for the emulator's local servers).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -24,10 +25,9 @@ import type { KeySource } from '../../core/keys';
 import { createSecretsManagerClient } from '../../adapters/aws/clients';
 import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
-import { loadRegistry } from '../../adapters/models/registry';
 import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { resolveRunModels, type RunModels } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, resolveRunModels, type RunModels } from '../../adapters/aws/runtime/run-models';
 
 export { generationMessageSchema };
 export type { GenerationMessage };
@@ -36,10 +36,12 @@ export interface GenerateConfig {
   storage: StorageConfig;
   /** RCB_KEYS_SECRET_ARN: the provider keys secret. */
   keysSecretArn: string;
+  /** RCB_SECRETS_ENDPOINT: a local Secrets Manager (the emulator's); AWS when unset. */
+  secretsEndpoint?: string;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GenerateConfig {
-  return { storage: loadStorageConfig(env), keysSecretArn: requiredEnv(env, 'RCB_KEYS_SECRET_ARN') };
+  return { storage: loadStorageConfig(env), keysSecretArn: requiredEnv(env, 'RCB_KEYS_SECRET_ARN'), secretsEndpoint: env.RCB_SECRETS_ENDPOINT || undefined };
 }
 
 export interface GenerateHandlerDeps extends StorageAdapters {
@@ -53,7 +55,7 @@ export interface GenerateHandlerDeps extends StorageAdapters {
 function defaultDeps(config: GenerateConfig): GenerateHandlerDeps {
   return {
     ...createStorageAdapters(config.storage),
-    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region }), { secretId: config.keysSecretArn }),
+    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), { secretId: config.keysSecretArn }),
     logger: new Logger({ serviceName: 'rcb-generate' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'generate' }),
   };
@@ -74,7 +76,7 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
     state ??= {
       contexts: new RunContextCache(deps),
       models: new Map(),
-      hosted: once(() => new HostedModels(loadRegistry(), deps.keys)),
+      hosted: once(() => new HostedModels(loadDeployedRegistry(), deps.keys)),
     };
     const { contexts, models, hosted } = state;
     const processor = new BatchProcessor(EventType.SQS);

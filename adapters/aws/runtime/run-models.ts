@@ -10,6 +10,19 @@ import type { CostModel } from '../../../core/run/generate';
 import { canonicalJson } from '../../../core/ids';
 import { EmptyModel, OracleModel } from '../../models/offline';
 import type { HostedModels } from '../../models/hosted-models';
+import { existsSync } from 'node:fs';
+import { loadRegistry, type ModelEntry } from '../../models/registry';
+import { resourcePath } from '../../../core/util/package-root';
+import { DEPLOYED_MODELS_FILE } from '../../../core/cloud/bundle-resources';
+
+/**
+ * The registry a deployed function prices and routes with: the shipped models.yaml and,
+ * merged over it, the deployment's own file (`rcb:modelsFile`), both inside the bundle.
+ */
+export function loadDeployedRegistry(): ModelEntry[] {
+  const deployed = resourcePath(DEPLOYED_MODELS_FILE);
+  return loadRegistry(existsSync(deployed) ? { userFile: deployed } : {});
+}
 
 export const OFFLINE_MODELS = new Set(['oracle', 'empty']);
 
