@@ -58,6 +58,9 @@ export interface GenerationConstructProps {
   readonly modelsFile?: string;
 }
 
+/** Timeout of the dead-letter function: a batch of store writes. */
+const DEAD_LETTER_TIMEOUT = Duration.minutes(1);
+
 /**
  * Generation: SQS lanes fanning tasks to the generator Lambda, which calls model APIs with
  * keys from the one secret only it can read.
@@ -65,6 +68,8 @@ export interface GenerationConstructProps {
 export class GenerationConstruct extends Construct {
   public readonly lanes: GenerationLane[];
   public readonly generator: RcbFunction;
+  /** Consumer of the lanes' DLQs: a dead-lettered task becomes a failed completion, so its run settles. */
+  public readonly deadLetter: RcbFunction;
   /** Provider API keys, a JSON object `{ "OPENAI_API_KEY": "...", ... }`. */
   public readonly keysSecret: secretsmanager.Secret;
 
@@ -150,12 +155,33 @@ export class GenerationConstruct extends Construct {
       },
     ]);
 
+    this.deadLetter = new RcbFunction(this, 'DeadLetter', {
+      functionDir: 'dead-letter',
+      description: 'rcb: settles each dead-lettered generation message as a failed completion of its task',
+      timeout: DEAD_LETTER_TIMEOUT,
+      environment: { RCB_TABLE: storage.table.tableName, RCB_BUCKET: storage.bucket.bucketName },
+    });
+    // Read the run's tasks and the task's completion; write the failed completion (first write wins).
+    storage.grantTable(this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem']);
+    NagSuppressions.addResourceSuppressions(
+      this.deadLetter.function,
+      [
+        {
+          id: 'Serverless-LambdaEventSourceMappingDestination',
+          reason: 'It consumes the dead-letter queues themselves: a failed record stays in its DLQ (14 days), whose depth is alarmed on.',
+        },
+      ],
+      true,
+    );
+
     this.lanes = lanes.map((lane) => {
       const laneId = pascal(lane.name);
       const deadLetterQueue = new sqs.Queue(this, `${laneId}DeadLetterQueue`, {
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         retentionPeriod: Duration.days(14),
+        // Consumed by the dead-letter function: six times its timeout, as for the lanes.
+        visibilityTimeout: Duration.seconds(DEAD_LETTER_TIMEOUT.toSeconds() * 6),
       });
       const queue = new sqs.Queue(this, `${laneId}Queue`, {
         encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -179,6 +205,9 @@ export class GenerationConstruct extends Construct {
           maxConcurrency: lane.maxConcurrency,
           reportBatchItemFailures: true,
         }),
+      );
+      this.deadLetter.function.addEventSource(
+        new lambdaEventSources.SqsEventSource(deadLetterQueue, { batchSize: 10, reportBatchItemFailures: true }),
       );
       return { config: lane, queue, deadLetterQueue };
     });

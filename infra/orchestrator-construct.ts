@@ -11,6 +11,7 @@ import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 import { STATE_NAMES } from './state-names';
+import { DEFAULT_POLL_SCHEDULE } from '../core/cloud/generation-polling';
 
 export { STATE_NAMES };
 
@@ -36,10 +37,16 @@ export interface OrchestratorConstructProps {
    */
   readonly evaluationMaxConcurrency?: number;
   /**
-   * Pause between two generation progress checks.
+   * Shortest pause between two generation progress checks (a young run's).
    * @default Duration.seconds(30)
    */
   readonly generationPollInterval?: Duration;
+  /**
+   * Longest pause between two checks: the pause grows with the run's age up to this
+   * (core/cloud/generation-polling.ts), which bounds the loop's history events.
+   * @default Duration.minutes(5)
+   */
+  readonly generationPollMaxInterval?: Duration;
   /**
    * How long CheckProgress lets generation run before it fails the run (it receives this
    * as RCB_GENERATION_TIMEOUT_SEC and decides; the loop itself has no counter).
@@ -124,6 +131,8 @@ export class OrchestratorConstruct extends Construct {
       environment: {
         ...common,
         RCB_GENERATION_TIMEOUT_SEC: String((props.generationTimeout ?? Duration.hours(24)).toSeconds()),
+        RCB_POLL_MIN_SEC: String((props.generationPollInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.minSec)).toSeconds()),
+        RCB_POLL_MAX_SEC: String((props.generationPollMaxInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.maxSec)).toSeconds()),
       },
     });
     // Progress is read from the run's items alone: it needs no queue access.
@@ -235,8 +244,10 @@ export class OrchestratorConstruct extends Construct {
   }
 
   /**
-   * Wait → CheckProgress → GenerationDone?, looping until CheckProgress reports every task
-   * of the run settled (completed or failed for good). CheckProgress owns the deadline.
+   * CheckProgress → GenerationDone? → Wait → CheckProgress ..., looping until CheckProgress
+   * reports every task of the run settled (completed or failed for good). CheckProgress owns
+   * the deadline and the pause (`$.progress.waitSec`, growing with the run's age), so the
+   * loop's history events stay bounded (test/infra/history-bound.test.ts computes the bound).
    */
   private generationPhase(
     props: OrchestratorConstructProps,
@@ -245,7 +256,7 @@ export class OrchestratorConstruct extends Construct {
   ): sfn.IChainable {
     const wait = new sfn.Wait(this, 'WaitForGeneration', {
       stateName: STATE_NAMES.waitForGeneration,
-      time: sfn.WaitTime.duration(props.generationPollInterval ?? Duration.seconds(30)),
+      time: sfn.WaitTime.secondsPath('$.progress.waitSec'),
     });
     const check = new tasks.LambdaInvoke(this, 'CheckProgress', {
       stateName: STATE_NAMES.checkProgress,
@@ -259,7 +270,8 @@ export class OrchestratorConstruct extends Construct {
     const done = new sfn.Choice(this, 'GenerationDone', { stateName: STATE_NAMES.generationDone })
       .when(sfn.Condition.booleanEquals('$.progress.done', true), whenDone)
       .otherwise(wait);
-    return wait.next(check).next(done);
+    wait.next(check);
+    return check.next(done);
   }
 
   /**
@@ -309,11 +321,14 @@ export class OrchestratorConstruct extends Construct {
     onSpot.addRetry(capacityRetry);
     // A stopped task (Spot interruption, lost host) fails the .sync state with States.TaskFailed;
     // verdicts are written first-wins, so a rerun redoes only the candidates not yet judged.
-    onSpot.addRetry({ errors: ['States.TaskFailed'], interval: Duration.seconds(60), maxAttempts: 2, backoffRate: 2 });
+    // A shard past its task timeout (States.Timeout: the task is stopped) is retried the same
+    // way: verdicts already written stay, so the retry redoes only what was not judged.
+    onSpot.addRetry({ errors: ['States.TaskFailed', 'States.Timeout'], interval: Duration.seconds(60), maxAttempts: 2, backoffRate: 2 });
 
     const onDemand = runShard('EvaluateShardOnDemand', STATE_NAMES.evaluateShardOnDemand, 'FARGATE');
     onDemand.addRetry(capacityRetry);
-    onSpot.addCatch(onDemand, { errors: [...CAPACITY_ERRORS, 'States.TaskFailed'], resultPath: '$.spotFailure' });
+    onDemand.addRetry({ errors: ['States.TaskFailed', 'States.Timeout'], interval: Duration.seconds(60), maxAttempts: 1 });
+    onSpot.addCatch(onDemand, { errors: [...CAPACITY_ERRORS, 'States.TaskFailed', 'States.Timeout'], resultPath: '$.spotFailure' });
 
     const map = new sfn.Map(this, 'EvaluateShards', {
       stateName: STATE_NAMES.evaluateShards,

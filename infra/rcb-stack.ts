@@ -65,6 +65,7 @@ export class RcbStack extends Stack {
       stateMachine: this.orchestrator.stateMachine,
       functions: [
         { name: 'generate', fn: this.generation.generator },
+        { name: 'dead-letter', fn: this.generation.deadLetter },
         { name: 'plan-run', fn: this.orchestrator.planRun },
         { name: 'check-progress', fn: this.orchestrator.checkProgress },
         { name: 'aggregate', fn: this.orchestrator.aggregate },

@@ -27,7 +27,7 @@ import { parsePayload, runWorkflowInputSchema, type RunWorkflowInput } from '../
 import { envKeySource } from '../../core/keys';
 import { HostedModels } from '../models/hosted-models';
 import { loadRegistry } from '../models/registry';
-import type { SQSBatchResponse } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createStorageAdapters, type StorageAdapters } from '../aws/runtime/cloud-adapters';
 import { once } from '../aws/runtime/cloud-config';
 import { OFFLINE_MODELS, resolveRunModels, runModelCosts } from '../aws/runtime/run-models';
@@ -41,11 +41,12 @@ import * as generateFn from '../../functions/generate/handler';
 import * as checkProgressFn from '../../functions/check-progress/handler';
 import * as aggregateFn from '../../functions/aggregate/handler';
 import * as markFailedFn from '../../functions/mark-failed/handler';
+import * as deadLetterFn from '../../functions/dead-letter/handler';
 import { STATE_NAMES } from '../../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
-import { synthesizeWorkflow, type SynthesizedWorkflow } from './workflow-definition';
+import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
 
 export interface EmulatedRunRequest {
   pset: Pset;
@@ -180,9 +181,11 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
       return models;
     },
   }));
+  const deadLetter = deadLetterFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-dead-letter'), metrics: metrics('dead-letter') }));
   const lanes = new SimulatedLanes((event) => generate(event), {
     deliverTwice: options.deliverTwice,
     maxReceiveCount: workflow.maxReceiveCount,
+    deadLetterHandler: (event) => deadLetter(event),
   });
   const planRun = planRunFn.createHandler(() => ({
     ...storage,
@@ -220,6 +223,17 @@ function keysOfSpec(spec: RunSpec, modelsFile: string | undefined): Record<strin
     if (name && value) out[name] = value;
   }
   return out;
+}
+
+/** Batch size and maximum concurrency of the lanes' event source mappings (the first lane's: the simulation is one lane). */
+function laneMapping(template: CfnTemplate): { batchSize?: number; concurrency?: number } {
+  for (const r of Object.values(template.Resources)) {
+    if (r.Type !== 'AWS::Lambda::EventSourceMapping') continue;
+    const queue = (r.Properties?.EventSourceArn as { 'Fn::GetAtt'?: string[] } | undefined)?.['Fn::GetAtt']?.[0];
+    if (!queue || !template.Resources[queue]?.Properties?.RedrivePolicy) continue;
+    return { batchSize: r.Properties?.BatchSize, concurrency: r.Properties?.ScalingConfig?.MaximumConcurrency };
+  }
+  return {};
 }
 
 /** Bindings to the deployed bundles, each in its own processes (deployed-functions.ts). */
@@ -284,13 +298,29 @@ async function bundleBindings(
     if (!p) throw new Error(`emulator: state ${state} invokes no bundled function of the template`);
     return p;
   };
+  // Lane queues have a redrive policy; their dead-letter queues have none. One consumer of each kind.
   const consumers = queueConsumers(template);
-  const generatorIds = [...new Set(consumers.values())];
-  if (generatorIds.length !== 1) throw new Error(`emulator: expected one function fed by the lane queues, found ${generatorIds.length}`);
-  const generator = processes.get(generatorIds[0])!;
-  lanes = new SimulatedLanes((event) => generator.invoke(event) as Promise<SQSBatchResponse>, {
+  const consumerOf = (dlq: boolean): FunctionProcesses => {
+    const ids = [...new Set([...consumers].filter(([queue]) => (template.Resources[queue]?.Properties?.RedrivePolicy === undefined) === dlq).map(([, fn]) => fn))];
+    if (ids.length !== 1) throw new Error(`emulator: expected one function fed by the ${dlq ? 'dead-letter' : 'lane'} queues, found ${ids.length}`);
+    return processes.get(ids[0])!;
+  };
+  const generator = consumerOf(false);
+  const deadLetter = consumerOf(true);
+  // A timed-out or crashed invocation returns its whole batch to the queue, as SQS does when
+  // the function fails: redelivered, then dead-lettered.
+  const consume = (fn: FunctionProcesses) => (event: SQSEvent): Promise<SQSBatchResponse> =>
+    (fn.invoke(event) as Promise<SQSBatchResponse>).catch((err: Error) => {
+      if (err.name !== 'Sandbox.Timedout' && err.name !== 'Runtime.ExitError') throw err;
+      return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+    });
+  const mapping = laneMapping(template);
+  lanes = new SimulatedLanes(consume(generator), {
     deliverTwice: options.deliverTwice,
     maxReceiveCount: workflow.maxReceiveCount,
+    batchSize: mapping.batchSize,
+    concurrency: mapping.concurrency,
+    deadLetterHandler: consume(deadLetter),
   });
   const planRun = stateFunction(STATE_NAMES.planRun);
   const checkProgress = stateFunction(STATE_NAMES.checkProgress);

@@ -6,10 +6,13 @@
 import type { RunStore } from '../store';
 import type { CheckProgressResult } from './payloads';
 import { RunInputError } from './pset-bundle';
+import { pollWaitSec, type PollSchedule } from './generation-polling';
 
 export interface CheckProgressOptions {
   /** Longest generation may run, from the run's creation, before the run is failed; ms. */
   deadlineMs?: number;
+  /** Pauses between checks. @default DEFAULT_POLL_SCHEDULE */
+  schedule?: PollSchedule;
   now?: () => Date;
 }
 
@@ -30,11 +33,9 @@ export async function checkProgress(store: RunStore, runId: string, options: Che
   const failed = [...completions.values()].filter((c) => c.error).length;
   const stopped = run.status === 'budget_exhausted' || run.status === 'cancelled';
   const done = settled === tasks.length || stopped;
-  if (!done && options.deadlineMs !== undefined) {
-    const now = (options.now ?? (() => new Date()))().getTime();
-    if (now - Date.parse(run.createdAt) > options.deadlineMs) throw new GenerationTimeoutError(runId, settled, tasks.length);
-  }
+  const ageMs = (options.now ?? (() => new Date()))().getTime() - Date.parse(run.createdAt);
+  if (!done && options.deadlineMs !== undefined && ageMs > options.deadlineMs) throw new GenerationTimeoutError(runId, settled, tasks.length);
   // Evaluation is next; a stopped run keeps the status that says why.
   if (done && (run.status === 'planned' || run.status === 'generating')) await store.setRunStatus(runId, 'evaluating');
-  return { done, total: tasks.length, settled, failed };
+  return { done, total: tasks.length, settled, failed, waitSec: pollWaitSec(Math.max(0, ageMs) / 1000, options.schedule) };
 }

@@ -98,6 +98,8 @@ export const checkProgressResultSchema = z.object({
   settled: z.number().int().nonnegative(),
   /** Settled tasks whose model call failed for good. */
   failed: z.number().int().nonnegative(),
+  /** Pause before the next check, seconds (the Wait state's SecondsPath; core/cloud/generation-polling.ts). */
+  waitSec: z.number().int().positive(),
 });
 export type CheckProgressResult = z.infer<typeof checkProgressResultSchema>;
 

@@ -14,37 +14,51 @@ import { loadTemplate } from '../../core/prompt/template';
 import { BUNDLED_RESOURCES, DEPLOYED_MODELS_FILE } from '../../core/cloud/bundle-resources';
 import { CONTEXT_KEYS } from '../../infra/config';
 import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../adapters/emulate/workflow-definition';
+import { emulateCloudRun } from '../../adapters/emulate/emulated-run';
+import { resolveRun } from '../../bin/commands/resolve-run';
+import { hostedModels } from '../../bin/commands/model-commands';
 import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../adapters/emulate/deployed-functions';
 import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
 import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
 
 const KEY_ENV = 'RCB_BUNDLE_TEST_KEY';
 
-/** In front of the endpoint: every third request is answered 500 without reaching it (nothing billed). */
+/**
+ * In front of the endpoint: every third request is answered 500 without reaching it (nothing
+ * billed), and a request whose body contains `hang` is never answered (a call that outlives
+ * the generator's timeout).
+ */
 class FlakyProxy {
   private readonly server: Server;
   requests = 0;
   failed = 0;
+  hung = 0;
+  hang?: string;
   url = '';
   constructor(target: () => string) {
     this.server = createServer((req, res) => {
-      const n = ++this.requests;
-      if (n % 3 === 0) {
-        this.failed++;
-        req.resume();
-        res.writeHead(500, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ error: { message: 'injected failure', type: 'server_error' } }));
-      }
-      const to = new URL(target());
-      const forward = httpRequest(
-        { host: to.hostname, port: to.port, path: to.pathname.replace(/\/v1$/, '') + (req.url ?? ''), method: req.method, headers: req.headers },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        },
-      );
-      forward.on('error', () => res.destroy());
-      req.pipe(forward);
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        if (this.hang && body.toString().includes(this.hang)) return void this.hung++;
+        const n = ++this.requests;
+        if (n % 3 === 0) {
+          this.failed++;
+          res.writeHead(500, { 'content-type': 'application/json' });
+          return void res.end(JSON.stringify({ error: { message: 'injected failure', type: 'server_error' } }));
+        }
+        const to = new URL(target());
+        const forward = httpRequest(
+          { host: to.hostname, port: to.port, path: to.pathname.replace(/\/v1$/, '') + (req.url ?? ''), method: req.method, headers: req.headers },
+          (up) => {
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            up.pipe(res);
+          },
+        );
+        forward.on('error', () => res.destroy());
+        forward.end(body);
+      });
     });
   }
   async start(): Promise<void> {
@@ -107,6 +121,7 @@ describe('the deployed Lambda bundles', () => {
   it('are one file each with the resources they read beside it, the deployment models file where models are priced or called', () => {
     // Assess
     expect(functions.map((f) => f.logicalId).sort()).toEqual([
+      expect.stringMatching(/^GenerationDeadLetterFunction/),
       expect.stringMatching(/^GenerationGeneratorFunction/),
       expect.stringMatching(/^OrchestratorAggregateFunction/),
       expect.stringMatching(/^OrchestratorCheckProgressFunction/),
@@ -131,16 +146,16 @@ describe('the deployed Lambda bundles', () => {
       const root = join(work, 'staged', fn.logicalId);
       const processes = new FunctionProcesses({ fn, root, env });
       try {
-        // Act: an event no handler accepts (the generator: an empty batch, which it answers).
-        const generator = fn.logicalId.startsWith('GenerationGenerator');
-        const outcome = await processes.invoke(generator ? { Records: [] } : { not: 'a payload' }).then(
+        // Act: an event no handler accepts (the SQS consumers: an empty batch, which they answer).
+        const sqsConsumer = /^Generation(Generator|DeadLetter)/.test(fn.logicalId);
+        const outcome = await processes.invoke(sqsConsumer ? { Records: [] } : { not: 'a payload' }).then(
           (result) => ({ result }),
           (error: Error) => ({ error: error.name }),
         );
 
         // Assess: the module loaded alone (no Runtime.ExitError / module not found) and the handler itself answered.
         expect([fn.logicalId, readdirSync(processes.taskRoot).sort()]).toEqual([fn.logicalId, ['index.js', 'index.js.map', 'resources']]);
-        expect([fn.logicalId, outcome]).toEqual([fn.logicalId, generator ? { result: { batchItemFailures: [] } } : { error: 'PayloadError' }]);
+        expect([fn.logicalId, outcome]).toEqual([fn.logicalId, sqsConsumer ? { result: { batchItemFailures: [] } } : { error: 'PayloadError' }]);
         expect(existsSync(join(processes.taskRoot, 'node_modules'))).toBe(false);
       } finally {
         await processes.close();
@@ -174,5 +189,46 @@ describe('rcb cloud run --emulate with a hosted model', () => {
     expect(JSON.parse(readFileSync(join(work, 'cloud', 'overall_stats.json'), 'utf8'))).toEqual(
       JSON.parse(readFileSync(join(work, 'local', 'overall_stats.json'), 'utf8')),
     );
+  }, 300_000);
+});
+
+describe('a generation message dead-lettered in the emulated cloud', () => {
+  it('settles its task as a failed completion, so the run goes on to evaluation and succeeds instead of waiting for its deadline', async () => {
+    // Prepare: one prompt is never answered; the generator times out (10 s) on each delivery.
+    const paper = pset.papers[0];
+    const stuck = paper.snippets[0];
+    proxy.hang = `Implement block \\"${stuck.name}\\"`;
+    const hung = proxy.hung;
+    const hosted = hostedModels(modelsFile);
+    const resolved = resolveRun({ model: ['fake'], samples: '1', paper: true, papers: paper.meta.id, timeout: '60', budget: '100' }, hosted);
+    const short = synthesizeWorkflow({
+      bundle: true,
+      outdir: join(work, 'cdk.out-short'),
+      context: { [CONTEXT_KEYS.modelsFile]: modelsFile, [CONTEXT_KEYS.generatorTimeoutSec]: 10 },
+    });
+
+    // Act
+    const run = await emulateCloudRun(
+      { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info },
+      { workflow: short, modelsFile, keys: { [KEY_ENV]: 'fake-key' }, python: '/usr/bin/python3' },
+    );
+    try {
+      // Assess
+      expect([run.succeeded, run.error]).toEqual([true, undefined]);
+      expect(proxy.hung - hung).toBeGreaterThanOrEqual(1);
+      expect(run.lanes.deadLettered).toHaveLength(1);
+      const tasks = await run.store.listTasks(run.runId);
+      const stuckTask = tasks.find((t) => t.snippet === stuck.name)!;
+      const completions = await run.store.getCompletions(tasks.map((t) => t.taskId));
+      expect(completions.get(stuckTask.taskId)?.error?.kind).toBe('dead_lettered');
+      expect([...completions.values()].filter((c) => c.error)).toHaveLength(1);
+      const verdicts = await run.store.listVerdicts(run.runId);
+      expect(verdicts).toHaveLength(tasks.length);
+      expect(verdicts.find((v) => v.taskId === stuckTask.taskId)?.failureClass).toBe('generation_error');
+      expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
+    } finally {
+      proxy.hang = undefined;
+      await run.close();
+    }
   }, 300_000);
 });
