@@ -163,16 +163,6 @@ export class GenerationConstruct extends Construct {
     });
     // Read the run's tasks and the task's completion; write the failed completion (first write wins).
     storage.grantTable(this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem']);
-    NagSuppressions.addResourceSuppressions(
-      this.deadLetter.function,
-      [
-        {
-          id: 'Serverless-LambdaEventSourceMappingDestination',
-          reason: 'It consumes the dead-letter queues themselves: a failed record stays in its DLQ (14 days), whose depth is alarmed on.',
-        },
-      ],
-      true,
-    );
 
     this.lanes = lanes.map((lane) => {
       const laneId = pascal(lane.name);
@@ -212,6 +202,17 @@ export class GenerationConstruct extends Construct {
       return { config: lane, queue, deadLetterQueue };
     });
 
+    // After the event sources: applyToChildren covers the children that exist now.
+    NagSuppressions.addResourceSuppressions(
+      this.deadLetter.function,
+      [
+        {
+          id: 'Serverless-LambdaEventSourceMappingDestination',
+          reason: 'It consumes the dead-letter queues themselves: a failed record stays in its DLQ (14 days), whose depth is alarmed on.',
+        },
+      ],
+      true,
+    );
     NagSuppressions.addResourceSuppressions(
       generatorRole,
       [

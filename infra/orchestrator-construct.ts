@@ -262,7 +262,8 @@ export class OrchestratorConstruct extends Construct {
       stateName: STATE_NAMES.checkProgress,
       comment: 'Count settled tasks of the run; fail it past the generation deadline',
       lambdaFunction: this.checkProgress.function,
-      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId') }),
+      // The execution's start, not the run's creation: a run started again gets its own deadline.
+      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime') }),
       payloadResponseOnly: true,
       resultPath: '$.progress',
     });

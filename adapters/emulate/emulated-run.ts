@@ -100,6 +100,12 @@ export interface EmulatorOptions {
   onState?: (state: string, result: unknown) => void;
 }
 
+/** Faults of one execution. */
+export interface ExecutionFaults {
+  /** Every container run of these shards stops with SIGTERM (a shard that cannot finish). */
+  failShard?: (paper: string) => boolean;
+}
+
 export interface EmulatedRun {
   runId: string;
   input: RunWorkflowInput;
@@ -113,6 +119,12 @@ export interface EmulatedRun {
   shardRuns: ShardRunOutcome[];
   /** Invocations of each deployed function, by logical id (`functions: 'bundles'`). */
   invocations: Record<string, number>;
+  /**
+   * Starts the same run again, as `rcb cloud run` does after a failed execution: a new
+   * execution of the same input on the same tables, bucket and functions. Resolves with
+   * that execution's outcome (lanes and shard runs counted since the first).
+   */
+  runAgain(faults?: ExecutionFaults): Promise<EmulatedRun>;
   /** Stops the servers and removes the scratch space. */
   close(): Promise<void>;
 }
@@ -382,8 +394,10 @@ async function execute(
     },
     scratchRoot: containerScratch,
     failFirstRunOnce: options.failFirstShardOnce,
+    failShard: (paper) => faults.failShard?.(paper) ?? false,
     onExit: (outcome) => shardRuns.push(outcome),
   });
+  let faults: ExecutionFaults = {};
 
   const note = options.onState ?? (() => undefined);
   const bound = (state: string, fn: (input: any) => Promise<unknown>) => async (stateInput: any): Promise<any> => {
@@ -408,38 +422,44 @@ async function execute(
     }),
   };
   const machine = new StateMachine(workflow.definition as never, { validationOptions: { checkArn: false } });
-  const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
-    overrides: {
-      taskResourceLocalHandlers: handlers,
-      waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: options.generationPollMs ?? 100 },
-      // Retries keep their count and order; only the pauses between them go.
-      retryIntervalOverrides: Object.fromEntries(statesWithRetry(workflow.definition.States).map((name) => [name, 0])),
-    },
-  });
-
-  let output: unknown;
-  let error: EmulatedRun['error'];
-  try {
-    output = await execution.result;
-  } catch (err) {
-    const e = err as Error & { cause?: { name?: string; message?: string } };
-    error = { name: e.cause?.name ?? e.name, message: e.cause?.message ?? e.message };
-  }
-  // Deliveries still in flight (duplicates of settled tasks) finish before the servers stop.
-  await lanes.drained().catch(() => undefined);
-  return {
-    runId,
-    input,
-    output,
-    error,
-    succeeded: !error,
-    store: storage.store,
-    blobs: storage.blobs,
-    lanes: lanes.stats,
-    shardRuns,
-    invocations: bindings.invocations(),
-    close: closeAll,
+  const executeOnce = async (these: ExecutionFaults): Promise<EmulatedRun> => {
+    faults = these;
+    const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
+      overrides: {
+        taskResourceLocalHandlers: handlers,
+        waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: options.generationPollMs ?? 100 },
+        // Retries keep their count and order; only the pauses between them go.
+        retryIntervalOverrides: Object.fromEntries(statesWithRetry(workflow.definition.States).map((name) => [name, 0])),
+      },
+    });
+    let output: unknown;
+    let error: EmulatedRun['error'];
+    try {
+      output = await execution.result;
+    } catch (err) {
+      const e = err as Error & { cause?: { name?: string; message?: string } };
+      error = { name: e.cause?.name ?? e.name, message: e.cause?.message ?? e.message };
+    }
+    // Deliveries still in flight (duplicates of settled tasks) and containers of aborted Map
+    // iterations finish before the outcome is read (or the servers stop).
+    await lanes.drained().catch(() => undefined);
+    await evaluateShard.settled();
+    return {
+      runId,
+      input,
+      output,
+      error,
+      succeeded: !error,
+      store: storage.store,
+      blobs: storage.blobs,
+      lanes: lanes.stats,
+      shardRuns,
+      invocations: bindings.invocations(),
+      runAgain: (next = {}) => executeOnce(next),
+      close: closeAll,
+    };
   };
+  return executeOnce({});
 }
 
 /** Names of the states with a Retry, those of Map item processors and Parallel branches included. */

@@ -11,6 +11,8 @@ import { pollWaitSec, type PollSchedule } from './generation-polling';
 export interface CheckProgressOptions {
   /** Longest generation may run, from the run's creation, before the run is failed; ms. */
   deadlineMs?: number;
+  /** When the execution started (its deadline and pauses count from there). @default the run's creation */
+  startedAt?: string;
   /** Pauses between checks. @default DEFAULT_POLL_SCHEDULE */
   schedule?: PollSchedule;
   now?: () => Date;
@@ -33,7 +35,7 @@ export async function checkProgress(store: RunStore, runId: string, options: Che
   const failed = [...completions.values()].filter((c) => c.error).length;
   const stopped = run.status === 'budget_exhausted' || run.status === 'cancelled';
   const done = settled === tasks.length || stopped;
-  const ageMs = (options.now ?? (() => new Date()))().getTime() - Date.parse(run.createdAt);
+  const ageMs = (options.now ?? (() => new Date()))().getTime() - Date.parse(options.startedAt ?? run.createdAt);
   if (!done && options.deadlineMs !== undefined && ageMs > options.deadlineMs) throw new GenerationTimeoutError(runId, settled, tasks.length);
   // Evaluation is next; a stopped run keeps the status that says why.
   if (done && (run.status === 'planned' || run.status === 'generating')) await store.setRunStatus(runId, 'evaluating');

@@ -89,6 +89,15 @@ export const runRefSchema = z.object({
 });
 export type RunRef = z.infer<typeof runRefSchema>;
 
+/**
+ * Input of CheckProgress: the run, and when this execution started (`$$.Execution.StartTime`):
+ * a run started again gets a new generation deadline and a young run's poll pauses.
+ */
+export const checkProgressInputSchema = runRefSchema.extend({
+  startedAt: z.string().datetime({ offset: true }).optional(),
+});
+export type CheckProgressInput = z.infer<typeof checkProgressInputSchema>;
+
 /** What CheckProgress returns; kept at `$.progress`, the Choice state reads `$.progress.done`. */
 export const checkProgressResultSchema = z.object({
   /** True when generation is over: every task has a completion, or the run stopped generating (budget spent, cancelled). */

@@ -14,14 +14,13 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { checkProgress } from '../../core/cloud/check-progress';
 import { DEFAULT_POLL_SCHEDULE, type PollSchedule } from '../../core/cloud/generation-polling';
-import { parsePayload, runRefSchema, type CheckProgressResult, type RunRef } from '../../core/cloud/payloads';
+import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type CheckProgressResult } from '../../core/cloud/payloads';
 import type { RunStore } from '../../core/store';
 import { loadStorageConfig, once, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
-export const checkProgressInputSchema = runRefSchema;
-export type CheckProgressInput = RunRef;
-export type { CheckProgressResult };
+export { checkProgressInputSchema };
+export type { CheckProgressInput, CheckProgressResult };
 
 export interface CheckProgressConfig {
   storage: StorageConfig;
@@ -54,7 +53,7 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
     const deps = getDeps();
     deps.logger.appendKeys({ runId: input.runId });
     try {
-      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, schedule: deps.schedule, now: deps.now });
+      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, startedAt: input.startedAt, schedule: deps.schedule, now: deps.now });
       deps.logger.info('generation progress', { ...progress });
       deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
       return progress;

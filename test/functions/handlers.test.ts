@@ -209,7 +209,7 @@ describe('check-progress handler', () => {
 
     const tasks = await f.store.listTasks(f.input.runId);
     for (const t of tasks) await f.store.putCompletion(makeCompletion(t.taskId));
-    expect(await handler({ runId: f.input.runId })).toEqual({ done: true, total: tasks.length, settled: tasks.length, failed: 0 });
+    expect(await handler({ runId: f.input.runId })).toEqual({ done: true, total: tasks.length, settled: tasks.length, failed: 0, waitSec: 30 });
   });
 
   it('fails when the store cannot be read', async () => {
