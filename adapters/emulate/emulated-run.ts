@@ -140,7 +140,7 @@ class DroppedMetrics extends Metrics {
 const silentLogger = (serviceName: string) => new Logger({ serviceName, logLevel: 'SILENT' });
 const metrics = (serviceName: string) => new DroppedMetrics({ namespace: 'rcb-emulated', serviceName });
 
-export async function emulateCloudRun(request: EmulatedRunRequest, options: EmulatorOptions = {}): Promise<EmulatedRun> {
+export async function emulateCloudRun(request: EmulatedRunRequest, options: EmulatorOptions = {}, faults: ExecutionFaults = {}): Promise<EmulatedRun> {
   const mode = options.functions ?? 'bundles';
   if (mode === 'bundles' && (options.clients || options.hosted)) {
     throw new Error("emulator: model clients and hosted models can be handed in only with functions: 'source'; deployed bundles build their own from the registry they carry");
@@ -162,7 +162,7 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
           });
     const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions') });
     closers.push(() => aws.close());
-    return await execute(aws, scratchDir, workflow, request, options, closers, closeAll);
+    return await execute(aws, scratchDir, workflow, request, options, closers, closeAll, faults);
   } catch (err) {
     await closeAll();
     throw err;
@@ -356,6 +356,7 @@ async function execute(
   options: EmulatorOptions,
   closers: Array<() => Promise<void>>,
   closeAll: () => Promise<void>,
+  firstFaults: ExecutionFaults,
 ): Promise<EmulatedRun> {
   const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
   const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
@@ -459,7 +460,7 @@ async function execute(
       close: closeAll,
     };
   };
-  return executeOnce({});
+  return executeOnce(firstFaults);
 }
 
 /** Names of the states with a Retry, those of Map item processors and Parallel branches included. */

@@ -149,7 +149,7 @@ function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
 
 export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
   if (opts.emulate) return emulatedRun(opts, hosted, deps);
-  const { StartExecutionCommand, DescribeExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
+  const { StartExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
   const { uploadPsetBundle, uploadPromptTemplate } = require('../../core/cloud/pset-bundle') as typeof import('../../core/cloud/pset-bundle');
   const { parsePayload, runWorkflowInputSchema } = require('../../core/cloud/payloads') as typeof import('../../core/cloud/payloads');
   const ignored = LOCAL_ONLY_FLAGS.filter(([k]) => opts[k] !== undefined && opts[k] !== false).map(([, flag]) => flag);
@@ -166,22 +166,59 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
     { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}) },
     'run workflow input',
   );
-  const arn = executionArn(outputs.stateMachineArn, runId);
-  try {
-    await deps.sfn.send(new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name: runId, input: JSON.stringify(input) }));
-    deps.err(`run ${runId} started: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${arn}\n`);
-  } catch (e) {
-    if ((e as Error).name !== 'ExecutionAlreadyExists') throw e;
-    // An execution's name is its run id: the same flags find the same execution.
-    const existing = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: arn }));
-    deps.err(`run ${runId} was started before (execution ${existing.status}); watching it\n`);
+  const { startOrFollow } = require('../../core/cloud/execution-attempts') as typeof import('../../core/cloud/execution-attempts');
+  const port = executionPort(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
+  const attempt = await startOrFollow(port, runId);
+  const arn = executionArn(outputs.stateMachineArn, attempt.name);
+  if (attempt.started) {
+    const again = attempt.earlier.length ? ` again (attempt ${attempt.attempt}; earlier: ${attempt.earlier.join(', ')}), resuming from what is stored` : '';
+    deps.err(`run ${runId} started${again}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${arn}\n`);
+  } else {
+    deps.err(`run ${runId} was started before (execution ${attempt.name}); watching it\n`);
   }
   if (opts.detach) {
     deps.out(`${runId}\n`);
     deps.err(`watch it with \`rcb cloud status ${runId}\`; read it with \`rcb cloud results ${runId}\`\n`);
     return 0;
   }
-  return watchRun(deps, outputs, store, blobs, runId);
+  return watchRun(deps, arn, store, blobs, runId);
+}
+
+/** The run's executions through the SDK: one name per attempt (core/cloud/execution-attempts.ts). */
+function executionPort(
+  deps: CloudDeps,
+  outputs: StackOutputs,
+  startCommand?: (name: string) => import('@aws-sdk/client-sfn').StartExecutionCommand,
+): import('../../core/cloud/execution-attempts').ExecutionPort {
+  const { DescribeExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
+  return {
+    async start(name) {
+      if (!startCommand) throw new Error('no execution to start here');
+      try {
+        await deps.sfn.send(startCommand(name));
+        return true;
+      } catch (e) {
+        if ((e as Error).name === 'ExecutionAlreadyExists') return false;
+        throw e;
+      }
+    },
+    async status(name) {
+      try {
+        const d = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: executionArn(outputs.stateMachineArn, name) }));
+        return (d?.status ?? null) as import('../../core/cloud/execution-attempts').ExecutionStatus | null;
+      } catch (e) {
+        if ((e as Error).name === 'ExecutionDoesNotExist') return null;
+        throw e;
+      }
+    },
+  };
+}
+
+/** ARN of the run's latest execution (its run id's when it never started). */
+async function latestExecutionArn(deps: CloudDeps, outputs: StackOutputs, runId: string): Promise<string> {
+  const { latestAttempt } = require('../../core/cloud/execution-attempts') as typeof import('../../core/cloud/execution-attempts');
+  const latest = await latestAttempt(executionPort(deps, outputs), runId);
+  return executionArn(outputs.stateMachineArn, latest?.name ?? runId);
 }
 
 interface Progress {
@@ -209,9 +246,8 @@ async function progressLine(store: RunStore, run: RunRecord | null): Promise<str
 const EXIT_BY_STATUS: Record<string, number> = { succeeded: 0, budget_exhausted: 3, cancelled: 1, failed: 1 };
 
 /** Polls the execution and the run item until the execution ends; prints the leaderboard. */
-async function watchRun(deps: CloudDeps, outputs: StackOutputs, store: RunStore, blobs: import('../../core/store').BlobStore, runId: string): Promise<number> {
+async function watchRun(deps: CloudDeps, arn: string, store: RunStore, blobs: import('../../core/store').BlobStore, runId: string): Promise<number> {
   const { DescribeExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-  const arn = executionArn(outputs.stateMachineArn, runId);
   let last = '';
   for (;;) {
     const execution = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: arn }));
@@ -307,7 +343,7 @@ export async function cloudStatus(runId: string, opts: StackFlags, deps: CloudDe
   const run = await store.getRun(runId);
   let execution: { status?: string; startDate?: Date; stopDate?: Date; error?: string } | undefined;
   try {
-    execution = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: executionArn(outputs.stateMachineArn, runId) }));
+    execution = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: await latestExecutionArn(deps, outputs, runId) }));
   } catch (e) {
     if ((e as Error).name !== 'ExecutionDoesNotExist') throw e;
   }
@@ -371,7 +407,7 @@ export async function cloudCancel(runId: string, opts: StackFlags & { now?: bool
   // on it; what is answered is still evaluated and reported.
   await store.setRunStatus(runId, 'cancelled');
   if (opts.now) {
-    await deps.sfn.send(new StopExecutionCommand({ executionArn: executionArn(outputs.stateMachineArn, runId), error: 'Cancelled', cause: 'rcb cloud cancel --now' }));
+    await deps.sfn.send(new StopExecutionCommand({ executionArn: await latestExecutionArn(deps, outputs, runId), error: 'Cancelled', cause: 'rcb cloud cancel --now' }));
     deps.err(`run ${runId} cancelled and its execution stopped; finished answers and verdicts stay in the table\n`);
   } else {
     deps.err(`run ${runId} cancelled: no new model calls; what is answered is evaluated and reported (\`rcb cloud status ${runId}\`)\n`);

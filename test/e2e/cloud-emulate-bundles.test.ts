@@ -232,3 +232,45 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
     }
   }, 300_000);
 });
+
+describe('a run whose execution failed, started again', () => {
+  it('resumes under the same run id: no model call and no test is repeated, and the run succeeds', async () => {
+    // Prepare: every container run of one shard stops, so the first execution fails after all answers are bought.
+    endpoint.reset();
+    const failing = 'grouprms';
+    const hosted = hostedModels(modelsFile);
+    const resolved = resolveRun({ model: ['fake'], samples: '1', paper: true, timeout: '60', budget: '100' }, hosted);
+    const first = await emulateCloudRun(
+      { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info },
+      { workflow, modelsFile, keys: { [KEY_ENV]: 'fake-key' }, python: '/usr/bin/python3' },
+      { failShard: (paper) => paper === failing },
+    );
+    try {
+      // The first execution fails at EvaluateShards and MarkRunFailed records it.
+      expect(first.succeeded).toBe(false);
+      const failedRun = await first.store.getRun(first.runId);
+      expect(failedRun?.status).toBe('failed');
+      const tasks = await first.store.listTasks(first.runId);
+      const judgedBefore = new Map((await first.store.listVerdicts(first.runId)).map((v) => [v.taskId, v.createdAt]));
+      expect(judgedBefore.size).toBeLessThan(tasks.length);
+      const calledBefore = [...endpoint.reset().answered.values()].reduce((a, b) => a + b, 0);
+      expect(calledBefore).toBe(tasks.length);
+
+      // Act
+      const second = await first.runAgain();
+
+      // Assess
+      expect([second.succeeded, second.error]).toEqual([true, undefined]);
+      expect(second.runId).toBe(first.runId);
+      expect((await second.store.getRun(second.runId))?.status).toBe('succeeded');
+      expect(endpoint.reset().answered.size).toBe(0);
+      const verdicts = await second.store.listVerdicts(second.runId);
+      expect(verdicts).toHaveLength(tasks.length);
+      for (const v of verdicts) if (judgedBefore.has(v.taskId)) expect(v.createdAt).toBe(judgedBefore.get(v.taskId));
+      const failingTasks = new Set(tasks.filter((t) => t.paper === failing).map((t) => t.taskId));
+      expect([...failingTasks].every((id) => !judgedBefore.has(id))).toBe(true);
+    } finally {
+      await first.close();
+    }
+  }, 300_000);
+});
