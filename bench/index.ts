@@ -12,6 +12,11 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
     exported: 'benchEvaluation',
     help: 'original-style harness vs cold executor vs warm pool [--pset DIR] [--python PATH] [--papers ID...] [--repeat N] [--jobs N] [--only a,b,c]',
   },
+  plan: {
+    module: './plan',
+    exported: 'benchPlan',
+    help: 'PlanRun pricing of a 10-model x 5-sample sweep of the 20-paper set [--pset DIR] [--models a,b] [--samples N] [--slice N]',
+  },
   generation: {
     module: './generation',
     exported: 'benchGeneration',

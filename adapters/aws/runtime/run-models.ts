@@ -9,8 +9,11 @@ import type { Pset } from '../../../core/types';
 import type { CostModel } from '../../../core/run/generate';
 import { canonicalJson } from '../../../core/ids';
 import { EmptyModel, OracleModel } from '../../models/offline';
-import type { HostedModels } from '../../models/hosted-models';
+import { costModelFor, type HostedModels } from '../../models/hosted-models';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { promptTokensUpperBound, tokenizerFor } from '../../models/tokens';
+import { worstCaseCost } from '../../../core/cost';
 import { loadRegistry, type ModelEntry } from '../../models/registry';
 import { resourcePath } from '../../../core/util/package-root';
 import { DEPLOYED_MODELS_FILE } from '../../../core/cloud/bundle-resources';
@@ -57,8 +60,47 @@ export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, host
 }
 
 /** Prices of the spec's hosted models (what PlanRun checks the budget with); offline models have none and read no registry. */
-export function runModelCosts(spec: Pick<RunSpec, 'models'>, hosted: () => HostedModels): Map<string, CostModel> {
+export function runModelCosts(spec: Pick<RunSpec, 'models'>, hosted: () => HostedModels, tokens: PromptTokenCache = SHARED_TOKEN_CACHE): Map<string, CostModel> {
   const costs = new Map<string, CostModel>();
-  for (const m of spec.models) if (!OFFLINE_MODELS.has(m.id)) costs.set(m.id, resolveHosted(hosted(), m).cost);
+  for (const m of spec.models) {
+    if (OFFLINE_MODELS.has(m.id)) continue;
+    const h = hosted();
+    resolveHosted(h, m);
+    const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
+    costs.set(m.id, tokens.costModel(h.entry(m.id, { temperature })!));
+  }
   return costs;
 }
+
+/**
+ * Prompt-token upper bounds by tokenizer and prompt digest, shared by the cost models of a
+ * warm instance: tokenizing is the slow part of pricing (js-tiktoken, ~2 MB/s), and the
+ * models of one family (one tokenizer) and every sample of a task see the same prompt.
+ * Bounded: past `maxEntries` the oldest counts go first.
+ */
+export class PromptTokenCache {
+  private readonly bounds = new Map<string, number>();
+  /** Counts done (cache misses), for the bench. */
+  counted = 0;
+  constructor(private readonly maxEntries = 20_000) {}
+
+  bound(text: string, entry: ModelEntry): number {
+    const key = `${tokenizerFor(entry)}:${createHash('sha256').update(text).digest('base64')}`;
+    let n = this.bounds.get(key);
+    if (n === undefined) {
+      n = promptTokensUpperBound(text, entry);
+      this.counted++;
+      if (this.bounds.size >= this.maxEntries) this.bounds.delete(this.bounds.keys().next().value!);
+      this.bounds.set(key, n);
+    }
+    return n;
+  }
+
+  /** The registry entry's cost model (hosted-models.ts costModelFor) with its token counts from this cache. */
+  costModel(entry: ModelEntry): CostModel {
+    const base = costModelFor(entry);
+    return { worstCase: (prompt) => worstCaseCost(this.bound(prompt.text, entry), entry.params.max_output_tokens, entry.prices), billed: base.billed };
+  }
+}
+
+const SHARED_TOKEN_CACHE = new PromptTokenCache();
