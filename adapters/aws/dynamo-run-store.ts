@@ -36,7 +36,9 @@
  */
 import type { DynamoDBDocumentClient, NativeAttributeValue } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import { createHash } from 'node:crypto';
+import type { BlobStore, CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import { cloudKeys } from '../../core/cloud/payloads';
 import { mapLimit } from './map-limit';
 
 import { RUN_TABLE_KEYS } from './run-table-keys';
@@ -89,7 +91,21 @@ export interface DynamoRunStoreOptions {
   now?: () => Date;
   /** @default setTimeout */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Where a verdict too large for one item (its logs: up to 2 x 64 KiB, and JSON escapes a
+   * control character in six bytes) keeps its full record; the item then holds the verdict
+   * without its log texts and the record's key (`recordKey`). Without it, such a verdict is
+   * refused with ItemTooLargeError.
+   * @default none
+   */
+  blobs?: BlobStore;
 }
+
+/**
+ * A serialized verdict past this goes to the blob store: well under DynamoDB's 400 KB, so the
+ * item's own attributes (keys, TTL, the pointer) always fit beside the trimmed record.
+ */
+export const VERDICT_INLINE_MAX_BYTES = 256 * 1024;
 
 /** A record too large for one DynamoDB item (400 KB); the message names the item. */
 export class ItemTooLargeError extends Error {
@@ -144,6 +160,7 @@ export class DynamoRunStore implements RunStore {
   private readonly writeConcurrency: number;
   private readonly batchGetAttempts: number;
   private readonly now: () => Date;
+  private readonly blobs?: BlobStore;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly runTtlDays?: number;
 
@@ -156,6 +173,7 @@ export class DynamoRunStore implements RunStore {
     this.writeConcurrency = options.writeConcurrency ?? 16;
     this.batchGetAttempts = options.batchGetAttempts ?? 8;
     this.now = options.now ?? (() => new Date());
+    this.blobs = options.blobs;
     this.sleep = options.sleep ?? defaultSleep;
     this.runTtlDays = options.runTtlDays;
   }
@@ -332,14 +350,30 @@ export class DynamoRunStore implements RunStore {
   // ---- verdicts ----
 
   async putVerdict(runId: string, v: Verdict): Promise<boolean> {
-    const item = { ...runTableKey.verdict(runId, v.taskId), taskId: v.taskId, record: JSON.stringify(v), ...this.expiry() };
+    let record = JSON.stringify(v);
+    let recordKey: string | undefined;
+    if (this.blobs && Buffer.byteLength(record, 'utf8') > VERDICT_INLINE_MAX_BYTES) {
+      // The full record first, under a key of its own content: a losing writer's object can
+      // never replace the one the winning item points to.
+      const digest = createHash('sha256').update(record).digest('hex').slice(0, 16);
+      recordKey = cloudKeys.verdictRecord(runId, v.taskId, digest);
+      await this.blobs.put(recordKey, record, 'application/json');
+      record = JSON.stringify({ ...v, stdout: { ...v.stdout, text: '' }, stderr: { ...v.stderr, text: '' } });
+    }
+    const item = { ...runTableKey.verdict(runId, v.taskId), taskId: v.taskId, record, ...(recordKey ? { recordKey } : {}), ...this.expiry() };
     this.checkSize(item, `verdict of task ${v.taskId} in run ${runId}`);
     return this.putIfAbsent(item);
   }
 
-  /** The run's verdicts, in task id order. */
+  /** The run's verdicts, in task id order; those kept in the blob store are read back whole. */
   async listVerdicts(runId: string): Promise<Verdict[]> {
-    return (await this.queryRun(runId, 'VERDICT#')).map((item) => parseRecord<Verdict>(item, 'verdict'));
+    const items = await this.queryRun(runId, 'VERDICT#');
+    return mapLimit(items, 8, async (item) => {
+      if (typeof item.recordKey !== 'string') return parseRecord<Verdict>(item, 'verdict');
+      const body = await this.blobs?.get(item.recordKey);
+      if (!body) throw new Error(`verdict item ${item.pk}/${item.sk} points to ${item.recordKey}, which the blob store ${this.blobs ? 'does not hold' : 'was not given'}`);
+      return JSON.parse(body.toString('utf8')) as Verdict;
+    });
   }
 
   // ---- budget ----

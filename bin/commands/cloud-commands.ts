@@ -98,7 +98,8 @@ export function executionArn(stateMachineArn: string, runId: string): string {
 function adapters(deps: CloudDeps, outputs: StackOutputs): { store: RunStore; blobs: import('../../core/store').BlobStore } {
   const { DynamoRunStore } = require('../../adapters/aws/dynamo-run-store') as typeof import('../../adapters/aws/dynamo-run-store');
   const { S3BlobStore } = require('../../adapters/aws/s3-blob-store') as typeof import('../../adapters/aws/s3-blob-store');
-  return { store: new DynamoRunStore(deps.doc, { tableName: outputs.table }), blobs: new S3BlobStore(deps.s3, { bucket: outputs.bucket }) };
+  const blobs = new S3BlobStore(deps.s3, { bucket: outputs.bucket });
+  return { store: new DynamoRunStore(deps.doc, { tableName: outputs.table, blobs }), blobs };
 }
 
 // ---- push ----

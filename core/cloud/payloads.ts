@@ -173,6 +173,8 @@ export const cloudKeys = {
   reportPrefix: (runId: string) => `runs/${runId}/reports/`,
   /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
   shardVerdicts: (runId: string, paper: string) => `runs/${runId}/evaluation/${paper}/verdicts.json`,
+  /** A verdict too large for its table item (its logs), by content digest (adapters/aws/dynamo-run-store.ts). */
+  verdictRecord: (runId: string, taskId: string, digest: string) => `runs/${runId}/evaluation/verdicts/${taskId}-${digest}.json`,
   promptTemplate: (digest: string) => `psets/templates/${digest}.txt`,
   psetBundle: (digest: string) => `psets/${digest}.json`,
 } as const;

@@ -24,9 +24,11 @@ export function createStorageAdapters(
   const doc = clients.doc ?? createDynamoDocumentClient({ region: config.region, endpoint: config.dynamoEndpoint, credentials: clients.credentials });
   const s3 =
     clients.s3 ?? createS3Client({ region: config.region, endpoint: config.s3Endpoint, forcePathStyle: !!config.s3Endpoint, credentials: clients.credentials });
+  const blobs = new S3BlobStore(s3, { bucket: config.bucket });
   return {
-    store: new DynamoRunStore(doc, { tableName: config.table }),
-    blobs: new S3BlobStore(s3, { bucket: config.bucket }),
+    // Verdicts too large for an item keep their full record in the bucket.
+    store: new DynamoRunStore(doc, { tableName: config.table, blobs }),
+    blobs,
     cache: new DynamoCompletionCache(doc, { tableName: config.table }),
     scratchDir: config.scratchDir,
   };
