@@ -116,6 +116,8 @@ export class RcbFunction extends Construct {
         target: 'node22',
         format: nodejs.OutputFormat.CJS,
         forceDockerBundling: false,
+        // esbuild's per-bundle summary would bury synth's (and the emulator's) own output.
+        logLevel: nodejs.LogLevel.WARNING,
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],

@@ -22,7 +22,7 @@ import type { Pset } from '../../core/types';
 import type { RunSpec, ModelInfo, BlobStore, RunStore } from '../../core/store';
 import type { ModelClient } from '../../core/model';
 import { runId as computeRunId } from '../../core/ids';
-import { uploadPromptTemplate, uploadPsetBundle } from '../../core/cloud/pset-bundle';
+import { uploadPromptTemplate, uploadPsetBundle, uploadReplayFiles } from '../../core/cloud/pset-bundle';
 import { parsePayload, runWorkflowInputSchema, type RunWorkflowInput } from '../../core/cloud/payloads';
 import { envKeySource } from '../../core/keys';
 import { HostedModels } from '../models/hosted-models';
@@ -30,7 +30,7 @@ import { loadRegistry } from '../models/registry';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createStorageAdapters, type StorageAdapters } from '../aws/runtime/cloud-adapters';
 import { once } from '../aws/runtime/cloud-config';
-import { OFFLINE_MODELS, resolveRunModels, runModelCosts } from '../aws/runtime/run-models';
+import { isOfflineSpec, resolveRunModels, runModelCosts } from '../aws/runtime/run-models';
 import { keyEnvFor } from '../models/create-model-client';
 import type { GenerationMessage } from '../../core/cloud/payloads';
 import { CONTEXT_KEYS } from '../../infra/config';
@@ -187,8 +187,8 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
     keys: envKeySource(process.env),
     logger: silentLogger('rcb-generate'),
     metrics: metrics('generate'),
-    modelsFor: (ctx) => {
-      const models = resolveRunModels(ctx.run.spec, ctx.pset, hosted);
+    modelsFor: (ctx, replays) => {
+      const models = resolveRunModels(ctx.run.spec, ctx.pset, hosted, replays);
       for (const [id, client] of options.clients ?? []) if (models.clients.has(id)) models.clients.set(id, client);
       return models;
     },
@@ -224,7 +224,7 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
 
 /** The keys the emulated provider-keys secret holds: each hosted model's key variable, from this environment. */
 function keysOfSpec(spec: RunSpec, modelsFile: string | undefined): Record<string, string> {
-  const wanted = spec.models.filter((m) => !OFFLINE_MODELS.has(m.id));
+  const wanted = spec.models.filter((m) => !isOfflineSpec(m));
   if (!wanted.length) return {};
   const registry = loadRegistry(modelsFile ? { userFile: modelsFile } : {});
   const out: Record<string, string> = {};
@@ -364,6 +364,7 @@ async function execute(
   // What `rcb cloud run` does before StartExecution: upload the inputs, name the run.
   const psetKey = await uploadPsetBundle(storage.blobs, request.pset);
   await uploadPromptTemplate(storage.blobs, request.templateText);
+  await uploadReplayFiles(storage.blobs, request.spec, request.models);
   const spec: RunSpec = { ...request.spec, psetRoot: psetKey };
   const runId = computeRunId(spec);
   const input = parsePayload(

@@ -142,16 +142,19 @@ const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
 function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
   const { resolveRun } = require('./resolve-run') as typeof import('./resolve-run');
   const resolved = resolveRun(opts, hosted);
-  // The cloud rebuilds model clients from the spec: offline ones by name, the rest from the deployed registry.
-  const replayed = resolved.spec.models.filter((m) => !['oracle', 'empty'].includes(m.id) && !hosted.resolve(m.id, { temperature: resolved.temperature }));
-  if (replayed.length) throw new UsageError(`the cloud runs oracle, empty and registry models only; not ${replayed.map((m) => m.id).join(', ')} (replay:FILE runs locally)`);
+  // The cloud rebuilds model clients from the spec: offline ones by name, replayed ones from
+  // the file uploaded with the run, the rest from the deployed registry.
+  const unknown = resolved.spec.models.filter(
+    (m) => !['oracle', 'empty'].includes(m.id) && typeof resolved.models.info[m.id]?.config.replay !== 'string' && !hosted.resolve(m.id, { temperature: resolved.temperature }),
+  );
+  if (unknown.length) throw new UsageError(`the cloud runs oracle, empty, replay:FILE and registry models only; not ${unknown.map((m) => m.id).join(', ')}`);
   return resolved;
 }
 
 export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
   if (opts.emulate) return emulatedRun(opts, hosted, deps);
   const { StartExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-  const { uploadPsetBundle, uploadPromptTemplate } = require('../../core/cloud/pset-bundle') as typeof import('../../core/cloud/pset-bundle');
+  const { uploadPsetBundle, uploadPromptTemplate, uploadReplayFiles } = require('../../core/cloud/pset-bundle') as typeof import('../../core/cloud/pset-bundle');
   const { parsePayload, runWorkflowInputSchema } = require('../../core/cloud/payloads') as typeof import('../../core/cloud/payloads');
   const ignored = LOCAL_ONLY_FLAGS.filter(([k]) => opts[k] !== undefined && opts[k] !== false).map(([, flag]) => flag);
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
@@ -162,6 +165,7 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
   const { blobs, store } = adapters(deps, outputs);
   const psetKey = await uploadPsetBundle(blobs, pset);
   await uploadPromptTemplate(blobs, template.text);
+  await uploadReplayFiles(blobs, spec, models.info);
   const input = parsePayload(
     runWorkflowInputSchema,
     { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}) },

@@ -177,6 +177,8 @@ export const cloudKeys = {
   verdictRecord: (runId: string, taskId: string, digest: string) => `runs/${runId}/evaluation/verdicts/${taskId}-${digest}.json`,
   promptTemplate: (digest: string) => `psets/templates/${digest}.txt`,
   psetBundle: (digest: string) => `psets/${digest}.json`,
+  /** A replay file of the run's `replay:FILE` models, by the digest their parameters carry. */
+  replayFile: (digest: string) => `psets/replays/${digest}.jsonl`,
 } as const;
 
 /** Parses a payload or throws an error naming the payload and each bad field. */

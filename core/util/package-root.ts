@@ -25,7 +25,8 @@ export function packageRoot(): string {
  * folder is looked at first; from sources or dist/ it does not exist and the package root's is used.
  */
 export function resourcePath(name: string): string {
-  const beside = join(__dirname, 'resources', name);
-  if (existsSync(beside)) return beside;
+  // The folder decides, not the file: a bundle without an optional file must not look for a checkout.
+  const beside = join(__dirname, 'resources');
+  if (existsSync(beside)) return join(beside, name);
   return join(packageRoot(), 'resources', name);
 }

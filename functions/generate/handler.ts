@@ -27,7 +27,8 @@ import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { loadDeployedRegistry, resolveRunModels, type RunModels } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels } from '../../adapters/aws/runtime/run-models';
+import type { ModelClient } from '../../core/model';
 
 export { generationMessageSchema };
 export type { GenerationMessage };
@@ -49,7 +50,7 @@ export interface GenerateHandlerDeps extends StorageAdapters {
   logger: Logger;
   metrics: Metrics;
   /** Model clients of a run (built once per run and warm instance). @default from the registry and `keys` */
-  modelsFor?: (ctx: RunContext) => RunModels;
+  modelsFor?: (ctx: RunContext, replays: Map<string, ModelClient>) => RunModels;
 }
 
 function defaultDeps(config: GenerateConfig): GenerateHandlerDeps {
@@ -86,7 +87,9 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
       const ctx = await contexts.get(message.runId);
       let runModels = models.get(message.runId);
       if (!runModels) {
-        runModels = deps.modelsFor ? deps.modelsFor(ctx) : resolveRunModels(ctx.run.spec, ctx.pset, hosted);
+        // Replayed models answer from the file uploaded with the run, fetched once per instance.
+        const replays = await loadRunReplays(deps.blobs, ctx.run.spec, deps.scratchDir);
+        runModels = deps.modelsFor ? deps.modelsFor(ctx, replays) : resolveRunModels(ctx.run.spec, ctx.pset, hosted, replays);
         models.set(message.runId, runModels);
       }
       // No model call of this handling outlives the invocation (Lambda ends it at the timeout).

@@ -210,9 +210,26 @@ describe('rcb cloud run', () => {
     expect(err).toContain(`run ${localId} was started before (execution ${localId}-3); watching it`);
   });
 
-  it('refuses a replayed model, which the cloud cannot rebuild', async () => {
-    const replay = `replay:${require('node:path').join(EXAMPLE, '..', '..', 'test', 'fixtures', 'replays', 'wrong-answers.jsonl')}`;
-    await expect(cloudRun(runOptions({ model: [replay], detach: true }), hosted(), deps())).rejects.toThrow(/oracle, empty and registry models only/);
+  it('uploads the file of a replayed model with the run, under the digest its parameters carry', async () => {
+    // Prepare
+    const file = require('node:path').join(EXAMPLE, '..', '..', 'test', 'fixtures', 'replays', 'wrong-answers.jsonl');
+    sfnMock.on(StartExecutionCommand).resolves({ executionArn: 'x', startDate: new Date() });
+
+    // Act
+    const code = await cloudRun(runOptions({ model: [`replay:${file}`], detach: true }), hosted(), deps());
+
+    // Assess
+    expect(code).toBe(0);
+    const [start] = sfnMock.commandCalls(StartExecutionCommand);
+    const input = runWorkflowInputSchema.parse(JSON.parse(start.args[0].input.input!));
+    const digest = createHash('sha256').update(readFileSync(file)).digest('hex').slice(0, 16);
+    expect(input.spec.models.every((m) => m.params.replay === digest)).toBe(true);
+    const put = s3Mock.commandCalls(PutObjectCommand).find((c) => c.args[0].input.Key === `psets/replays/${digest}.jsonl`);
+    expect(put?.args[0].input.Body?.toString()).toBe(readFileSync(file, 'utf8'));
+  });
+
+  it('refuses a model that is neither offline, replayed nor in the registry', async () => {
+    await expect(cloudRun(runOptions({ model: ['no-such-model'], detach: true }), hosted(), deps())).rejects.toThrow(/unknown model "no-such-model"/);
     expect(sfnMock.commandCalls(StartExecutionCommand)).toHaveLength(0);
   });
 

@@ -8,7 +8,12 @@ import type { ModelSpec, RunSpec } from '../../../core/store';
 import type { Pset } from '../../../core/types';
 import type { CostModel } from '../../../core/run/generate';
 import { canonicalJson } from '../../../core/ids';
-import { EmptyModel, OracleModel } from '../../models/offline';
+import { EmptyModel, OracleModel, replayModels } from '../../models/offline';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BlobStore } from '../../../core/store';
+import { cloudKeys } from '../../../core/cloud/payloads';
+import { RunInputError } from '../../../core/cloud/pset-bundle';
 import { costModelFor, type HostedModels } from '../../models/hosted-models';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -29,6 +34,42 @@ export function loadDeployedRegistry(): ModelEntry[] {
 
 export const OFFLINE_MODELS = new Set(['oracle', 'empty']);
 
+/** A `replay:FILE` model of a spec: its one parameter is the replay file's digest. */
+export function isReplaySpec(m: ModelSpec): boolean {
+  return typeof m.params.replay === 'string' && Object.keys(m.params).length === 1;
+}
+
+/** Answered without a provider: oracle, empty, or a replay file. */
+export function isOfflineSpec(m: ModelSpec): boolean {
+  return OFFLINE_MODELS.has(m.id) || isReplaySpec(m);
+}
+
+/**
+ * The replayed models of a run, from the replay files uploaded with it
+ * (core/cloud/pset-bundle.ts uploadReplayFiles), by model id; each file is fetched once into
+ * `scratchDir` and checked against the digest the spec was planned with.
+ */
+export async function loadRunReplays(blobs: BlobStore, spec: Pick<RunSpec, 'models'>, scratchDir: string): Promise<Map<string, ModelClient>> {
+  const out = new Map<string, ModelClient>();
+  const wanted = spec.models.filter(isReplaySpec);
+  for (const digest of new Set(wanted.map((m) => m.params.replay as string))) {
+    const key = cloudKeys.replayFile(digest);
+    const body = await blobs.get(key);
+    if (!body) throw new RunInputError(`replay file ${key} is not in the blob store (rcb cloud run uploads it)`);
+    const dir = join(scratchDir, 'replays');
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, `${digest}.jsonl`);
+    writeFileSync(path, body);
+    for (const model of replayModels(path)) {
+      if (model.params.replay !== digest) throw new RunInputError(`replay file ${key} has digest ${String(model.params.replay)}, not ${digest}`);
+      if (wanted.some((m) => m.id === model.id && m.params.replay === digest)) out.set(model.id, model);
+    }
+  }
+  const missing = wanted.filter((m) => !out.has(m.id)).map((m) => m.id);
+  if (missing.length) throw new RunInputError(`no answers of model(s) ${missing.join(', ')} in the run's replay files`);
+  return out;
+}
+
 export interface RunModels {
   clients: Map<string, ModelClient>;
   costs: Map<string, CostModel>;
@@ -42,12 +83,16 @@ function resolveHosted(hosted: HostedModels, m: ModelSpec) {
   return hit;
 }
 
-export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, hosted: () => HostedModels): RunModels {
+export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, hosted: () => HostedModels, replays: Map<string, ModelClient> = new Map()): RunModels {
   const out: RunModels = { clients: new Map(), costs: new Map() };
   for (const m of spec.models) {
     if (m.id === 'oracle') out.clients.set(m.id, new OracleModel(pset));
     else if (m.id === 'empty') out.clients.set(m.id, new EmptyModel());
-    else {
+    else if (isReplaySpec(m)) {
+      const replay = replays.get(m.id);
+      if (!replay) throw new RunInputError(`model "${m.id}" is replayed, but its replay file was not loaded`);
+      out.clients.set(m.id, replay);
+    } else {
       const hit = resolveHosted(hosted(), m);
       if (canonicalJson(hit.client.params) !== canonicalJson(m.params)) {
         throw new Error(`model "${m.id}": the registry's parameters ${canonicalJson(hit.client.params)} differ from the run's ${canonicalJson(m.params)}`);
@@ -63,7 +108,7 @@ export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, host
 export function runModelCosts(spec: Pick<RunSpec, 'models'>, hosted: () => HostedModels, tokens: PromptTokenCache = SHARED_TOKEN_CACHE): Map<string, CostModel> {
   const costs = new Map<string, CostModel>();
   for (const m of spec.models) {
-    if (OFFLINE_MODELS.has(m.id)) continue;
+    if (isOfflineSpec(m)) continue;
     const h = hosted();
     resolveHosted(h, m);
     const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
