@@ -33,6 +33,20 @@ export interface GenerateTaskDeps {
   claimLeaseMs?: number;
   /** Owner id of the claim; unique per handling. @default a random UUID per call */
   claimOwner?: string;
+  /**
+   * Aborts the model call before the worker is killed (in the cloud: shortly before the
+   * Lambda's remaining time runs out). The reservation is settled, nothing is stored and
+   * GenerationDeadlineError sends the message back to the queue, to be tried again.
+   */
+  signal?: AbortSignal;
+}
+
+/** The call was stopped at the worker's deadline; retrying (a later delivery) can succeed. */
+export class GenerationDeadlineError extends Error {
+  constructor(readonly taskId: string) {
+    super(`generation of task ${taskId} was stopped at the invocation's deadline; its reservation is released and the message goes back to the queue`);
+    this.name = 'GenerationDeadlineError';
+  }
 }
 
 /** Lambda's longest invocation (15 minutes) and a minute's margin: no generator call outlives it. */
@@ -89,13 +103,13 @@ export async function generateTask(deps: GenerateTaskDeps, ctx: RunContext, mess
     // The previous holder may have stored the completion and released between our first
     // look and our claim.
     if ((await deps.store.getCompletions([task.taskId])).has(task.taskId)) return result('skipped');
-    const done = await generateOne(deps, { runId: message.runId, paper, template: ctx.template, withPaper: run.spec.withPaper, task });
+    const done = await generateOne(deps, { runId: message.runId, paper, template: ctx.template, withPaper: run.spec.withPaper, task, signal: deps.signal });
     switch (done.outcome) {
       case 'budget_exhausted':
         await deps.store.setRunStatus(message.runId, 'budget_exhausted');
         return result('budget_exhausted');
       case 'aborted':
-        throw new Error(`generation of task ${task.taskId} was aborted`);
+        throw new GenerationDeadlineError(task.taskId);
       default:
         return result(done.outcome, done.completion.costUsd);
     }

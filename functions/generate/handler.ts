@@ -17,7 +17,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { GenerationInFlightError, generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
+import { GenerationDeadlineError, GenerationInFlightError, generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
 import { generationMessageSchema, type GenerationMessage } from '../../core/cloud/payloads';
 import { parseGenerationMessage } from '../../adapters/aws/messages';
 import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
@@ -70,6 +70,14 @@ function defaultDeps(config: GenerateConfig): GenerateHandlerDeps {
  */
 export const CLAIM_LEASE_MARGIN_MS = 30_000;
 
+/**
+ * Time kept back at the end of an invocation to settle a stopped call: 10 s, or a fifth of a
+ * short invocation's remaining time.
+ */
+export function deadlineMarginMs(remainingMs: number): number {
+  return Math.min(10_000, remainingMs / 5);
+}
+
 export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
   let state: { contexts: RunContextCache; models: Map<string, RunModels>; hosted: () => HostedModels } | undefined;
   return async (event, context) => {
@@ -92,15 +100,20 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
         runModels = deps.modelsFor ? deps.modelsFor(ctx, replays) : resolveRunModels(ctx.run.spec, ctx.pset, hosted, replays);
         models.set(message.runId, runModels);
       }
-      // No model call of this handling outlives the invocation (Lambda ends it at the timeout).
+      // No model call of this handling outlives the invocation (Lambda ends it at the timeout):
+      // it is stopped DEADLINE_MARGIN_MS before, while there is time to settle its reservation
+      // and hand the message back.
       const remainingMs = context?.getRemainingTimeInMillis?.();
+      const deadline = new AbortController();
+      const timer = remainingMs === undefined ? undefined : setTimeout(() => deadline.abort(), Math.max(0, remainingMs - deadlineMarginMs(remainingMs)));
       const taskDeps: GenerateTaskDeps = {
         store: deps.store,
         cache: deps.cache,
         ...runModels,
+        signal: deadline.signal,
         ...(remainingMs === undefined ? {} : { claimLeaseMs: remainingMs + CLAIM_LEASE_MARGIN_MS }),
       };
-      const result = await generateTask(taskDeps, ctx, message);
+      const result = await generateTask(taskDeps, ctx, message).finally(() => clearTimeout(timer));
       deps.logger.info('task settled', { runId: message.runId, taskId: message.taskId, model: result.model, outcome: result.outcome, costUsd: result.costUsd });
       deps.metrics.addMetric(`Tasks_${result.outcome}`, MetricUnit.Count, 1);
       if (result.costUsd > 0) deps.metrics.addMetric('SpendUsd', MetricUnit.NoUnit, result.costUsd);
@@ -117,7 +130,10 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
         throwOnFullBatchFailure: false,
       });
       const inFlight = processor.errors.filter((err) => err instanceof GenerationInFlightError);
-      const failed = processor.errors.filter((err) => !(err instanceof GenerationInFlightError));
+      const stopped = processor.errors.filter((err) => err instanceof GenerationDeadlineError);
+      const failed = processor.errors.filter((err) => !(err instanceof GenerationInFlightError) && !(err instanceof GenerationDeadlineError));
+      stopped.forEach((err) => deps.logger.warn('model call stopped at the invocation deadline; SQS will redeliver it', { taskId: (err as GenerationDeadlineError).taskId }));
+      if (stopped.length) deps.metrics.addMetric('Tasks_stopped_at_deadline', MetricUnit.Count, stopped.length);
       inFlight.forEach((err) => deps.logger.info('task in flight elsewhere; SQS will redeliver this copy', { taskId: (err as GenerationInFlightError).taskId }));
       if (inFlight.length) deps.metrics.addMetric('Tasks_in_flight_elsewhere', MetricUnit.Count, inFlight.length);
       failed.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
