@@ -3,7 +3,8 @@
  * `replay:FILE` uploaded with the run, answered by the deployed generator bundle, judged by
  * the shard container, as `rcb cloud run --emulate` runs them. Each is contained (the file
  * outside the workspace unchanged, no background process left), none passes the strict
- * judge, each carries its expected flag, and every verdict is the local run's.
+ * judge, each carries its expected flag, and every verdict is the local run's (the one case
+ * whose fixture allows two outcomes aside).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,8 +70,14 @@ describe('hostile completions through rcb cloud run --emulate', () => {
     const verdicts = new Map((await cloud.store.listVerdicts(cloud.runId)).map((v) => [v.taskId, v]));
     expect(verdicts.size).toBe(tasks.length);
 
-    // Assess: every task as locally; the hostile ones flagged.
-    for (const t of tasks) expect([t.snippet, t.sample, judgement(verdicts.get(t.taskId)!)]).toEqual([t.snippet, t.sample, local.get(t.taskId)]);
+    // Assess: every task as locally, but for a case whose fixture names two outcomes (the
+    // memory bomb: MemoryError at the address-space limit, or the time limit first when the
+    // machine is slow to hand out pages); the hostile ones flagged.
+    const racy = new Set(cases.filter((c) => c.expected_flag.includes('|')).map((c) => `${c.snippet}#${c.sample}`));
+    for (const t of tasks) {
+      if (racy.has(`${t.snippet}#${t.sample}`)) continue;
+      expect([t.snippet, t.sample, judgement(verdicts.get(t.taskId)!)]).toEqual([t.snippet, t.sample, local.get(t.taskId)]);
+    }
     for (const c of cases) {
       const task = tasks.find((t) => t.snippet === c.snippet && t.sample === c.sample)!;
       const v = verdicts.get(task.taskId)!;
