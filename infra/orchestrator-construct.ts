@@ -303,6 +303,8 @@ export class OrchestratorConstruct extends Construct {
             environment: [
               { name: 'RCB_RUN_ID', value: sfn.JsonPath.stringAt('$.runId') },
               { name: 'RCB_SHARD', value: sfn.JsonPath.stringAt('$.paper') },
+              // The whole shard (paper, model, slice) as JSON: fields a shard may lack cannot be paths.
+              { name: 'RCB_SHARD_REF', value: sfn.JsonPath.jsonToString(sfn.JsonPath.objectAt('$.shard')) },
             ],
           },
         ],
@@ -333,11 +335,12 @@ export class OrchestratorConstruct extends Construct {
 
     const map = new sfn.Map(this, 'EvaluateShards', {
       stateName: STATE_NAMES.evaluateShards,
-      comment: 'One Fargate task per paper; MaxConcurrency bounds tasks in flight per run',
+      comment: 'One Fargate task per shard (paper x model, split when large); MaxConcurrency bounds tasks in flight per run',
       itemsPath: '$.plan.shards',
       itemSelector: {
         runId: sfn.JsonPath.stringAt('$.runId'),
         paper: sfn.JsonPath.stringAt('$$.Map.Item.Value.paper'),
+        shard: sfn.JsonPath.objectAt('$$.Map.Item.Value'),
       },
       maxConcurrency: props.evaluationMaxConcurrency ?? 10,
       resultPath: sfn.JsonPath.DISCARD,

@@ -52,10 +52,19 @@ export const runWorkflowInputSchema = z.object({
 });
 export type RunWorkflowInput = z.infer<typeof runWorkflowInputSchema>;
 
-/** One evaluation shard: every candidate of one paper, all models. */
+/**
+ * One evaluation shard, sized by work (core/cloud/shard-plan.ts): the candidates of one paper,
+ * of one model when `model` is set, and of those the `part`-th of `parts` (by task id).
+ */
 export const shardRefSchema = z.object({
   /** Paper id. */
   paper: z.string().min(1),
+  /** Model id; every model of the paper when absent. */
+  model: z.string().min(1).optional(),
+  /** This shard's slice of the (paper, model) candidates, 0-based. @default 0 */
+  part: z.number().int().nonnegative().optional(),
+  /** Slices the (paper, model) candidates are cut into. @default 1 */
+  parts: z.number().int().positive().optional(),
 });
 export type ShardRef = z.infer<typeof shardRefSchema>;
 
@@ -172,7 +181,7 @@ export const cloudKeys = {
   planManifest: (runId: string) => `runs/${runId}/plan.json`,
   reportPrefix: (runId: string) => `runs/${runId}/reports/`,
   /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
-  shardVerdicts: (runId: string, paper: string) => `runs/${runId}/evaluation/${paper}/verdicts.json`,
+  shardVerdicts: (runId: string, paper: string, slice?: string) => `runs/${runId}/evaluation/${paper}/${slice ? `${slice}/` : ''}verdicts.json`,
   /** A verdict too large for its table item (its logs), by content digest (adapters/aws/dynamo-run-store.ts). */
   verdictRecord: (runId: string, taskId: string, digest: string) => `runs/${runId}/evaluation/verdicts/${taskId}-${digest}.json`,
   promptTemplate: (digest: string) => `psets/templates/${digest}.txt`,

@@ -12,6 +12,7 @@ import { runId as computeRunId } from '../ids';
 import { buildPrompt } from '../prompt/template';
 import { findSnippet } from '../prompt/mask';
 import type { TaskQueue } from './ports';
+import { planShards, type ShardSizing } from './shard-plan';
 import { cloudKeys, type PlanManifest, type PlanRunResult, type RunWorkflowInput } from './payloads';
 import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';
 
@@ -22,6 +23,8 @@ export interface PlanCloudRunDeps {
   /** Prices of the paid models, by model id; offline models have none. */
   costs?: Map<string, CostModel>;
   scratchDir: string;
+  /** How shards are sized. @default DEFAULT_SHARD_SIZING */
+  shardSizing?: ShardSizing;
   now?: () => Date;
 }
 
@@ -92,6 +95,6 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   // Messages go last: a generator may start at once and needs the manifest and the run.
   await deps.queue.send(todo.map((t) => ({ message: { runId: input.runId, taskId: t.taskId }, model: t.model })));
 
-  const shards = [...new Set(tasks.map((t) => t.paper))].map((paper) => ({ paper }));
+  const shards = planShards(tasks, deps.shardSizing);
   return { runId: input.runId, taskCount: tasks.length, enqueued: todo.length, estimatedCostUsd, shards };
 }

@@ -81,7 +81,7 @@ describe('pset bundle', () => {
 });
 
 describe('planCloudRun', () => {
-  it('writes the run, its tasks and manifest, enqueues every task and lists one shard per paper', async () => {
+  it('writes the run, its tasks and manifest, enqueues every task and lists one shard per paper and model', async () => {
     // Prepare
     const f = await cloudFixture();
 
@@ -94,7 +94,8 @@ describe('planCloudRun', () => {
       taskCount: 56,
       enqueued: 56,
       estimatedCostUsd: 0,
-      shards: f.pset.papers.map((p) => ({ paper: p.meta.id })),
+      // One shard per paper and model (core/cloud/shard-plan.ts), the models in spec order.
+      shards: ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
     });
     expect((await f.store.getRun(f.input.runId))?.status).toBe('generating');
     expect(await f.store.listTasks(f.input.runId)).toHaveLength(56);

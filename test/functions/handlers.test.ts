@@ -209,7 +209,7 @@ describe('plan-run handler', () => {
   it('returns the plan the workflow maps over', async () => {
     const f = await cloudFixture();
     const plan = await planHandler(f)(f.input);
-    expect(plan.shards.map((s) => s.paper)).toEqual(f.pset.papers.map((p) => p.meta.id));
+    expect(plan.shards).toEqual(['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))));
     expect(plan.taskCount).toBe(56);
   });
 

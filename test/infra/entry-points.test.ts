@@ -23,7 +23,13 @@ describe('container entry point', () => {
   it('reads the shard from the environment the task definition and the overrides set', () => {
     expect(
       loadShardEnv({ RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_SCRATCH: '/scratch' }),
-    ).toEqual({ runId: 'r1', paper: 'paper-a', table: 't', bucket: 'b', scratch: '/scratch' });
+    ).toEqual({ runId: 'r1', paper: 'paper-a', ref: { paper: 'paper-a' }, table: 't', bucket: 'b', scratch: '/scratch' });
+  });
+
+  it('reads the model and slice of a shard cut finer than its paper, and refuses one of another paper', () => {
+    const env = { RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b' };
+    expect(loadShardEnv({ ...env, RCB_SHARD_REF: '{"paper":"paper-a","model":"gpt-5.4","part":1,"parts":3}' }).ref).toEqual({ paper: 'paper-a', model: 'gpt-5.4', part: 1, parts: 3 });
+    expect(() => loadShardEnv({ ...env, RCB_SHARD_REF: '{"paper":"paper-b"}' })).toThrow('RCB_SHARD_REF names paper paper-b, RCB_SHARD paper-a');
   });
 
   it('names every missing variable', () => {

@@ -77,12 +77,12 @@ describe('OrchestratorConstruct', () => {
       expect(states.MarkRunFailed.Parameters).toEqual({ 'runId.$': '$.runId', 'failure.$': '$.failure' });
     });
 
-    it('maps over $.plan.shards with MaxConcurrency and hands each shard { runId, paper }', () => {
+    it('maps over $.plan.shards with MaxConcurrency and hands each shard { runId, paper, shard }', () => {
       const map = definition().States.EvaluateShards;
       expect(map.Type).toBe('Map');
       expect(map.MaxConcurrency).toBe(10);
       expect(map.ItemsPath).toBe('$.plan.shards');
-      expect(map.ItemSelector).toEqual({ 'runId.$': '$.runId', 'paper.$': '$$.Map.Item.Value.paper' });
+      expect(map.ItemSelector).toEqual({ 'runId.$': '$.runId', 'paper.$': '$$.Map.Item.Value.paper', 'shard.$': '$$.Map.Item.Value' });
       expect(map.ResultPath).toBeNull();
       expect(map.ItemProcessor.StartAt).toBe('EvaluateShard');
       expect(stateMachineDefinition(buildStack({ evaluationMaxConcurrency: 3 }).template).States.EvaluateShards.MaxConcurrency).toBe(3);
@@ -101,6 +101,7 @@ describe('OrchestratorConstruct', () => {
             Environment: [
               { Name: 'RCB_RUN_ID', 'Value.$': '$.runId' },
               { Name: 'RCB_SHARD', 'Value.$': '$.paper' },
+              { Name: 'RCB_SHARD_REF', 'Value.$': 'States.JsonToString($.shard)' },
             ],
           },
         ],
