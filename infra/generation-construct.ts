@@ -8,6 +8,7 @@ import { Construct } from 'constructs';
 import { DEFAULT_LANES, type LaneConfig, validateLanes } from './config';
 import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
+import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 
 /** One provider lane as built: its queue, its dead-letter queue and its configuration. */
@@ -110,7 +111,7 @@ export class GenerationConstruct extends Construct {
     ]);
     // Release its in-flight claims on tasks (TASK#<taskId>/CLAIM): the one delete it needs,
     // confined to the task partitions.
-    storage.grantTable(generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: ['TASK#*'] });
+    storage.grantTable(generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task)] });
     storage.grantArtifacts(generatorRole, {
       read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
       write: [`${ARTIFACT_PREFIXES.runs}*`],

@@ -9,6 +9,7 @@ import { EvaluationConstruct } from './evaluation-construct';
 import { GenerationConstruct } from './generation-construct';
 import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
+import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 import { STATE_NAMES } from './state-names';
 import { DEFAULT_POLL_SCHEDULE } from '../core/cloud/generation-polling';
@@ -164,7 +165,7 @@ export class OrchestratorConstruct extends Construct {
       timeout: Duration.seconds(30),
       environment: common,
     });
-    storage.grantTable(this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: ['RUN#*'] });
+    storage.grantTable(this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
 
     for (const fn of [this.planRun, this.checkProgress, this.aggregate, this.markRunFailed]) {
       NagSuppressions.addResourceSuppressions(

@@ -42,23 +42,14 @@ import { cloudKeys } from '../../core/cloud/payloads';
 import { mapLimit } from './map-limit';
 
 import { RUN_TABLE_KEYS } from './run-table-keys';
+import { KEY_PREFIXES, RUNS_INDEX_PARTITION, runTableKey } from '../../core/cloud/storage-layout';
 
 export { RUN_TABLE_KEYS };
 
-/** gsi1 partition holding every run item, sorted by `<createdAt>#<runId>`. */
-export const RUNS_INDEX_PARTITION = 'RUNS';
+/** Item keys and the runs index partition: core/cloud/storage-layout.ts. */
+export { RUNS_INDEX_PARTITION, runTableKey };
 
 type Key = { pk: string; sk: string };
-
-/** Key of each item kind; exported so that other readers (reports, tests) agree with the store. */
-export const runTableKey = {
-  run: (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'META' }),
-  task: (runId: string, taskId: string): Key => ({ pk: `RUN#${runId}`, sk: `TASK#${taskId}` }),
-  taskCounter: (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'TASKSEQ' }),
-  verdict: (runId: string, taskId: string): Key => ({ pk: `RUN#${runId}`, sk: `VERDICT#${taskId}` }),
-  completion: (taskId: string): Key => ({ pk: `TASK#${taskId}`, sk: 'COMPLETION' }),
-  generationClaim: (taskId: string): Key => ({ pk: `TASK#${taskId}`, sk: 'CLAIM' }),
-};
 
 /** Tolerance for float sums of dollar amounts when comparing with the budget (as in SQLite). */
 const EPSILON = 1e-9;
@@ -309,7 +300,7 @@ export class DynamoRunStore implements RunStore {
   }
 
   async listTasks(runId: string): Promise<TaskRecord[]> {
-    const items = await this.queryRun(runId, 'TASK#');
+    const items = await this.queryRun(runId, KEY_PREFIXES.task);
     items.sort((a, b) => Number(a.seq) - Number(b.seq));
     return items.map(toTaskRecord);
   }
@@ -367,7 +358,7 @@ export class DynamoRunStore implements RunStore {
 
   /** The run's verdicts, in task id order; those kept in the blob store are read back whole. */
   async listVerdicts(runId: string): Promise<Verdict[]> {
-    const items = await this.queryRun(runId, 'VERDICT#');
+    const items = await this.queryRun(runId, KEY_PREFIXES.verdict);
     return mapLimit(items, 8, async (item) => {
       if (typeof item.recordKey !== 'string') return parseRecord<Verdict>(item, 'verdict');
       const body = await this.blobs?.get(item.recordKey);

@@ -176,19 +176,8 @@ export const planManifestSchema = z.object({
 });
 export type PlanManifest = z.infer<typeof planManifestSchema>;
 
-/** Where run artifacts live in the blob store. */
-export const cloudKeys = {
-  planManifest: (runId: string) => `runs/${runId}/plan.json`,
-  reportPrefix: (runId: string) => `runs/${runId}/reports/`,
-  /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
-  shardVerdicts: (runId: string, paper: string, slice?: string) => `runs/${runId}/evaluation/${paper}/${slice ? `${slice}/` : ''}verdicts.json`,
-  /** A verdict too large for its table item (its logs), by content digest (adapters/aws/dynamo-run-store.ts). */
-  verdictRecord: (runId: string, taskId: string, digest: string) => `runs/${runId}/evaluation/verdicts/${taskId}-${digest}.json`,
-  promptTemplate: (digest: string) => `psets/templates/${digest}.txt`,
-  psetBundle: (digest: string) => `psets/${digest}.json`,
-  /** A replay file of the run's `replay:FILE` models, by the digest their parameters carry. */
-  replayFile: (digest: string) => `psets/replays/${digest}.jsonl`,
-} as const;
+/** Where run artifacts live in the blob store (core/cloud/storage-layout.ts). */
+export { cloudKeys } from './storage-layout';
 
 /** Parses a payload or throws an error naming the payload and each bad field. */
 export function parsePayload<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, value: unknown, what: string): T {
