@@ -77,6 +77,12 @@ export async function findStackOutputs(cfn: CloudFormationClient, stackName: str
   } catch (e) {
     const err = e as Error;
     if (/does not exist/.test(err.message)) throw new UsageError(`stack ${stackName} does not exist in this account and region; deploy it (npx cdk deploy) or pass --stack-name/--region`);
+    // No region anywhere (flag, AWS_REGION, profile): the usual case of a machine that only ever emulated.
+    if (/Region is missing/i.test(err.message)) {
+      throw new UsageError(
+        'no AWS region: pass --region or set AWS_REGION (or a profile region) to reach a deployed stack; an emulated run (--emulate) lives only while its `rcb cloud run --emulate` runs, and its reports are what it printed and wrote to --out',
+      );
+    }
     throw new UsageError(`cannot describe stack ${stackName}: ${err.message}`);
   }
   const outputs = new Map((stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));

@@ -94,6 +94,12 @@ describe('stack outputs', () => {
     await expect(cloudPush({ stackName: 'Rcb' }, deps())).rejects.toThrow(/no output ArtifactsBucketName/);
   });
 
+  it('says how to give a region when the SDK has none, as a usage error', async () => {
+    cfnMock.on(DescribeStacksCommand).rejects(new Error('Region is missing'));
+    await expect(cloudStatus('r1', { stackName: 'Rcb' }, deps())).rejects.toThrow(UsageError);
+    await expect(cloudStatus('r1', { stackName: 'Rcb' }, deps())).rejects.toThrow(/no AWS region: pass --region or set AWS_REGION/);
+  });
+
   it('says the stack does not exist, as a usage error', async () => {
     cfnMock.on(DescribeStacksCommand).rejects(new Error('Stack with id Other does not exist'));
     await expect(cloudStatus('r1', { stackName: 'Other' }, deps())).rejects.toThrow(UsageError);
