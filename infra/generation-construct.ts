@@ -163,7 +163,8 @@ export class GenerationConstruct extends Construct {
       environment: { RCB_TABLE: storage.table.tableName, RCB_BUCKET: storage.bucket.bucketName },
     });
     // Read the run's tasks and the task's completion; write the failed completion (first write wins).
-    storage.grantTable(this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem']);
+    // ... and count it on the run item (UpdateItem ADD).
+    storage.grantTable(this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
 
     this.lanes = lanes.map((lane) => {
       const laneId = pascal(lane.name);

@@ -39,6 +39,7 @@ import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, U
 import { createHash } from 'node:crypto';
 import type { BlobStore, CompletionCache, CompletionRecord, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
 import { cloudKeys } from '../../core/cloud/payloads';
+import type { RunCounters, RunCountValues } from '../../core/cloud/ports';
 import { mapLimit } from './map-limit';
 
 import { RUN_TABLE_KEYS } from './run-table-keys';
@@ -50,6 +51,9 @@ export { RUN_TABLE_KEYS };
 export { RUNS_INDEX_PARTITION, runTableKey };
 
 type Key = { pk: string; sk: string };
+
+/** Attributes of the run item's progress counters. */
+const COUNTER_ATTRIBUTES = { total: 'countTotal', settled: 'countSettled', failed: 'countFailed', judged: 'countJudged' } as const;
 
 /** Tolerance for float sums of dollar amounts when comparing with the budget (as in SQLite). */
 const EPSILON = 1e-9;
@@ -146,7 +150,7 @@ const BUDGET_NAMES = {
   '#rev': 'budgetRev',
 } as const;
 
-export class DynamoRunStore implements RunStore {
+export class DynamoRunStore implements RunStore, RunCounters {
   private readonly table: string;
   private readonly writeConcurrency: number;
   private readonly batchGetAttempts: number;
@@ -235,6 +239,34 @@ export class DynamoRunStore implements RunStore {
       ExpressionAttributeNames: { '#status': 'status', '#updatedAt': 'updatedAt', '#error': 'error' },
       ExpressionAttributeValues: { ':status': status, ':now': this.now().toISOString(), ...(error ? { ':error': error } : {}) },
     });
+  }
+
+  // ---- progress counters (core/cloud/ports.ts RunCounters) ----
+
+  async setTotal(runId: string, total: number): Promise<void> {
+    await this.updateRun(runId, {
+      UpdateExpression: 'SET #total = :total',
+      ExpressionAttributeNames: { '#total': COUNTER_ATTRIBUTES.total },
+      ExpressionAttributeValues: { ':total': total },
+    });
+  }
+
+  async addCounts(runId: string, delta: Partial<Omit<RunCountValues, 'total'>>): Promise<void> {
+    const entries = Object.entries(delta).filter(([, n]) => n) as Array<[keyof typeof COUNTER_ATTRIBUTES, number]>;
+    if (!entries.length) return;
+    await this.updateRun(runId, {
+      UpdateExpression: `ADD ${entries.map(([k]) => `#${k} :${k}`).join(', ')}`,
+      ExpressionAttributeNames: Object.fromEntries(entries.map(([k]) => [`#${k}`, COUNTER_ATTRIBUTES[k]])),
+      ExpressionAttributeValues: Object.fromEntries(entries.map(([k, n]) => [`:${k}`, n])),
+    });
+  }
+
+  async getCounts(runId: string): Promise<RunCountValues | null> {
+    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.run(runId), ConsistentRead: true }));
+    const item = res.Item;
+    if (!item || typeof item[COUNTER_ATTRIBUTES.total] !== 'number') return null;
+    const n = (k: keyof typeof COUNTER_ATTRIBUTES): number => (typeof item[COUNTER_ATTRIBUTES[k]] === 'number' ? (item[COUNTER_ATTRIBUTES[k]] as number) : 0);
+    return { total: n('total'), settled: n('settled'), failed: n('failed'), judged: n('judged') };
   }
 
   async setRunBudget(runId: string, budgetUsd: number | null): Promise<void> {

@@ -193,7 +193,7 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
       return models;
     },
   }));
-  const deadLetter = deadLetterFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-dead-letter'), metrics: metrics('dead-letter') }));
+  const deadLetter = deadLetterFn.createHandler(() => ({ store: storage.store, counters: storage.counters, logger: silentLogger('rcb-dead-letter'), metrics: metrics('dead-letter') }));
   const lanes = new SimulatedLanes((event) => generate(event), {
     deliverTwice: options.deliverTwice,
     maxReceiveCount: workflow.maxReceiveCount,
@@ -209,6 +209,7 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
   }));
   const checkProgress = checkProgressFn.createHandler(() => ({
     store: storage.store,
+    counters: storage.counters,
     generationTimeoutSec: workflow.generationTimeoutSec ?? 24 * 3600,
     logger: silentLogger('rcb-check-progress'),
     metrics: metrics('check-progress'),

@@ -240,6 +240,10 @@ interface Progress {
 }
 
 async function progressOf(store: RunStore, runId: string): Promise<Progress> {
+  // The run item's counters when it has them (one read per poll), else the items themselves.
+  const counts = 'getCounts' in store ? await (store as unknown as import('../../core/cloud/ports').RunCounters).getCounts(runId) : null;
+  // Duplicate deliveries can count a task twice: never show more than the total.
+  if (counts) return { total: counts.total, answered: Math.min(counts.settled, counts.total), failed: Math.min(counts.failed, counts.total), judged: Math.min(counts.judged, counts.total) };
   const tasks = await store.listTasks(runId);
   const completions = await store.getCompletions(tasks.map((t) => t.taskId));
   const verdicts = await store.listVerdicts(runId);

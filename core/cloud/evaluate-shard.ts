@@ -11,12 +11,15 @@ import { evaluate } from '../run/evaluate';
 import type { Progress } from '../run/progress';
 import { cloudKeys, type ShardInput, type ShardRef } from './payloads';
 import { shardSlice, shardTasks } from './shard-plan';
+import type { RunCounters } from './ports';
 
 export interface EvaluateShardDeps {
   store: RunStore;
   blobs: BlobStore;
   executor: TestExecutor;
   progress?: Progress;
+  /** Progress counters on the run item: verdicts written are counted. @default none */
+  counters?: RunCounters;
 }
 
 export interface EvaluateShardResult {
@@ -49,6 +52,7 @@ export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput &
     return completion ? [{ task, completion }] : [];
   });
   const written = await evaluate({ store: deps.store, executor: deps.executor, progress: deps.progress }, { runId, pset: input.pset, items });
+  await deps.counters?.addCounts(runId, { judged: written.length });
 
   const ids = new Set(tasks.map((t) => t.taskId));
   const verdicts = (await deps.store.listVerdicts(runId)).filter((v) => ids.has(v.taskId));

@@ -11,7 +11,7 @@ import { openRun, planTasks } from '../run/plan';
 import { runId as computeRunId } from '../ids';
 import { buildPrompt } from '../prompt/template';
 import { findSnippet } from '../prompt/mask';
-import type { TaskQueue } from './ports';
+import type { RunCounters, TaskQueue } from './ports';
 import { planShards, type ShardSizing } from './shard-plan';
 import { cloudKeys, type PlanManifest, type PlanRunResult, type RunWorkflowInput } from './payloads';
 import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';
@@ -23,6 +23,8 @@ export interface PlanCloudRunDeps {
   /** Prices of the paid models, by model id; offline models have none. */
   costs?: Map<string, CostModel>;
   scratchDir: string;
+  /** Progress counters on the run item, set from what is stored. @default none (CheckProgress scans) */
+  counters?: RunCounters;
   /** How shards are sized. @default DEFAULT_SHARD_SIZING */
   shardSizing?: ShardSizing;
   now?: () => Date;
@@ -91,6 +93,13 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   await deps.store.putTasks(input.runId, tasks);
   const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks };
   await deps.blobs.put(cloudKeys.planManifest(input.runId), JSON.stringify(manifest), 'application/json');
+  if (deps.counters) {
+    // Absolute, from the completions read above: a restarted run's counters start true.
+    await deps.counters.setTotal(input.runId, tasks.length);
+    const stored = await deps.counters.getCounts(input.runId);
+    const failed = [...answered.values()].filter((c) => c.error).length;
+    await deps.counters.addCounts(input.runId, { settled: answered.size - (stored?.settled ?? 0), failed: failed - (stored?.failed ?? 0) });
+  }
   await deps.store.setRunStatus(input.runId, 'generating');
   // Messages go last: a generator may start at once and needs the manifest and the run.
   await deps.queue.send(todo.map((t) => ({ message: { runId: input.runId, taskId: t.taskId }, model: t.model })));

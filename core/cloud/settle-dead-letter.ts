@@ -8,6 +8,7 @@
  */
 import type { CompletionRecord, RunStore, TaskRecord } from '../store';
 import type { GenerationMessage } from './payloads';
+import type { RunCounters } from './ports';
 
 export type SettleDeadLetterOutcome = 'settled' | 'already_settled' | 'unknown_task';
 
@@ -15,6 +16,8 @@ export interface SettleDeadLetterDeps {
   store: RunStore;
   /** The run's tasks, by id (cached by the caller per run). */
   tasksOf(runId: string): Promise<Map<string, TaskRecord>>;
+  /** Progress counters on the run item. @default none */
+  counters?: RunCounters;
   now?: () => Date;
 }
 
@@ -38,7 +41,12 @@ export async function settleDeadLetter(deps: SettleDeadLetterDeps, message: Gene
   const task = (await deps.tasksOf(message.runId)).get(message.taskId);
   // A message of a run or task that is not planned (deleted, or never valid): nothing to settle.
   if (!task) return 'unknown_task';
-  if ((await deps.store.getCompletions([task.taskId])).has(task.taskId)) return 'already_settled';
+  const existing = (await deps.store.getCompletions([task.taskId])).get(task.taskId);
+  if (existing) {
+    await deps.counters?.addCounts(message.runId, { settled: 1, failed: existing.error ? 1 : 0 });
+    return 'already_settled';
+  }
   const stored = await deps.store.putCompletion(deadLetterCompletion(task, receiveCount, (deps.now ?? (() => new Date()))()));
+  await deps.counters?.addCounts(message.runId, { settled: 1, failed: 1 });
   return stored ? 'settled' : 'already_settled';
 }

@@ -14,6 +14,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { checkProgress } from '../../core/cloud/check-progress';
 import { DEFAULT_POLL_SCHEDULE, type PollSchedule } from '../../core/cloud/generation-polling';
+import type { RunCounters } from '../../core/cloud/ports';
 import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type CheckProgressResult } from '../../core/cloud/payloads';
 import type { RunStore } from '../../core/store';
 import { loadStorageConfig, once, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
@@ -42,6 +43,8 @@ export interface CheckProgressHandlerDeps {
   store: RunStore;
   generationTimeoutSec: number;
   schedule?: PollSchedule;
+  /** Progress counters on the run item (one read per check while generation goes on). */
+  counters?: RunCounters;
   logger: Logger;
   metrics: Metrics;
   now?: () => Date;
@@ -53,7 +56,7 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
     const deps = getDeps();
     deps.logger.appendKeys({ runId: input.runId });
     try {
-      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, startedAt: input.startedAt, schedule: deps.schedule, now: deps.now });
+      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, startedAt: input.startedAt, schedule: deps.schedule, counters: deps.counters, now: deps.now });
       deps.logger.info('generation progress', { ...progress });
       deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
       return progress;
@@ -70,8 +73,10 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
 export const handler = createHandler(
   once(() => {
     const config = loadConfig();
+    const storage = createStorageAdapters(config.storage);
     return {
-      store: createStorageAdapters(config.storage).store,
+      store: storage.store,
+      counters: storage.counters,
       generationTimeoutSec: config.generationTimeoutSec,
       schedule: config.schedule,
       logger: new Logger({ serviceName: 'rcb-check-progress' }),

@@ -14,6 +14,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { settleDeadLetter, type SettleDeadLetterOutcome } from '../../core/cloud/settle-dead-letter';
 import type { RunStore, TaskRecord } from '../../core/store';
+import type { RunCounters } from '../../core/cloud/ports';
 import { MessageFormatError, parseGenerationMessage } from '../../adapters/aws/messages';
 import { loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
@@ -24,6 +25,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: Sto
 
 export interface DeadLetterHandlerDeps {
   store: RunStore;
+  counters?: RunCounters;
   logger: Logger;
   metrics: Metrics;
 }
@@ -52,7 +54,7 @@ export function createHandler(getDeps: () => DeadLetterHandlerDeps): (event: SQS
         return 'malformed';
       }
       const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || undefined;
-      const outcome = await settleDeadLetter({ store: deps.store, tasksOf }, message, receiveCount);
+      const outcome = await settleDeadLetter({ store: deps.store, counters: deps.counters, tasksOf }, message, receiveCount);
       deps.logger.warn('dead-lettered task settled', { runId: message.runId, taskId: message.taskId, outcome });
       deps.metrics.addMetric(`Tasks_dead_lettered_${outcome}`, MetricUnit.Count, 1);
       return outcome;
@@ -70,7 +72,7 @@ export function createHandler(getDeps: () => DeadLetterHandlerDeps): (event: SQS
 
 export const handler = createHandler(
   once(() => ({
-    store: createStorageAdapters(loadConfig().storage).store,
+    ...createStorageAdapters(loadConfig().storage),
     logger: new Logger({ serviceName: 'rcb-dead-letter' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'dead-letter' }),
   })),

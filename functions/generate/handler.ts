@@ -111,6 +111,7 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
         cache: deps.cache,
         ...runModels,
         signal: deadline.signal,
+        counters: deps.counters,
         ...(remainingMs === undefined ? {} : { claimLeaseMs: remainingMs + CLAIM_LEASE_MARGIN_MS }),
       };
       const result = await generateTask(taskDeps, ctx, message).finally(() => clearTimeout(timer));
