@@ -17,6 +17,11 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
     exported: 'benchReport',
     help: 'scoring with bootstrap intervals, the table and the HTML report of a synthetic full sweep [--models N] [--tasks N] [--samples N] [--repeat N]',
   },
+  plan: {
+    module: './plan',
+    exported: 'benchPlan',
+    help: 'PlanRun pricing of a 10-model x 5-sample sweep of the 20-paper set [--pset DIR] [--models a,b] [--samples N] [--slice N]',
+  },
   generation: {
     module: './generation',
     exported: 'benchGeneration',

@@ -6,6 +6,7 @@
  * Environment (set by the task definition and by the workflow's containerOverrides):
  *   RCB_RUN_ID   run id                      (override, from the Map item)
  *   RCB_SHARD    paper id of the shard       (override, from the Map item)
+ *   RCB_SHARD_REF the shard as JSON: paper, model, slice (override; absent: the whole paper)
  *   RCB_TABLE    DynamoDB run store table    (task definition)
  *   RCB_BUCKET   S3 artifacts bucket         (task definition)
  *   RCB_SCRATCH  the only writable directory (task definition; /scratch)
@@ -28,6 +29,7 @@
 import { cpus } from 'node:os';
 import { loadRunContext } from '../core/cloud/run-context';
 import { evaluateShard } from '../core/cloud/evaluate-shard';
+import { parsePayload, shardRefSchema, type ShardRef } from '../core/cloud/payloads';
 import { silentProgress, type Progress } from '../core/run/progress';
 import { createLocalExecutor } from '../adapters/local/executor';
 import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
@@ -38,6 +40,8 @@ import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 export interface ShardEnv {
   runId: string;
   paper: string;
+  /** The shard: its paper, and the model and slice when PlanRun cut the paper finer. */
+  ref: ShardRef;
   table: string;
   bucket: string;
   scratch: string;
@@ -52,6 +56,14 @@ export function parseSandbox(value: string | undefined): SandboxMode {
 
 const REQUIRED = ['RCB_RUN_ID', 'RCB_SHARD', 'RCB_TABLE', 'RCB_BUCKET'] as const;
 
+/** The shard's model and slice from RCB_SHARD_REF; its paper must be RCB_SHARD's. */
+function shardRef(paper: string, raw: string | undefined): ShardRef {
+  if (!raw) return { paper };
+  const ref = parsePayload(shardRefSchema, JSON.parse(raw), 'RCB_SHARD_REF');
+  if (ref.paper !== paper) throw new Error(`rcb container: RCB_SHARD_REF names paper ${ref.paper}, RCB_SHARD ${paper}`);
+  return ref;
+}
+
 /** Reads and checks the shard's environment; the error names every missing variable. */
 export function loadShardEnv(env: NodeJS.ProcessEnv = process.env): ShardEnv {
   const missing = REQUIRED.filter((name) => !env[name]);
@@ -59,6 +71,7 @@ export function loadShardEnv(env: NodeJS.ProcessEnv = process.env): ShardEnv {
   return {
     runId: env.RCB_RUN_ID as string,
     paper: env.RCB_SHARD as string,
+    ref: shardRef(env.RCB_SHARD as string, env.RCB_SHARD_REF),
     table: env.RCB_TABLE as string,
     bucket: env.RCB_BUCKET as string,
     scratch: env.RCB_SCRATCH || '/scratch',
@@ -107,7 +120,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, clients: Parame
   process.once('SIGTERM', stop);
   try {
     const progress: Progress = { ...silentProgress, note: (message) => log('error', message, { runId: shard.runId, paper: shard.paper }) };
-    const result = await evaluateShard({ ...storage, executor, progress }, { runId: shard.runId, paper: shard.paper, pset: ctx.pset });
+    const result = await evaluateShard({ ...storage, executor, progress }, { ...shard.ref, runId: shard.runId, pset: ctx.pset });
     log('info', 'shard evaluated', { ...result });
     return 0;
   } finally {

@@ -3,6 +3,8 @@
  * context or `-c key=value` on the command line, validated once, with the failing key
  * named. Tests build the same object directly and skip the context.
  */
+import { existsSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import type { Node } from 'constructs';
 
 /** A provider lane: one SQS queue feeding the generator at its own concurrency. */
@@ -104,6 +106,12 @@ export interface RcbOptions {
    * @default - see GenerationConstructProps.bedrockResourceArns
    */
   readonly bedrockResourceArns?: string[];
+  /**
+   * A models file (the registry's format) merged over the shipped models.yaml in the
+   * PlanRun and Generate bundles: the deployment's own hosted models. Absolute path.
+   * @default - the shipped registry only
+   */
+  readonly modelsFile?: string;
 }
 
 /** Everything the stack reads from context; every member but the name is optional and defaulted by the constructs. */
@@ -131,6 +139,7 @@ export const CONTEXT_KEYS = {
   generatorTimeoutSec: 'rcb:generatorTimeoutSec',
   maxMessageAgeSec: 'rcb:maxMessageAgeSec',
   bedrockResourceArns: 'rcb:bedrockResourceArns',
+  modelsFile: 'rcb:modelsFile',
 } as const;
 
 const LANE_NAME = /^[a-z][a-z0-9-]{0,30}$/;
@@ -215,6 +224,15 @@ function readBool(node: Node, key: string): boolean | undefined {
   throw new ConfigError(key, `must be true or false (got ${JSON.stringify(raw)})`);
 }
 
+/** A file path (relative to the working directory of `cdk synth`), made absolute; it must exist. */
+function readExistingFile(node: Node, key: string): string | undefined {
+  const raw = readString(node, key);
+  if (raw === undefined) return undefined;
+  const abs = resolvePath(raw);
+  if (!existsSync(abs)) throw new ConfigError(key, `no such file: ${abs}`);
+  return abs;
+}
+
 /** Reads and validates the `rcb:*` context of an app. Absent keys stay undefined (construct defaults apply). */
 export function configFromContext(node: Node): RcbDeployConfig {
   const lanesRaw = parseJsonish(CONTEXT_KEYS.lanes, node.tryGetContext(CONTEXT_KEYS.lanes));
@@ -248,5 +266,6 @@ export function configFromContext(node: Node): RcbDeployConfig {
     generatorTimeoutSec: readInt(node, CONTEXT_KEYS.generatorTimeoutSec, 10, 900),
     maxMessageAgeSec: readInt(node, CONTEXT_KEYS.maxMessageAgeSec, 60, 1209600),
     bedrockResourceArns: readStringList(node, CONTEXT_KEYS.bedrockResourceArns),
+    modelsFile: readExistingFile(node, CONTEXT_KEYS.modelsFile),
   };
 }

@@ -7,6 +7,8 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { DEFAULT_LANES, type LaneConfig, validateLanes } from './config';
 import { RcbFunction } from './rcb-function';
+import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
+import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 
 /** One provider lane as built: its queue, its dead-letter queue and its configuration. */
@@ -49,7 +51,16 @@ export interface GenerationConstructProps {
    * inference profiles; otherwise none
    */
   readonly bedrockResourceArns?: string[];
+  /**
+   * The deployment's models file, carried in the generator's bundle and merged over the
+   * shipped registry (config.ts `modelsFile`).
+   * @default - the shipped registry only
+   */
+  readonly modelsFile?: string;
 }
+
+/** Timeout of the dead-letter function: a batch of store writes. */
+const DEAD_LETTER_TIMEOUT = Duration.minutes(1);
 
 /**
  * Generation: SQS lanes fanning tasks to the generator Lambda, which calls model APIs with
@@ -58,6 +69,8 @@ export interface GenerationConstructProps {
 export class GenerationConstruct extends Construct {
   public readonly lanes: GenerationLane[];
   public readonly generator: RcbFunction;
+  /** Consumer of the lanes' DLQs: a dead-lettered task becomes a failed completion, so its run settles. */
+  public readonly deadLetter: RcbFunction;
   /** Provider API keys, a JSON object `{ "OPENAI_API_KEY": "...", ... }`. */
   public readonly keysSecret: secretsmanager.Secret;
 
@@ -79,6 +92,7 @@ export class GenerationConstruct extends Construct {
       description: 'rcb: calls one model per task message and stores the completion (SQS lanes)',
       memorySize: props.generatorMemorySize ?? 512,
       timeout,
+      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
       environment: {
         RCB_TABLE: storage.table.tableName,
         RCB_BUCKET: storage.bucket.bucketName,
@@ -97,7 +111,7 @@ export class GenerationConstruct extends Construct {
     ]);
     // Release its in-flight claims on tasks (TASK#<taskId>/CLAIM): the one delete it needs,
     // confined to the task partitions.
-    storage.grantTable(generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: ['TASK#*'] });
+    storage.grantTable(generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task)] });
     // Reads the run's inputs (pset bundle, prompt template, plan manifest); it writes no object.
     storage.grantArtifacts(generatorRole, {
       read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
@@ -142,12 +156,24 @@ export class GenerationConstruct extends Construct {
       },
     ]);
 
+    this.deadLetter = new RcbFunction(this, 'DeadLetter', {
+      functionDir: 'dead-letter',
+      description: 'rcb: settles each dead-lettered generation message as a failed completion of its task',
+      timeout: DEAD_LETTER_TIMEOUT,
+      environment: { RCB_TABLE: storage.table.tableName, RCB_BUCKET: storage.bucket.bucketName },
+    });
+    // Read the run's tasks and the task's completion; write the failed completion (first write wins).
+    // ... and count it on the run item (UpdateItem ADD).
+    storage.grantTable(this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+
     this.lanes = lanes.map((lane) => {
       const laneId = pascal(lane.name);
       const deadLetterQueue = new sqs.Queue(this, `${laneId}DeadLetterQueue`, {
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         retentionPeriod: Duration.days(14),
+        // Consumed by the dead-letter function: six times its timeout, as for the lanes.
+        visibilityTimeout: Duration.seconds(DEAD_LETTER_TIMEOUT.toSeconds() * 6),
       });
       const queue = new sqs.Queue(this, `${laneId}Queue`, {
         encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -172,9 +198,23 @@ export class GenerationConstruct extends Construct {
           reportBatchItemFailures: true,
         }),
       );
+      this.deadLetter.function.addEventSource(
+        new lambdaEventSources.SqsEventSource(deadLetterQueue, { batchSize: 10, reportBatchItemFailures: true }),
+      );
       return { config: lane, queue, deadLetterQueue };
     });
 
+    // After the event sources: applyToChildren covers the children that exist now.
+    NagSuppressions.addResourceSuppressions(
+      this.deadLetter.function,
+      [
+        {
+          id: 'Serverless-LambdaEventSourceMappingDestination',
+          reason: 'It consumes the dead-letter queues themselves: a failed record stays in its DLQ (14 days), whose depth is alarmed on.',
+        },
+      ],
+      true,
+    );
     NagSuppressions.addResourceSuppressions(
       generatorRole,
       [

@@ -9,8 +9,11 @@ import { EvaluationConstruct } from './evaluation-construct';
 import { GenerationConstruct } from './generation-construct';
 import { RcbFunction } from './rcb-function';
 import { ShardRunTask } from './shard-run-task';
+import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
+import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 import { STATE_NAMES } from './state-names';
+import { DEFAULT_POLL_SCHEDULE } from '../core/cloud/generation-polling';
 
 export { STATE_NAMES };
 
@@ -36,10 +39,16 @@ export interface OrchestratorConstructProps {
    */
   readonly evaluationMaxConcurrency?: number;
   /**
-   * Pause between two generation progress checks.
+   * Shortest pause between two generation progress checks (a young run's).
    * @default Duration.seconds(30)
    */
   readonly generationPollInterval?: Duration;
+  /**
+   * Longest pause between two checks: the pause grows with the run's age up to this
+   * (core/cloud/generation-polling.ts), which bounds the loop's history events.
+   * @default Duration.minutes(5)
+   */
+  readonly generationPollMaxInterval?: Duration;
   /**
    * How long CheckProgress lets generation run before it fails the run (it receives this
    * as RCB_GENERATION_TIMEOUT_SEC and decides; the loop itself has no counter).
@@ -63,6 +72,12 @@ export interface OrchestratorConstructProps {
    * @default true
    */
   readonly evaluationReady?: boolean;
+  /**
+   * The deployment's models file, carried in PlanRun's bundle (it prices and routes with the
+   * registry) and merged over the shipped one (config.ts `modelsFile`).
+   * @default - the shipped registry only
+   */
+  readonly modelsFile?: string;
 }
 
 /**
@@ -89,6 +104,7 @@ export class OrchestratorConstruct extends Construct {
       description: 'rcb: validates a run spec, writes its tasks, checks the budget, enqueues generation',
       memorySize: 1024,
       timeout: Duration.minutes(5),
+      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
       environment: {
         ...common,
         RCB_LANE_QUEUES: stack.toJsonString(generation.laneQueueUrls()),
@@ -116,6 +132,8 @@ export class OrchestratorConstruct extends Construct {
       environment: {
         ...common,
         RCB_GENERATION_TIMEOUT_SEC: String((props.generationTimeout ?? Duration.hours(24)).toSeconds()),
+        RCB_POLL_MIN_SEC: String((props.generationPollInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.minSec)).toSeconds()),
+        RCB_POLL_MAX_SEC: String((props.generationPollMaxInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.maxSec)).toSeconds()),
       },
     });
     // Progress is read from the run's items alone: it needs no queue access.
@@ -147,7 +165,7 @@ export class OrchestratorConstruct extends Construct {
       timeout: Duration.seconds(30),
       environment: common,
     });
-    storage.grantTable(this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: ['RUN#*'] });
+    storage.grantTable(this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
 
     for (const fn of [this.planRun, this.checkProgress, this.aggregate, this.markRunFailed]) {
       NagSuppressions.addResourceSuppressions(
@@ -231,8 +249,10 @@ export class OrchestratorConstruct extends Construct {
   }
 
   /**
-   * Wait → CheckProgress → GenerationDone?, looping until CheckProgress reports every task
-   * of the run settled (completed or failed for good). CheckProgress owns the deadline.
+   * CheckProgress → GenerationDone? → Wait → CheckProgress ..., looping until CheckProgress
+   * reports every task of the run settled (completed or failed for good). CheckProgress owns
+   * the deadline and the pause (`$.progress.waitSec`, growing with the run's age), so the
+   * loop's history events stay bounded (test/infra/history-bound.test.ts computes the bound).
    */
   private generationPhase(
     props: OrchestratorConstructProps,
@@ -241,13 +261,14 @@ export class OrchestratorConstruct extends Construct {
   ): sfn.IChainable {
     const wait = new sfn.Wait(this, 'WaitForGeneration', {
       stateName: STATE_NAMES.waitForGeneration,
-      time: sfn.WaitTime.duration(props.generationPollInterval ?? Duration.seconds(30)),
+      time: sfn.WaitTime.secondsPath('$.progress.waitSec'),
     });
     const check = new tasks.LambdaInvoke(this, 'CheckProgress', {
       stateName: STATE_NAMES.checkProgress,
       comment: 'Count settled tasks of the run; fail it past the generation deadline',
       lambdaFunction: this.checkProgress.function,
-      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId') }),
+      // The execution's start, not the run's creation: a run started again gets its own deadline.
+      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime') }),
       payloadResponseOnly: true,
       resultPath: '$.progress',
     });
@@ -255,7 +276,8 @@ export class OrchestratorConstruct extends Construct {
     const done = new sfn.Choice(this, 'GenerationDone', { stateName: STATE_NAMES.generationDone })
       .when(sfn.Condition.booleanEquals('$.progress.done', true), whenDone)
       .otherwise(wait);
-    return wait.next(check).next(done);
+    wait.next(check);
+    return check.next(done);
   }
 
   /**
@@ -286,6 +308,8 @@ export class OrchestratorConstruct extends Construct {
             environment: [
               { name: 'RCB_RUN_ID', value: sfn.JsonPath.stringAt('$.runId') },
               { name: 'RCB_SHARD', value: sfn.JsonPath.stringAt('$.paper') },
+              // The whole shard (paper, model, slice) as JSON: fields a shard may lack cannot be paths.
+              { name: 'RCB_SHARD_REF', value: sfn.JsonPath.jsonToString(sfn.JsonPath.objectAt('$.shard')) },
             ],
           },
         ],
@@ -305,19 +329,23 @@ export class OrchestratorConstruct extends Construct {
     onSpot.addRetry(capacityRetry);
     // A stopped task (Spot interruption, lost host) fails the .sync state with States.TaskFailed;
     // verdicts are written first-wins, so a rerun redoes only the candidates not yet judged.
-    onSpot.addRetry({ errors: ['States.TaskFailed'], interval: Duration.seconds(60), maxAttempts: 2, backoffRate: 2 });
+    // A shard past its task timeout (States.Timeout: the task is stopped) is retried the same
+    // way: verdicts already written stay, so the retry redoes only what was not judged.
+    onSpot.addRetry({ errors: ['States.TaskFailed', 'States.Timeout'], interval: Duration.seconds(60), maxAttempts: 2, backoffRate: 2 });
 
     const onDemand = runShard('EvaluateShardOnDemand', STATE_NAMES.evaluateShardOnDemand, 'FARGATE');
     onDemand.addRetry(capacityRetry);
-    onSpot.addCatch(onDemand, { errors: [...CAPACITY_ERRORS, 'States.TaskFailed'], resultPath: '$.spotFailure' });
+    onDemand.addRetry({ errors: ['States.TaskFailed', 'States.Timeout'], interval: Duration.seconds(60), maxAttempts: 1 });
+    onSpot.addCatch(onDemand, { errors: [...CAPACITY_ERRORS, 'States.TaskFailed', 'States.Timeout'], resultPath: '$.spotFailure' });
 
     const map = new sfn.Map(this, 'EvaluateShards', {
       stateName: STATE_NAMES.evaluateShards,
-      comment: 'One Fargate task per paper; MaxConcurrency bounds tasks in flight per run',
+      comment: 'One Fargate task per shard (paper x model, split when large); MaxConcurrency bounds tasks in flight per run',
       itemsPath: '$.plan.shards',
       itemSelector: {
         runId: sfn.JsonPath.stringAt('$.runId'),
         paper: sfn.JsonPath.stringAt('$$.Map.Item.Value.paper'),
+        shard: sfn.JsonPath.objectAt('$$.Map.Item.Value'),
       },
       maxConcurrency: props.evaluationMaxConcurrency ?? 10,
       resultPath: sfn.JsonPath.DISCARD,

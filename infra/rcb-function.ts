@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { packageRoot } from '../core/util/package-root';
+import { BUNDLED_RESOURCES } from '../core/cloud/bundle-resources';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -43,6 +44,17 @@ export interface RcbFunctionProps {
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Files copied into the bundle's `resources/` folder besides the shipped registry and
+   * prompt template, by name there -> absolute source path (a deployment's own models file).
+   * @default - none
+   */
+  readonly extraResources?: Record<string, string>;
+}
+
+/** A path quoted for the POSIX shell that runs the bundling hooks. */
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 /**
@@ -104,6 +116,22 @@ export class RcbFunction extends Construct {
         target: 'node22',
         format: nodejs.OutputFormat.CJS,
         forceDockerBundling: false,
+        // esbuild's per-bundle summary would bury synth's (and the emulator's) own output.
+        logLevel: nodejs.LogLevel.WARNING,
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          // The handlers read the registry and the template through resourcePath(), which looks
+          // beside the bundle first, as in /var/task, where nothing of the checkout exists.
+          afterBundling: (_inputDir: string, outputDir: string): string[] => {
+            const files: Array<[string, string]> = [
+              ...BUNDLED_RESOURCES.map((name): [string, string] => [name, path.join(PROJECT_ROOT, 'resources', name)]),
+              ...Object.entries(props.extraResources ?? {}),
+            ];
+            const dir = path.join(outputDir, 'resources');
+            return [`mkdir -p ${shellQuote(dir)}`, ...files.map(([name, src]) => `cp ${shellQuote(src)} ${shellQuote(path.join(dir, name))}`)];
+          },
+        },
       },
     });
 

@@ -43,6 +43,7 @@ export class RcbStack extends Stack {
       lanes: props.lanes,
       generatorTimeout: props.generatorTimeoutSec ? Duration.seconds(props.generatorTimeoutSec) : undefined,
       bedrockResourceArns: props.bedrockResourceArns,
+      modelsFile: props.modelsFile,
     });
     this.evaluation = new EvaluationConstruct(this, 'Evaluation', {
       storage: this.storage,
@@ -58,12 +59,14 @@ export class RcbStack extends Stack {
       evaluation: this.evaluation,
       evaluationMaxConcurrency: props.evaluationMaxConcurrency,
       evaluationReady: interfaceEndpoints,
+      modelsFile: props.modelsFile,
     });
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
       lanes: this.generation.lanes,
       stateMachine: this.orchestrator.stateMachine,
       functions: [
         { name: 'generate', fn: this.generation.generator },
+        { name: 'dead-letter', fn: this.generation.deadLetter },
         { name: 'plan-run', fn: this.orchestrator.planRun },
         { name: 'check-progress', fn: this.orchestrator.checkProgress },
         { name: 'aggregate', fn: this.orchestrator.aggregate },

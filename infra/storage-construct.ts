@@ -4,24 +4,19 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { RUN_TABLE_KEYS } from '../adapters/aws/run-table-keys';
+import { ARTIFACT_PREFIXES, TABLE_ATTRIBUTES as RUN_TABLE_KEYS } from '../core/cloud/storage-layout';
 
 /**
  * Key prefixes of the artifacts bucket. The blob store adapter writes under these and
  * nothing else; IAM grants and lifecycle rules are written against them.
  */
-export const ARTIFACT_PREFIXES = {
-  /** Pset bundles and prompt templates, uploaded by `rcb cloud run`, keyed by content digest (`psets/<digest>.json`). Kept. */
-  psets: 'psets/',
-  /** Everything one run produces: `runs/<runId>/...` (prompts, logs, reports). Expires. */
-  runs: 'runs/',
-} as const;
+export { ARTIFACT_PREFIXES };
 
 /**
  * Where the evaluation container writes inside a run: `runs/<runId>/evaluation/<paper>/...`.
  * The task role can write there and nowhere else.
  */
-export const EVALUATION_OUTPUT_PATTERN = 'runs/*/evaluation/*';
+export const EVALUATION_OUTPUT_PATTERN = `${ARTIFACT_PREFIXES.runs}*/evaluation/*`;
 
 /** Names of the single-table keys: the DynamoDB adapter's, so the two cannot drift apart. */
 export const TABLE_KEYS = RUN_TABLE_KEYS;

@@ -36,27 +36,24 @@
  */
 import type { DynamoDBDocumentClient, NativeAttributeValue } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { CompletionCache, CompletionRecord, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import { createHash } from 'node:crypto';
+import type { BlobStore, CompletionCache, CompletionRecord, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import { cloudKeys } from '../../core/cloud/payloads';
+import type { RunCounters, RunCountValues } from '../../core/cloud/ports';
 import { mapLimit } from './map-limit';
 
 import { RUN_TABLE_KEYS } from './run-table-keys';
+import { KEY_PREFIXES, RUNS_INDEX_PARTITION, runTableKey } from '../../core/cloud/storage-layout';
 
 export { RUN_TABLE_KEYS };
 
-/** gsi1 partition holding every run item, sorted by `<createdAt>#<runId>`. */
-export const RUNS_INDEX_PARTITION = 'RUNS';
+/** Item keys and the runs index partition: core/cloud/storage-layout.ts. */
+export { RUNS_INDEX_PARTITION, runTableKey };
 
 type Key = { pk: string; sk: string };
 
-/** Key of each item kind; exported so that other readers (reports, tests) agree with the store. */
-export const runTableKey = {
-  run: (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'META' }),
-  task: (runId: string, taskId: string): Key => ({ pk: `RUN#${runId}`, sk: `TASK#${taskId}` }),
-  taskCounter: (runId: string): Key => ({ pk: `RUN#${runId}`, sk: 'TASKSEQ' }),
-  verdict: (runId: string, taskId: string): Key => ({ pk: `RUN#${runId}`, sk: `VERDICT#${taskId}` }),
-  completion: (taskId: string): Key => ({ pk: `TASK#${taskId}`, sk: 'COMPLETION' }),
-  generationClaim: (taskId: string): Key => ({ pk: `TASK#${taskId}`, sk: 'CLAIM' }),
-};
+/** Attributes of the run item's progress counters. */
+const COUNTER_ATTRIBUTES = { total: 'countTotal', settled: 'countSettled', failed: 'countFailed', judged: 'countJudged' } as const;
 
 /** Tolerance for float sums of dollar amounts when comparing with the budget (as in SQLite). */
 const EPSILON = 1e-9;
@@ -89,7 +86,21 @@ export interface DynamoRunStoreOptions {
   now?: () => Date;
   /** @default setTimeout */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Where a verdict too large for one item (its logs: up to 2 x 64 KiB, and JSON escapes a
+   * control character in six bytes) keeps its full record; the item then holds the verdict
+   * without its log texts and the record's key (`recordKey`). Without it, such a verdict is
+   * refused with ItemTooLargeError.
+   * @default none
+   */
+  blobs?: BlobStore;
 }
+
+/**
+ * A serialized verdict past this goes to the blob store: well under DynamoDB's 400 KB, so the
+ * item's own attributes (keys, TTL, the pointer) always fit beside the trimmed record.
+ */
+export const VERDICT_INLINE_MAX_BYTES = 256 * 1024;
 
 /** A record too large for one DynamoDB item (400 KB); the message names the item. */
 export class ItemTooLargeError extends Error {
@@ -141,11 +152,12 @@ const BUDGET_NAMES = {
   '#rev': 'budgetRev',
 } as const;
 
-export class DynamoRunStore implements RunStore {
+export class DynamoRunStore implements RunStore, RunCounters {
   private readonly table: string;
   private readonly writeConcurrency: number;
   private readonly batchGetAttempts: number;
   private readonly now: () => Date;
+  private readonly blobs?: BlobStore;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly runTtlDays?: number;
 
@@ -158,6 +170,7 @@ export class DynamoRunStore implements RunStore {
     this.writeConcurrency = options.writeConcurrency ?? 16;
     this.batchGetAttempts = options.batchGetAttempts ?? 8;
     this.now = options.now ?? (() => new Date());
+    this.blobs = options.blobs;
     this.sleep = options.sleep ?? defaultSleep;
     this.runTtlDays = options.runTtlDays;
   }
@@ -228,6 +241,34 @@ export class DynamoRunStore implements RunStore {
       ExpressionAttributeNames: { '#status': 'status', '#updatedAt': 'updatedAt', '#error': 'error' },
       ExpressionAttributeValues: { ':status': status, ':now': this.now().toISOString(), ...(error ? { ':error': error } : {}) },
     });
+  }
+
+  // ---- progress counters (core/cloud/ports.ts RunCounters) ----
+
+  async setTotal(runId: string, total: number): Promise<void> {
+    await this.updateRun(runId, {
+      UpdateExpression: 'SET #total = :total',
+      ExpressionAttributeNames: { '#total': COUNTER_ATTRIBUTES.total },
+      ExpressionAttributeValues: { ':total': total },
+    });
+  }
+
+  async addCounts(runId: string, delta: Partial<Omit<RunCountValues, 'total'>>): Promise<void> {
+    const entries = Object.entries(delta).filter(([, n]) => n) as Array<[keyof typeof COUNTER_ATTRIBUTES, number]>;
+    if (!entries.length) return;
+    await this.updateRun(runId, {
+      UpdateExpression: `ADD ${entries.map(([k]) => `#${k} :${k}`).join(', ')}`,
+      ExpressionAttributeNames: Object.fromEntries(entries.map(([k]) => [`#${k}`, COUNTER_ATTRIBUTES[k]])),
+      ExpressionAttributeValues: Object.fromEntries(entries.map(([k, n]) => [`:${k}`, n])),
+    });
+  }
+
+  async getCounts(runId: string): Promise<RunCountValues | null> {
+    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.run(runId), ConsistentRead: true }));
+    const item = res.Item;
+    if (!item || typeof item[COUNTER_ATTRIBUTES.total] !== 'number') return null;
+    const n = (k: keyof typeof COUNTER_ATTRIBUTES): number => (typeof item[COUNTER_ATTRIBUTES[k]] === 'number' ? (item[COUNTER_ATTRIBUTES[k]] as number) : 0);
+    return { total: n('total'), settled: n('settled'), failed: n('failed'), judged: n('judged') };
   }
 
   async setRunBudget(runId: string, budgetUsd: number | null): Promise<void> {
@@ -301,7 +342,7 @@ export class DynamoRunStore implements RunStore {
   }
 
   async listTasks(runId: string): Promise<TaskRecord[]> {
-    const items = await this.queryRun(runId, 'TASK#');
+    const items = await this.queryRun(runId, KEY_PREFIXES.task);
     items.sort((a, b) => Number(a.seq) - Number(b.seq));
     return items.map(toTaskRecord);
   }
@@ -342,14 +383,30 @@ export class DynamoRunStore implements RunStore {
   // ---- verdicts ----
 
   async putVerdict(runId: string, v: Verdict): Promise<boolean> {
-    const item = { ...runTableKey.verdict(runId, v.taskId), taskId: v.taskId, record: JSON.stringify(v), ...this.expiry() };
+    let record = JSON.stringify(v);
+    let recordKey: string | undefined;
+    if (this.blobs && Buffer.byteLength(record, 'utf8') > VERDICT_INLINE_MAX_BYTES) {
+      // The full record first, under a key of its own content: a losing writer's object can
+      // never replace the one the winning item points to.
+      const digest = createHash('sha256').update(record).digest('hex').slice(0, 16);
+      recordKey = cloudKeys.verdictRecord(runId, v.taskId, digest);
+      await this.blobs.put(recordKey, record, 'application/json');
+      record = JSON.stringify({ ...v, stdout: { ...v.stdout, text: '' }, stderr: { ...v.stderr, text: '' } });
+    }
+    const item = { ...runTableKey.verdict(runId, v.taskId), taskId: v.taskId, record, ...(recordKey ? { recordKey } : {}), ...this.expiry() };
     this.checkSize(item, `verdict of task ${v.taskId} in run ${runId}`);
     return this.putIfAbsent(item);
   }
 
-  /** The run's verdicts, in task id order. */
+  /** The run's verdicts, in task id order; those kept in the blob store are read back whole. */
   async listVerdicts(runId: string): Promise<Verdict[]> {
-    return (await this.queryRun(runId, 'VERDICT#')).map((item) => parseRecord<Verdict>(item, 'verdict'));
+    const items = await this.queryRun(runId, KEY_PREFIXES.verdict);
+    return mapLimit(items, 8, async (item) => {
+      if (typeof item.recordKey !== 'string') return parseRecord<Verdict>(item, 'verdict');
+      const body = await this.blobs?.get(item.recordKey);
+      if (!body) throw new Error(`verdict item ${item.pk}/${item.sk} points to ${item.recordKey}, which the blob store ${this.blobs ? 'does not hold' : 'was not given'}`);
+      return JSON.parse(body.toString('utf8')) as Verdict;
+    });
   }
 
   // ---- budget ----

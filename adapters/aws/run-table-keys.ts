@@ -1,13 +1,5 @@
 /**
- * Attribute and index names of the single run table: the one definition that the CDK
- * StorageConstruct, the DynamoDB adapter and the local stand-ins share. No SDK import, so
- * the CDK app can read it cheaply.
+ * Attribute and index names of the single run table, as core/cloud/storage-layout.ts defines
+ * them (the one definition infra and the adapters share).
  */
-export const RUN_TABLE_KEYS = {
-  partitionKey: 'pk',
-  sortKey: 'sk',
-  gsi1Name: 'gsi1',
-  gsi1PartitionKey: 'gsi1pk',
-  gsi1SortKey: 'gsi1sk',
-  ttlAttribute: 'expiresAt',
-} as const;
+export { TABLE_ATTRIBUTES as RUN_TABLE_KEYS } from '../../core/cloud/storage-layout';

@@ -1,10 +1,16 @@
 /**
  * `rcb cloud run --emulate`: the cloud flow on this machine. The state machine the stack
  * deploys is executed with aws-local-stepfunctions; its Lambda task states are bound by
- * state name to the functions' own handlers (createHandler with adapters on the in-process
- * dynalite and s3rver), the EvaluateShard states to the container entry point run as a
- * child process, and the SQS lanes to a simulation that delivers PlanRun's messages to the
- * generate handler in SQS-shaped batches while the workflow waits in WaitForGeneration.
+ * state name to the functions as deployed: each function's esbuild bundle from the
+ * synthesized cloud assembly, staged alone and run in its own process with the template's
+ * environment (deployed-functions.ts), against dynalite and s3rver and a local SQS and
+ * Secrets Manager (local-aws-api.ts). The EvaluateShard states run the container entry
+ * point as a child process, and the SQS lanes are a simulation that delivers PlanRun's
+ * messages to the generator in SQS-shaped batches while the workflow waits.
+ *
+ * `functions: 'source'` binds the states to the handlers' createHandler in this process
+ * instead, so that tests can hand in model clients (counting calls, slowing them down);
+ * it cannot see what the bundles lack, so the CLI never uses it.
  */
 import './promise-polyfill';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -16,24 +22,31 @@ import type { Pset } from '../../core/types';
 import type { RunSpec, ModelInfo, BlobStore, RunStore } from '../../core/store';
 import type { ModelClient } from '../../core/model';
 import { runId as computeRunId } from '../../core/ids';
-import { uploadPromptTemplate, uploadPsetBundle } from '../../core/cloud/pset-bundle';
+import { uploadPromptTemplate, uploadPsetBundle, uploadReplayFiles } from '../../core/cloud/pset-bundle';
 import { parsePayload, runWorkflowInputSchema, type RunWorkflowInput } from '../../core/cloud/payloads';
 import { envKeySource } from '../../core/keys';
 import { HostedModels } from '../models/hosted-models';
 import { loadRegistry } from '../models/registry';
-import { createStorageAdapters } from '../aws/runtime/cloud-adapters';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createStorageAdapters, type StorageAdapters } from '../aws/runtime/cloud-adapters';
 import { once } from '../aws/runtime/cloud-config';
-import { resolveRunModels, runModelCosts } from '../aws/runtime/run-models';
+import { isOfflineSpec, resolveRunModels, runModelCosts } from '../aws/runtime/run-models';
+import { keyEnvFor } from '../models/create-model-client';
+import type { GenerationMessage } from '../../core/cloud/payloads';
+import { CONTEXT_KEYS } from '../../infra/config';
+import { LOCAL_ACCOUNT, startLocalAwsApi } from './local-aws-api';
+import { deployedFunctions, functionsByState, FunctionProcesses, queueConsumers, resolveValue, type TokenValues } from './deployed-functions';
 import * as planRunFn from '../../functions/plan-run/handler';
 import * as generateFn from '../../functions/generate/handler';
 import * as checkProgressFn from '../../functions/check-progress/handler';
 import * as aggregateFn from '../../functions/aggregate/handler';
 import * as markFailedFn from '../../functions/mark-failed/handler';
+import * as deadLetterFn from '../../functions/dead-letter/handler';
 import { STATE_NAMES } from '../../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
-import { synthesizeWorkflow, type SynthesizedWorkflow } from './workflow-definition';
+import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
 
 export interface EmulatedRunRequest {
   pset: Pset;
@@ -64,14 +77,33 @@ export interface EmulatorOptions {
   unsafeNoSandbox?: boolean;
   /** Pause of WaitForGeneration, ms (the deployed definition waits 30 s). @default 100 */
   generationPollMs?: number;
-  /** Hosted models (registry and keys), for specs that name them. @default shipped registry, keys from the environment */
+  /**
+   * How the Lambda states run: `bundles`, each function's deployed bundle in its own
+   * process; `source`, the handlers in this process (for `hosted` and `clients`).
+   * @default 'bundles'
+   */
+  functions?: 'bundles' | 'source';
+  /**
+   * A models file merged over the shipped registry: synthesized into the PlanRun and
+   * Generate bundles (`rcb:modelsFile`), as a deployment would carry it. @default none
+   */
+  modelsFile?: string;
+  /** Provider keys the emulated secret holds, by variable name. @default the spec's models' key variables from this environment */
+  keys?: Record<string, string>;
+  /** Hosted models (registry and keys), for specs that name them (`functions: 'source'` only). @default shipped registry, keys from the environment */
   hosted?: () => HostedModels;
-  /** Offline clients by id that override the defaults (tests count calls with these). */
+  /** Offline clients by id that override the defaults (tests count calls with these; `functions: 'source'` only). */
   clients?: Map<string, ModelClient>;
-  /** A definition already synthesized (tests reuse one). @default synthesized now */
+  /** A definition already synthesized (tests reuse one; with `deployment` for bundles). @default synthesized now */
   workflow?: SynthesizedWorkflow;
   /** Told of each Task state's end (its result, or `{ error }` with the error's name), for progress output. */
   onState?: (state: string, result: unknown) => void;
+}
+
+/** Faults of one execution. */
+export interface ExecutionFaults {
+  /** Every container run of these shards stops with SIGTERM (a shard that cannot finish). */
+  failShard?: (paper: string) => boolean;
 }
 
 export interface EmulatedRun {
@@ -85,6 +117,14 @@ export interface EmulatedRun {
   blobs: BlobStore;
   lanes: LaneStats;
   shardRuns: ShardRunOutcome[];
+  /** Invocations of each deployed function, by logical id (`functions: 'bundles'`). */
+  invocations: Record<string, number>;
+  /**
+   * Starts the same run again, as `rcb cloud run` does after a failed execution: a new
+   * execution of the same input on the same tables, bucket and functions. Resolves with
+   * that execution's outcome (lanes and shard runs counted since the first).
+   */
+  runAgain(faults?: ExecutionFaults): Promise<EmulatedRun>;
   /** Stops the servers and removes the scratch space. */
   close(): Promise<void>;
 }
@@ -100,58 +140,65 @@ class DroppedMetrics extends Metrics {
 const silentLogger = (serviceName: string) => new Logger({ serviceName, logLevel: 'SILENT' });
 const metrics = (serviceName: string) => new DroppedMetrics({ namespace: 'rcb-emulated', serviceName });
 
-export async function emulateCloudRun(request: EmulatedRunRequest, options: EmulatorOptions = {}): Promise<EmulatedRun> {
-  const workflow = options.workflow ?? synthesizeWorkflow();
+export async function emulateCloudRun(request: EmulatedRunRequest, options: EmulatorOptions = {}, faults: ExecutionFaults = {}): Promise<EmulatedRun> {
+  const mode = options.functions ?? 'bundles';
+  if (mode === 'bundles' && (options.clients || options.hosted)) {
+    throw new Error("emulator: model clients and hosted models can be handed in only with functions: 'source'; deployed bundles build their own from the registry they carry");
+  }
   const scratchDir = mkdtempSync(join(tmpdir(), 'rcb-emulate-'));
-  let aws: LocalAws | undefined;
-  try {
-    aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions') });
-    return await execute(aws, scratchDir, workflow, request, options);
-  } catch (err) {
-    await aws?.close();
+  const closers: Array<() => Promise<void>> = [];
+  const closeAll = async (): Promise<void> => {
+    for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
     rmSync(scratchDir, { recursive: true, force: true });
+  };
+  try {
+    const workflow =
+      options.workflow && (mode === 'source' || options.workflow.deployment)
+        ? options.workflow
+        : synthesizeWorkflow({
+            bundle: mode === 'bundles',
+            outdir: join(scratchDir, 'cdk.out'),
+            context: options.modelsFile ? { [CONTEXT_KEYS.modelsFile]: options.modelsFile } : {},
+          });
+    const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions') });
+    closers.push(() => aws.close());
+    return await execute(aws, scratchDir, workflow, request, options, closers, closeAll, faults);
+  } catch (err) {
+    await closeAll();
     throw err;
   }
 }
 
-async function execute(
-  aws: LocalAws,
-  scratchDir: string,
-  workflow: SynthesizedWorkflow,
-  request: EmulatedRunRequest,
-  options: EmulatorOptions,
-): Promise<EmulatedRun> {
-  const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
-  const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
-  const hosted = options.hosted ?? once(() => new HostedModels(loadRegistry(), envKeySource(process.env)));
+/** The Lambda states and the lanes' consumer, bound to code. */
+interface Bindings {
+  planRun(input: unknown): Promise<unknown>;
+  checkProgress(input: unknown): Promise<unknown>;
+  aggregate(input: unknown): Promise<unknown>;
+  markFailed(input: unknown): Promise<unknown>;
+  lanes: SimulatedLanes;
+  invocations(): Record<string, number>;
+}
 
-  // What `rcb cloud run` does before StartExecution: upload the inputs, name the run.
-  const psetKey = await uploadPsetBundle(storage.blobs, request.pset);
-  await uploadPromptTemplate(storage.blobs, request.templateText);
-  const spec: RunSpec = { ...request.spec, psetRoot: psetKey };
-  const runId = computeRunId(spec);
-  const input = parsePayload(
-    runWorkflowInputSchema,
-    { runId, spec, models: request.models, ...(request.force ? { force: true } : {}) },
-    'run workflow input',
-  );
-
+/** Bindings to the handlers in this process, with the emulator's adapters handed in. */
+function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow, options: EmulatorOptions): Bindings {
+  const hosted = options.hosted ?? once(() => new HostedModels(loadRegistry(options.modelsFile ? { userFile: options.modelsFile } : {}), envKeySource(process.env)));
   const generate = generateFn.createHandler(() => ({
     ...storage,
     keys: envKeySource(process.env),
     logger: silentLogger('rcb-generate'),
     metrics: metrics('generate'),
-    modelsFor: (ctx) => {
-      const models = resolveRunModels(ctx.run.spec, ctx.pset, hosted);
+    modelsFor: (ctx, replays) => {
+      const models = resolveRunModels(ctx.run.spec, ctx.pset, hosted, replays);
       for (const [id, client] of options.clients ?? []) if (models.clients.has(id)) models.clients.set(id, client);
       return models;
     },
   }));
+  const deadLetter = deadLetterFn.createHandler(() => ({ store: storage.store, counters: storage.counters, logger: silentLogger('rcb-dead-letter'), metrics: metrics('dead-letter') }));
   const lanes = new SimulatedLanes((event) => generate(event), {
     deliverTwice: options.deliverTwice,
     maxReceiveCount: workflow.maxReceiveCount,
+    deadLetterHandler: (event) => deadLetter(event),
   });
-
   const planRun = planRunFn.createHandler(() => ({
     ...storage,
     queue: lanes,
@@ -162,6 +209,7 @@ async function execute(
   }));
   const checkProgress = checkProgressFn.createHandler(() => ({
     store: storage.store,
+    counters: storage.counters,
     generationTimeoutSec: workflow.generationTimeoutSec ?? 24 * 3600,
     logger: silentLogger('rcb-check-progress'),
     metrics: metrics('check-progress'),
@@ -172,6 +220,165 @@ async function execute(
     metrics: metrics('aggregate'),
   }));
   const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-mark-failed') }));
+  return { planRun, checkProgress, aggregate, markFailed, lanes, invocations: () => ({}) };
+}
+
+/** The keys the emulated provider-keys secret holds: each hosted model's key variable, from this environment. */
+function keysOfSpec(spec: RunSpec, modelsFile: string | undefined): Record<string, string> {
+  const wanted = spec.models.filter((m) => !isOfflineSpec(m));
+  if (!wanted.length) return {};
+  const registry = loadRegistry(modelsFile ? { userFile: modelsFile } : {});
+  const out: Record<string, string> = {};
+  for (const m of wanted) {
+    const entry = registry.find((e) => e.id === m.id);
+    const name = entry && keyEnvFor(entry);
+    const value = name ? process.env[name] : undefined;
+    if (name && value) out[name] = value;
+  }
+  return out;
+}
+
+/** Batch size and maximum concurrency of the lanes' event source mappings (the first lane's: the simulation is one lane). */
+function laneMapping(template: CfnTemplate): { batchSize?: number; concurrency?: number } {
+  for (const r of Object.values(template.Resources)) {
+    if (r.Type !== 'AWS::Lambda::EventSourceMapping') continue;
+    const queue = (r.Properties?.EventSourceArn as { 'Fn::GetAtt'?: string[] } | undefined)?.['Fn::GetAtt']?.[0];
+    if (!queue || !template.Resources[queue]?.Properties?.RedrivePolicy) continue;
+    return { batchSize: r.Properties?.BatchSize, concurrency: r.Properties?.ScalingConfig?.MaximumConcurrency };
+  }
+  return {};
+}
+
+/** Bindings to the deployed bundles, each in its own processes (deployed-functions.ts). */
+async function bundleBindings(
+  aws: LocalAws,
+  scratchDir: string,
+  workflow: SynthesizedWorkflow,
+  spec: RunSpec,
+  options: EmulatorOptions,
+  closers: Array<() => Promise<void>>,
+): Promise<Bindings> {
+  const { template, assemblyDir } = workflow.deployment!;
+  let lanes: SimulatedLanes | undefined;
+  const secretArn = (id: string): string => `arn:aws:secretsmanager:us-east-1:${LOCAL_ACCOUNT}:secret:${id}`;
+  const secrets: Record<string, string> = {};
+  const api = await startLocalAwsApi({
+    onMessages: (_queue, bodies) => void lanes!.send(bodies.map((b) => ({ message: JSON.parse(b) as GenerationMessage, model: '' }))),
+    secrets,
+  });
+  closers.push(() => api.close());
+  const values: TokenValues = {
+    ref: (id, type) => {
+      if (type === 'AWS::DynamoDB::Table') return aws.storage.table;
+      if (type === 'AWS::S3::Bucket') return aws.storage.bucket;
+      if (type === 'AWS::SQS::Queue') return api.queueUrl(id);
+      if (type === 'AWS::SecretsManager::Secret') return secretArn(id);
+      return `emulated-${id}`;
+    },
+    getAtt: (id, type, attribute) => {
+      if (type === 'AWS::SQS::Queue' && attribute === 'QueueUrl') return api.queueUrl(id);
+      if (type === 'AWS::SQS::Queue' && attribute === 'Arn') return `arn:aws:sqs:us-east-1:${LOCAL_ACCOUNT}:${id}`;
+      return `arn:aws:emulated:us-east-1:${LOCAL_ACCOUNT}:${id}`;
+    },
+  };
+  for (const [id, r] of Object.entries(template.Resources)) {
+    if (r.Type === 'AWS::SecretsManager::Secret') secrets[secretArn(id)] = JSON.stringify(options.keys ?? keysOfSpec(spec, options.modelsFile));
+  }
+  // What the emulator adds to a function's own environment: its servers and fake credentials.
+  const local = aws.childEnv();
+  const endpoints = {
+    AWS_REGION: local.AWS_REGION,
+    AWS_DEFAULT_REGION: local.AWS_REGION,
+    AWS_ACCESS_KEY_ID: local.AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY: local.AWS_SECRET_ACCESS_KEY,
+    RCB_DYNAMODB_ENDPOINT: local.RCB_DYNAMODB_ENDPOINT,
+    RCB_S3_ENDPOINT: local.RCB_S3_ENDPOINT,
+    RCB_SECRETS_ENDPOINT: api.endpoint,
+    // EMF lines would only fill the function logs: the CLI prints the run's progress.
+    POWERTOOLS_METRICS_DISABLED: 'true',
+  };
+  const processes = new Map<string, FunctionProcesses>();
+  for (const fn of deployedFunctions(template, assemblyDir)) {
+    const env = Object.fromEntries(Object.entries(fn.environment).map(([k, v]) => [k, resolveValue(v, template, values)]));
+    const p = new FunctionProcesses({ fn, root: join(scratchDir, 'lambda', fn.logicalId), env: { ...env, ...endpoints } });
+    processes.set(fn.logicalId, p);
+    closers.push(() => p.close());
+  }
+  const byState = functionsByState(workflow.definition.States);
+  const stateFunction = (state: string): FunctionProcesses => {
+    const id = byState.get(state);
+    const p = id && processes.get(id);
+    if (!p) throw new Error(`emulator: state ${state} invokes no bundled function of the template`);
+    return p;
+  };
+  // Lane queues have a redrive policy; their dead-letter queues have none. One consumer of each kind.
+  const consumers = queueConsumers(template);
+  const consumerOf = (dlq: boolean): FunctionProcesses => {
+    const ids = [...new Set([...consumers].filter(([queue]) => (template.Resources[queue]?.Properties?.RedrivePolicy === undefined) === dlq).map(([, fn]) => fn))];
+    if (ids.length !== 1) throw new Error(`emulator: expected one function fed by the ${dlq ? 'dead-letter' : 'lane'} queues, found ${ids.length}`);
+    return processes.get(ids[0])!;
+  };
+  const generator = consumerOf(false);
+  const deadLetter = consumerOf(true);
+  // A timed-out or crashed invocation returns its whole batch to the queue, as SQS does when
+  // the function fails: redelivered, then dead-lettered.
+  const consume = (fn: FunctionProcesses) => (event: SQSEvent): Promise<SQSBatchResponse> =>
+    (fn.invoke(event) as Promise<SQSBatchResponse>).catch((err: Error) => {
+      if (err.name !== 'Sandbox.Timedout' && err.name !== 'Runtime.ExitError') throw err;
+      return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+    });
+  const mapping = laneMapping(template);
+  lanes = new SimulatedLanes(consume(generator), {
+    deliverTwice: options.deliverTwice,
+    maxReceiveCount: workflow.maxReceiveCount,
+    batchSize: mapping.batchSize,
+    concurrency: mapping.concurrency,
+    deadLetterHandler: consume(deadLetter),
+  });
+  const planRun = stateFunction(STATE_NAMES.planRun);
+  const checkProgress = stateFunction(STATE_NAMES.checkProgress);
+  const aggregate = stateFunction(STATE_NAMES.aggregate);
+  const markFailed = stateFunction(STATE_NAMES.markRunFailed);
+  return {
+    planRun: (i) => planRun.invoke(i),
+    checkProgress: (i) => checkProgress.invoke(i),
+    aggregate: (i) => aggregate.invoke(i),
+    markFailed: (i) => markFailed.invoke(i),
+    lanes,
+    invocations: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.invocations])),
+  };
+}
+
+async function execute(
+  aws: LocalAws,
+  scratchDir: string,
+  workflow: SynthesizedWorkflow,
+  request: EmulatedRunRequest,
+  options: EmulatorOptions,
+  closers: Array<() => Promise<void>>,
+  closeAll: () => Promise<void>,
+  firstFaults: ExecutionFaults,
+): Promise<EmulatedRun> {
+  const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
+  const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
+
+  // What `rcb cloud run` does before StartExecution: upload the inputs, name the run.
+  const psetKey = await uploadPsetBundle(storage.blobs, request.pset);
+  await uploadPromptTemplate(storage.blobs, request.templateText);
+  await uploadReplayFiles(storage.blobs, request.spec, request.models);
+  const spec: RunSpec = { ...request.spec, psetRoot: psetKey };
+  const runId = computeRunId(spec);
+  const input = parsePayload(
+    runWorkflowInputSchema,
+    { runId, spec, models: request.models, ...(request.force ? { force: true } : {}) },
+    'run workflow input',
+  );
+
+  const bindings =
+    (options.functions ?? 'bundles') === 'bundles'
+      ? await bundleBindings(aws, scratchDir, workflow, spec, options, closers)
+      : sourceBindings(storage, workflow, options);
+  const { lanes } = bindings;
 
   // Parent of each container run's /scratch; test users (when this runs as root) must traverse it.
   const containerScratch = join(scratchDir, 'containers');
@@ -190,8 +397,10 @@ async function execute(
     },
     scratchRoot: containerScratch,
     failFirstRunOnce: options.failFirstShardOnce,
+    failShard: (paper) => faults.failShard?.(paper) ?? false,
     onExit: (outcome) => shardRuns.push(outcome),
   });
+  let faults: ExecutionFaults = {};
 
   const note = options.onState ?? (() => undefined);
   const bound = (state: string, fn: (input: any) => Promise<unknown>) => async (stateInput: any): Promise<any> => {
@@ -205,51 +414,55 @@ async function execute(
     }
   };
   const handlers = {
-    [STATE_NAMES.planRun]: bound(STATE_NAMES.planRun, planRun),
-    [STATE_NAMES.checkProgress]: bound(STATE_NAMES.checkProgress, checkProgress),
+    [STATE_NAMES.planRun]: bound(STATE_NAMES.planRun, bindings.planRun),
+    [STATE_NAMES.checkProgress]: bound(STATE_NAMES.checkProgress, bindings.checkProgress),
     [STATE_NAMES.evaluateShard]: bound(STATE_NAMES.evaluateShard, evaluateShard),
     [STATE_NAMES.evaluateShardOnDemand]: bound(STATE_NAMES.evaluateShardOnDemand, evaluateShard),
-    [STATE_NAMES.aggregate]: bound(STATE_NAMES.aggregate, aggregate),
+    [STATE_NAMES.aggregate]: bound(STATE_NAMES.aggregate, bindings.aggregate),
     [STATE_NAMES.markRunFailed]: bound(STATE_NAMES.markRunFailed, async (stateInput) => {
-      await markFailed(stateInput);
+      await bindings.markFailed(stateInput);
       return null;
     }),
   };
   const machine = new StateMachine(workflow.definition as never, { validationOptions: { checkArn: false } });
-  const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
-    overrides: {
-      taskResourceLocalHandlers: handlers,
-      waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: options.generationPollMs ?? 100 },
-      // Retries keep their count and order; only the pauses between them go.
-      retryIntervalOverrides: Object.fromEntries(statesWithRetry(workflow.definition.States).map((name) => [name, 0])),
-    },
-  });
-
-  let output: unknown;
-  let error: EmulatedRun['error'];
-  try {
-    output = await execution.result;
-  } catch (err) {
-    const e = err as Error & { cause?: { name?: string; message?: string } };
-    error = { name: e.cause?.name ?? e.name, message: e.cause?.message ?? e.message };
-  }
-  // Deliveries still in flight (duplicates of settled tasks) finish before the servers stop.
-  await lanes.drained().catch(() => undefined);
-  return {
-    runId,
-    input,
-    output,
-    error,
-    succeeded: !error,
-    store: storage.store,
-    blobs: storage.blobs,
-    lanes: lanes.stats,
-    shardRuns,
-    async close() {
-      await aws.close();
-      rmSync(scratchDir, { recursive: true, force: true });
-    },
+  const executeOnce = async (these: ExecutionFaults): Promise<EmulatedRun> => {
+    faults = these;
+    const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
+      overrides: {
+        taskResourceLocalHandlers: handlers,
+        waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: options.generationPollMs ?? 100 },
+        // Retries keep their count and order; only the pauses between them go.
+        retryIntervalOverrides: Object.fromEntries(statesWithRetry(workflow.definition.States).map((name) => [name, 0])),
+      },
+    });
+    let output: unknown;
+    let error: EmulatedRun['error'];
+    try {
+      output = await execution.result;
+    } catch (err) {
+      const e = err as Error & { cause?: { name?: string; message?: string } };
+      error = { name: e.cause?.name ?? e.name, message: e.cause?.message ?? e.message };
+    }
+    // Deliveries still in flight (duplicates of settled tasks) and containers of aborted Map
+    // iterations finish before the outcome is read (or the servers stop).
+    await lanes.drained().catch(() => undefined);
+    await evaluateShard.settled();
+    return {
+      runId,
+      input,
+      output,
+      error,
+      succeeded: !error,
+      store: storage.store,
+      blobs: storage.blobs,
+      lanes: lanes.stats,
+      shardRuns,
+      invocations: bindings.invocations(),
+      runAgain: (next = {}) => executeOnce(next),
+      close: closeAll,
+    };
   };
+  return executeOnce(firstFaults);
 }
 
 /** Names of the states with a Retry, those of Map item processors and Parallel branches included. */

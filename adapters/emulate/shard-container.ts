@@ -58,21 +58,28 @@ export interface ShardContainerOptions {
   scratchRoot: string;
   /** Stop the first container run with SIGTERM (a Spot interruption), once. @default false */
   failFirstRunOnce?: boolean;
+  /** Stop every container run of the shards this accepts with SIGTERM. @default none */
+  failShard?: (paper: string) => boolean;
   /** Called when a container run ends. */
   onExit?: (outcome: ShardRunOutcome) => void;
 }
 
-/** A local handler for the EvaluateShard / EvaluateShardOnDemand states. */
-export function shardContainerHandler(options: ShardContainerOptions): (parameters: RunTaskParameters) => Promise<Record<string, never>> {
+/** A local handler for the EvaluateShard / EvaluateShardOnDemand states; `settled()` waits for every container run started. */
+export function shardContainerHandler(
+  options: ShardContainerOptions,
+): ((parameters: RunTaskParameters) => Promise<Record<string, never>>) & { settled(): Promise<void> } {
   let faultPending = !!options.failFirstRunOnce;
-  return async (parameters) => {
+  const running = new Set<Promise<unknown>>();
+  const handler = async (parameters: RunTaskParameters): Promise<Record<string, never>> => {
     const overrides = containerOverrideEnv(parameters);
-    const inject = faultPending;
+    const inject = faultPending || !!options.failShard?.(overrides.RCB_SHARD ?? '');
     faultPending = false;
     const scratch = mkdtempSync(join(options.scratchRoot, 'task-'));
     // Test users (when this runs as root) must traverse it, as the image's user owns /scratch.
     chmodSync(scratch, 0o755);
-    const outcome = await runContainer({ ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
+    const run = runContainer({ ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
+    running.add(run);
+    const outcome = await run.finally(() => running.delete(run));
     options.onExit?.(outcome);
     if (outcome.code !== 0) {
       const how = outcome.signal ? `signal ${outcome.signal}` : `exit code ${outcome.code}`;
@@ -81,6 +88,11 @@ export function shardContainerHandler(options: ShardContainerOptions): (paramete
     }
     return {};
   };
+  return Object.assign(handler, {
+    settled: async (): Promise<void> => {
+      while (running.size) await Promise.allSettled([...running]);
+    },
+  });
 }
 
 function runContainer(env: Record<string, string>, inject: boolean): Promise<ShardRunOutcome> {

@@ -30,6 +30,11 @@ export interface SimulatedLanesOptions {
   deliverTwice?: boolean | 'overlapping';
   /** Deliveries of a failing record before it is dead-lettered (the redrive policy). @default 3 */
   maxReceiveCount?: number;
+  /**
+   * The consumer of the dead-letter queue: each dead-lettered message is handed to it in an
+   * SQS-shaped batch of one, as the DLQ's event source mapping would. @default none (kept in stats only)
+   */
+  deadLetterHandler?: GenerateHandler;
 }
 
 export type GenerateHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
@@ -135,6 +140,23 @@ export class SimulatedLanes implements TaskQueue {
     });
   }
 
+  /** To the dead-letter list, and to its consumer; the lanes are not idle until it has answered. */
+  private deadLetter(p: Pending): void {
+    this.stats.deadLettered.push(p.body);
+    const consumer = this.options.deadLetterHandler;
+    if (!consumer) return;
+    this.hidden++;
+    void consumer({ Records: [toRecord({ ...p, messageId: randomUUID() })] })
+      .then((response) => {
+        if (response.batchItemFailures.length) this.errors.push(new Error(`the dead-letter consumer failed on ${p.body}`));
+      })
+      .catch((err) => this.errors.push(err))
+      .finally(() => {
+        this.hidden--;
+        this.settle();
+      });
+  }
+
   private async deliver(batch: Pending[]): Promise<void> {
     for (const p of batch) p.receiveCount++;
     this.stats.delivered += batch.length;
@@ -155,7 +177,7 @@ export class SimulatedLanes implements TaskQueue {
         this.pending.push({ ...p, receiveCount: 0 });
       }
       if (!failed.has(p.messageId)) continue;
-      if (p.receiveCount >= this.maxReceiveCount) this.stats.deadLettered.push(p.body);
+      if (p.receiveCount >= this.maxReceiveCount) this.deadLetter(p);
       else this.redeliverLater(p);
     }
   }

@@ -23,9 +23,11 @@ export interface SynthesizedWorkflow {
   generationTimeoutSec?: number;
   /** maxReceiveCount of the lane queues' redrive policy (deliveries before a message is dead-lettered). */
   maxReceiveCount?: number;
+  /** The template and the cloud assembly holding the Lambda bundles, when synthesized with bundling. */
+  deployment?: { template: CfnTemplate; assemblyDir: string };
 }
 
-type CfnTemplate = { Resources: Record<string, { Type: string; Properties?: Record<string, any> }> };
+export type CfnTemplate = { Resources: Record<string, { Type: string; Properties?: Record<string, any>; Metadata?: Record<string, any> }> };
 
 const PSEUDO: Record<string, string> = {
   'AWS::Partition': 'aws',
@@ -73,11 +75,46 @@ export function workflowFromTemplate(template: CfnTemplate): SynthesizedWorkflow
 }
 
 /**
- * Synthesizes the stack as `cdk synth` would (cdk.json context, `rcb:*` keys included) but
- * without bundling. Needs aws-cdk-lib, a development dependency: the emulator runs from a
- * checkout, not from a production install.
+ * Runs `fn` with this process's stderr held back (CDK and esbuild report every bundle
+ * there), and writes what was held only if `fn` throws.
  */
-export function synthesizeWorkflow(contextOverrides: Record<string, unknown> = {}): SynthesizedWorkflow {
+function quietly<T>(fn: () => T): T {
+  const write = process.stderr.write.bind(process.stderr);
+  const held: string[] = [];
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    held.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    return fn();
+  } catch (err) {
+    process.stderr.write = write;
+    write(held.join(''));
+    throw err;
+  } finally {
+    process.stderr.write = write;
+  }
+}
+
+export interface SynthesizeOptions {
+  /** `rcb:*` (or any) context over cdk.json's. */
+  context?: Record<string, unknown>;
+  /**
+   * Bundle the Lambda functions with esbuild, as `cdk synth` does, into `outdir`; the
+   * result then lists each function's bundle (`functions`). Off, neither esbuild nor Docker runs.
+   * @default false
+   */
+  bundle?: boolean;
+  /** Cloud assembly folder (needed to keep the bundles). @default a temporary one CDK picks */
+  outdir?: string;
+}
+
+/**
+ * Synthesizes the stack as `cdk synth` would (cdk.json context, `rcb:*` keys included),
+ * with or without bundling. Needs aws-cdk-lib, a development dependency: the emulator runs
+ * from a checkout, not from a production install.
+ */
+export function synthesizeWorkflow(opts: SynthesizeOptions = {}): SynthesizedWorkflow {
   let cdk: typeof import('aws-cdk-lib');
   try {
     cdk = require('aws-cdk-lib') as typeof import('aws-cdk-lib');
@@ -88,11 +125,15 @@ export function synthesizeWorkflow(contextOverrides: Record<string, unknown> = {
   const { RcbStack, stackPropsFromConfig } = require('../../infra/rcb-stack') as typeof import('../../infra/rcb-stack');
   const cdkJson = JSON.parse(readFileSync(join(packageRoot(), 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> };
   const app = new cdk.App({
-    context: { ...cdkJson.context, ...contextOverrides, 'aws:cdk:bundling-stacks': [] },
+    // With bundling, the asset metadata (set by the CDK CLI, not by a bare App) names each function's bundle folder.
+    context: { ...cdkJson.context, ...opts.context, ...(opts.bundle ? { 'aws:cdk:enable-asset-metadata': true } : { 'aws:cdk:bundling-stacks': [] }) },
     analyticsReporting: false,
+    ...(opts.outdir ? { outdir: opts.outdir } : {}),
   });
   const config = configFromContext(app.node);
   const stack = new RcbStack(app, config.stackName, { ...stackPropsFromConfig(config), analyticsReporting: false });
-  const template = app.synth().getStackArtifact(stack.artifactId).template as CfnTemplate;
-  return workflowFromTemplate(template);
+  const assembly = opts.bundle ? quietly(() => app.synth()) : app.synth();
+  const template = assembly.getStackArtifact(stack.artifactId).template as CfnTemplate;
+  const workflow = workflowFromTemplate(template);
+  return opts.bundle ? { ...workflow, deployment: { template, assemblyDir: assembly.directory } } : workflow;
 }

@@ -77,6 +77,12 @@ export async function findStackOutputs(cfn: CloudFormationClient, stackName: str
   } catch (e) {
     const err = e as Error;
     if (/does not exist/.test(err.message)) throw new UsageError(`stack ${stackName} does not exist in this account and region; deploy it (npx cdk deploy) or pass --stack-name/--region`);
+    // No region anywhere (flag, AWS_REGION, profile): the usual case of a machine that only ever emulated.
+    if (/Region is missing/i.test(err.message)) {
+      throw new UsageError(
+        'no AWS region: pass --region or set AWS_REGION (or a profile region) to reach a deployed stack; an emulated run (--emulate) lives only while its `rcb cloud run --emulate` runs, and its reports are what it printed and wrote to --out',
+      );
+    }
     throw new UsageError(`cannot describe stack ${stackName}: ${err.message}`);
   }
   const outputs = new Map((stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
@@ -98,7 +104,8 @@ export function executionArn(stateMachineArn: string, runId: string): string {
 function adapters(deps: CloudDeps, outputs: StackOutputs): { store: RunStore; blobs: import('../../core/store').BlobStore } {
   const { DynamoRunStore } = require('../../adapters/aws/dynamo-run-store') as typeof import('../../adapters/aws/dynamo-run-store');
   const { S3BlobStore } = require('../../adapters/aws/s3-blob-store') as typeof import('../../adapters/aws/s3-blob-store');
-  return { store: new DynamoRunStore(deps.doc, { tableName: outputs.table }), blobs: new S3BlobStore(deps.s3, { bucket: outputs.bucket }) };
+  const blobs = new S3BlobStore(deps.s3, { bucket: outputs.bucket });
+  return { store: new DynamoRunStore(deps.doc, { tableName: outputs.table, blobs }), blobs };
 }
 
 // ---- push ----
@@ -141,16 +148,19 @@ const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
 function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
   const { resolveRun } = require('./resolve-run') as typeof import('./resolve-run');
   const resolved = resolveRun(opts, hosted);
-  // The cloud rebuilds model clients from the spec: offline ones by name, the rest from the deployed registry.
-  const replayed = resolved.spec.models.filter((m) => !['oracle', 'empty'].includes(m.id) && !hosted.resolve(m.id, { temperature: resolved.temperature }));
-  if (replayed.length) throw new UsageError(`the cloud runs oracle, empty and registry models only; not ${replayed.map((m) => m.id).join(', ')} (replay:FILE runs locally)`);
+  // The cloud rebuilds model clients from the spec: offline ones by name, replayed ones from
+  // the file uploaded with the run, the rest from the deployed registry.
+  const unknown = resolved.spec.models.filter(
+    (m) => !['oracle', 'empty'].includes(m.id) && typeof resolved.models.info[m.id]?.config.replay !== 'string' && !hosted.resolve(m.id, { temperature: resolved.temperature }),
+  );
+  if (unknown.length) throw new UsageError(`the cloud runs oracle, empty, replay:FILE and registry models only; not ${unknown.map((m) => m.id).join(', ')}`);
   return resolved;
 }
 
 export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
   if (opts.emulate) return emulatedRun(opts, hosted, deps);
-  const { StartExecutionCommand, DescribeExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-  const { uploadPsetBundle, uploadPromptTemplate } = require('../../core/cloud/pset-bundle') as typeof import('../../core/cloud/pset-bundle');
+  const { StartExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
+  const { uploadPsetBundle, uploadPromptTemplate, uploadReplayFiles } = require('../../core/cloud/pset-bundle') as typeof import('../../core/cloud/pset-bundle');
   const { parsePayload, runWorkflowInputSchema } = require('../../core/cloud/payloads') as typeof import('../../core/cloud/payloads');
   const ignored = LOCAL_ONLY_FLAGS.filter(([k]) => opts[k] !== undefined && opts[k] !== false).map(([, flag]) => flag);
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
@@ -161,27 +171,65 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
   const { blobs, store } = adapters(deps, outputs);
   const psetKey = await uploadPsetBundle(blobs, pset);
   await uploadPromptTemplate(blobs, template.text);
+  await uploadReplayFiles(blobs, spec, models.info);
   const input = parsePayload(
     runWorkflowInputSchema,
     { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}) },
     'run workflow input',
   );
-  const arn = executionArn(outputs.stateMachineArn, runId);
-  try {
-    await deps.sfn.send(new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name: runId, input: JSON.stringify(input) }));
-    deps.err(`run ${runId} started: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${arn}\n`);
-  } catch (e) {
-    if ((e as Error).name !== 'ExecutionAlreadyExists') throw e;
-    // An execution's name is its run id: the same flags find the same execution.
-    const existing = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: arn }));
-    deps.err(`run ${runId} was started before (execution ${existing.status}); watching it\n`);
+  const { startOrFollow } = require('../../core/cloud/execution-attempts') as typeof import('../../core/cloud/execution-attempts');
+  const port = executionPort(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
+  const attempt = await startOrFollow(port, runId);
+  const arn = executionArn(outputs.stateMachineArn, attempt.name);
+  if (attempt.started) {
+    const again = attempt.earlier.length ? ` again (attempt ${attempt.attempt}; earlier: ${attempt.earlier.join(', ')}), resuming from what is stored` : '';
+    deps.err(`run ${runId} started${again}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${arn}\n`);
+  } else {
+    deps.err(`run ${runId} was started before (execution ${attempt.name}); watching it\n`);
   }
   if (opts.detach) {
     deps.out(`${runId}\n`);
     deps.err(`watch it with \`rcb cloud status ${runId}\`; read it with \`rcb cloud results ${runId}\`\n`);
     return 0;
   }
-  return watchRun(deps, outputs, store, blobs, runId);
+  return watchRun(deps, arn, store, blobs, runId);
+}
+
+/** The run's executions through the SDK: one name per attempt (core/cloud/execution-attempts.ts). */
+function executionPort(
+  deps: CloudDeps,
+  outputs: StackOutputs,
+  startCommand?: (name: string) => import('@aws-sdk/client-sfn').StartExecutionCommand,
+): import('../../core/cloud/execution-attempts').ExecutionPort {
+  const { DescribeExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
+  return {
+    async start(name) {
+      if (!startCommand) throw new Error('no execution to start here');
+      try {
+        await deps.sfn.send(startCommand(name));
+        return true;
+      } catch (e) {
+        if ((e as Error).name === 'ExecutionAlreadyExists') return false;
+        throw e;
+      }
+    },
+    async status(name) {
+      try {
+        const d = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: executionArn(outputs.stateMachineArn, name) }));
+        return (d?.status ?? null) as import('../../core/cloud/execution-attempts').ExecutionStatus | null;
+      } catch (e) {
+        if ((e as Error).name === 'ExecutionDoesNotExist') return null;
+        throw e;
+      }
+    },
+  };
+}
+
+/** ARN of the run's latest execution (its run id's when it never started). */
+async function latestExecutionArn(deps: CloudDeps, outputs: StackOutputs, runId: string): Promise<string> {
+  const { latestAttempt } = require('../../core/cloud/execution-attempts') as typeof import('../../core/cloud/execution-attempts');
+  const latest = await latestAttempt(executionPort(deps, outputs), runId);
+  return executionArn(outputs.stateMachineArn, latest?.name ?? runId);
 }
 
 interface Progress {
@@ -192,6 +240,10 @@ interface Progress {
 }
 
 async function progressOf(store: RunStore, runId: string): Promise<Progress> {
+  // The run item's counters when it has them (one read per poll), else the items themselves.
+  const counts = 'getCounts' in store ? await (store as unknown as import('../../core/cloud/ports').RunCounters).getCounts(runId) : null;
+  // Duplicate deliveries can count a task twice: never show more than the total.
+  if (counts) return { total: counts.total, answered: Math.min(counts.settled, counts.total), failed: Math.min(counts.failed, counts.total), judged: Math.min(counts.judged, counts.total) };
   const tasks = await store.listTasks(runId);
   const completions = await store.getCompletions(tasks.map((t) => t.taskId));
   const verdicts = await store.listVerdicts(runId);
@@ -209,9 +261,8 @@ async function progressLine(store: RunStore, run: RunRecord | null): Promise<str
 const EXIT_BY_STATUS: Record<string, number> = { succeeded: 0, budget_exhausted: 3, cancelled: 1, failed: 1 };
 
 /** Polls the execution and the run item until the execution ends; prints the leaderboard. */
-async function watchRun(deps: CloudDeps, outputs: StackOutputs, store: RunStore, blobs: import('../../core/store').BlobStore, runId: string): Promise<number> {
+async function watchRun(deps: CloudDeps, arn: string, store: RunStore, blobs: import('../../core/store').BlobStore, runId: string): Promise<number> {
   const { DescribeExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-  const arn = executionArn(outputs.stateMachineArn, runId);
   let last = '';
   for (;;) {
     const execution = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: arn }));
@@ -240,7 +291,7 @@ async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: Cl
   const { defaultPython } = require('./common') as typeof import('./common');
   const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
   const started = Date.now();
-  deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); synthesizing the stack\n`);
+  deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); synthesizing the stack and bundling its functions\n`);
   const run = await emulateCloudRun(
     { pset, templateText: template.text, spec, models: models.info, force: opts.force },
     {
@@ -249,7 +300,8 @@ async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: Cl
       python: opts.python ?? defaultPython(),
       jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
       unsafeNoSandbox: opts.unsafeNoSandbox,
-      hosted: () => hosted,
+      // The deployed bundles carry the registry: --models-file is synthesized into them.
+      modelsFile: opts.modelsFile ? resolve(opts.modelsFile) : undefined,
       onState: (state, result) => deps.err(`${describeState(state, result)}\n`),
     },
   );
@@ -306,7 +358,7 @@ export async function cloudStatus(runId: string, opts: StackFlags, deps: CloudDe
   const run = await store.getRun(runId);
   let execution: { status?: string; startDate?: Date; stopDate?: Date; error?: string } | undefined;
   try {
-    execution = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: executionArn(outputs.stateMachineArn, runId) }));
+    execution = await deps.sfn.send(new DescribeExecutionCommand({ executionArn: await latestExecutionArn(deps, outputs, runId) }));
   } catch (e) {
     if ((e as Error).name !== 'ExecutionDoesNotExist') throw e;
   }
@@ -370,7 +422,7 @@ export async function cloudCancel(runId: string, opts: StackFlags & { now?: bool
   // on it; what is answered is still evaluated and reported.
   await store.setRunStatus(runId, 'cancelled');
   if (opts.now) {
-    await deps.sfn.send(new StopExecutionCommand({ executionArn: executionArn(outputs.stateMachineArn, runId), error: 'Cancelled', cause: 'rcb cloud cancel --now' }));
+    await deps.sfn.send(new StopExecutionCommand({ executionArn: await latestExecutionArn(deps, outputs, runId), error: 'Cancelled', cause: 'rcb cloud cancel --now' }));
     deps.err(`run ${runId} cancelled and its execution stopped; finished answers and verdicts stay in the table\n`);
   } else {
     deps.err(`run ${runId} cancelled: no new model calls; what is answered is evaluated and reported (\`rcb cloud status ${runId}\`)\n`);

@@ -1,5 +1,6 @@
 /**
- * Evaluate one shard: every answered task of one paper in one run, all models, through the
+ * Evaluate one shard: every answered task of one paper in one run (of one model and slice,
+ * when the shard names them: core/cloud/shard-plan.ts), through the
  * same evaluate use case (and so the same splicing, executor and judge) as a local run.
  * Verdicts are first-write-wins, so a retried shard tests only what is not yet judged.
  */
@@ -8,13 +9,17 @@ import type { TestExecutor } from '../executor';
 import type { BlobStore, RunStore } from '../store';
 import { evaluate } from '../run/evaluate';
 import type { Progress } from '../run/progress';
-import { cloudKeys, type ShardInput } from './payloads';
+import { cloudKeys, type ShardInput, type ShardRef } from './payloads';
+import { shardSlice, shardTasks } from './shard-plan';
+import type { RunCounters } from './ports';
 
 export interface EvaluateShardDeps {
   store: RunStore;
   blobs: BlobStore;
   executor: TestExecutor;
   progress?: Progress;
+  /** Progress counters on the run item: verdicts written are counted. @default none */
+  counters?: RunCounters;
 }
 
 export interface EvaluateShardResult {
@@ -38,20 +43,21 @@ export class ShardIncompleteError extends Error {
   }
 }
 
-export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput & { pset: Pset }): Promise<EvaluateShardResult> {
+export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput & Omit<ShardRef, 'paper'> & { pset: Pset }): Promise<EvaluateShardResult> {
   const { runId, paper } = input;
-  const tasks = (await deps.store.listTasks(runId)).filter((t) => t.paper === paper);
+  const tasks = shardTasks(await deps.store.listTasks(runId), input);
   const completions = await deps.store.getCompletions(tasks.map((t) => t.taskId));
   const items = tasks.flatMap((task) => {
     const completion = completions.get(task.taskId);
     return completion ? [{ task, completion }] : [];
   });
   const written = await evaluate({ store: deps.store, executor: deps.executor, progress: deps.progress }, { runId, pset: input.pset, items });
+  await deps.counters?.addCounts(runId, { judged: written.length });
 
   const ids = new Set(tasks.map((t) => t.taskId));
   const verdicts = (await deps.store.listVerdicts(runId)).filter((v) => ids.has(v.taskId));
   const judgedIds = new Set(verdicts.map((v) => v.taskId));
-  const verdictsKey = cloudKeys.shardVerdicts(runId, paper);
+  const verdictsKey = cloudKeys.shardVerdicts(runId, paper, shardSlice(input));
   await deps.blobs.put(verdictsKey, JSON.stringify({ runId, paper, verdicts }, null, 1), 'application/json');
   const missing = items.filter((i) => !judgedIds.has(i.task.taskId)).map((i) => i.task.taskId);
   if (missing.length) throw new ShardIncompleteError(runId, paper, missing);

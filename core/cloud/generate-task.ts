@@ -15,6 +15,7 @@ import { generateOne } from '../run/generate';
 import type { GenerationMessage } from './payloads';
 import type { RunContext } from './run-context';
 import { RunInputError } from './pset-bundle';
+import type { RunCounters } from './ports';
 
 export interface GenerateTaskDeps {
   store: RunStore;
@@ -33,6 +34,22 @@ export interface GenerateTaskDeps {
   claimLeaseMs?: number;
   /** Owner id of the claim; unique per handling. @default a random UUID per call */
   claimOwner?: string;
+  /**
+   * Aborts the model call before the worker is killed (in the cloud: shortly before the
+   * Lambda's remaining time runs out). The reservation is settled, nothing is stored and
+   * GenerationDeadlineError sends the message back to the queue, to be tried again.
+   */
+  signal?: AbortSignal;
+  /** Progress counters on the run item: each settled task is counted. @default none */
+  counters?: RunCounters;
+}
+
+/** The call was stopped at the worker's deadline; retrying (a later delivery) can succeed. */
+export class GenerationDeadlineError extends Error {
+  constructor(readonly taskId: string) {
+    super(`generation of task ${taskId} was stopped at the invocation's deadline; its reservation is released and the message goes back to the queue`);
+    this.name = 'GenerationDeadlineError';
+  }
 }
 
 /** Lambda's longest invocation (15 minutes) and a minute's margin: no generator call outlives it. */
@@ -67,12 +84,22 @@ export interface GenerateTaskResult {
 
 const GENERATING: ReadonlySet<string> = new Set(['planned', 'generating']);
 
+async function count(deps: GenerateTaskDeps, runId: string, outcome: 'called' | 'reused' | 'failed'): Promise<void> {
+  await deps.counters?.addCounts(runId, { settled: 1, failed: outcome === 'failed' ? 1 : 0 });
+}
+
 export async function generateTask(deps: GenerateTaskDeps, ctx: RunContext, message: GenerationMessage): Promise<GenerateTaskResult> {
   const task = ctx.tasks.get(message.taskId);
   if (!task) throw new RunInputError(`task ${message.taskId} is not in the plan of run ${message.runId}`);
   const result = (outcome: GenerateTaskOutcome, costUsd = 0): GenerateTaskResult => ({ outcome, taskId: task.taskId, model: task.model, costUsd });
 
-  if ((await deps.store.getCompletions([task.taskId])).has(task.taskId)) return result('skipped');
+  const existing = (await deps.store.getCompletions([task.taskId])).get(task.taskId);
+  if (existing) {
+    // Counted again on a duplicate, on purpose: a count lost to a crash after the completion
+    // was stored comes back with the redelivery; too high only costs the reader one check.
+    await count(deps, message.runId, existing.error ? 'failed' : 'called');
+    return result('skipped');
+  }
   // Status is read fresh: a cancelled run or a spent budget stops further paid calls.
   const run = await deps.store.getRun(message.runId);
   if (!run) throw new RunInputError(`no run ${message.runId} in the run store`);
@@ -89,14 +116,15 @@ export async function generateTask(deps: GenerateTaskDeps, ctx: RunContext, mess
     // The previous holder may have stored the completion and released between our first
     // look and our claim.
     if ((await deps.store.getCompletions([task.taskId])).has(task.taskId)) return result('skipped');
-    const done = await generateOne(deps, { runId: message.runId, paper, template: ctx.template, withPaper: run.spec.withPaper, task });
+    const done = await generateOne(deps, { runId: message.runId, paper, template: ctx.template, withPaper: run.spec.withPaper, task, signal: deps.signal });
     switch (done.outcome) {
       case 'budget_exhausted':
         await deps.store.setRunStatus(message.runId, 'budget_exhausted');
         return result('budget_exhausted');
       case 'aborted':
-        throw new Error(`generation of task ${task.taskId} was aborted`);
+        throw new GenerationDeadlineError(task.taskId);
       default:
+        await count(deps, message.runId, done.outcome);
         return result(done.outcome, done.completion.costUsd);
     }
   } finally {

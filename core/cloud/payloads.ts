@@ -52,10 +52,19 @@ export const runWorkflowInputSchema = z.object({
 });
 export type RunWorkflowInput = z.infer<typeof runWorkflowInputSchema>;
 
-/** One evaluation shard: every candidate of one paper, all models. */
+/**
+ * One evaluation shard, sized by work (core/cloud/shard-plan.ts): the candidates of one paper,
+ * of one model when `model` is set, and of those the `part`-th of `parts` (by task id).
+ */
 export const shardRefSchema = z.object({
   /** Paper id. */
   paper: z.string().min(1),
+  /** Model id; every model of the paper when absent. */
+  model: z.string().min(1).optional(),
+  /** This shard's slice of the (paper, model) candidates, 0-based. @default 0 */
+  part: z.number().int().nonnegative().optional(),
+  /** Slices the (paper, model) candidates are cut into. @default 1 */
+  parts: z.number().int().positive().optional(),
 });
 export type ShardRef = z.infer<typeof shardRefSchema>;
 
@@ -89,6 +98,15 @@ export const runRefSchema = z.object({
 });
 export type RunRef = z.infer<typeof runRefSchema>;
 
+/**
+ * Input of CheckProgress: the run, and when this execution started (`$$.Execution.StartTime`):
+ * a run started again gets a new generation deadline and a young run's poll pauses.
+ */
+export const checkProgressInputSchema = runRefSchema.extend({
+  startedAt: z.string().datetime({ offset: true }).optional(),
+});
+export type CheckProgressInput = z.infer<typeof checkProgressInputSchema>;
+
 /** What CheckProgress returns; kept at `$.progress`, the Choice state reads `$.progress.done`. */
 export const checkProgressResultSchema = z.object({
   /** True when generation is over: every task has a completion, or the run stopped generating (budget spent, cancelled). */
@@ -98,6 +116,8 @@ export const checkProgressResultSchema = z.object({
   settled: z.number().int().nonnegative(),
   /** Settled tasks whose model call failed for good. */
   failed: z.number().int().nonnegative(),
+  /** Pause before the next check, seconds (the Wait state's SecondsPath; core/cloud/generation-polling.ts). */
+  waitSec: z.number().int().positive(),
 });
 export type CheckProgressResult = z.infer<typeof checkProgressResultSchema>;
 
@@ -156,15 +176,8 @@ export const planManifestSchema = z.object({
 });
 export type PlanManifest = z.infer<typeof planManifestSchema>;
 
-/** Where run artifacts live in the blob store. */
-export const cloudKeys = {
-  planManifest: (runId: string) => `runs/${runId}/plan.json`,
-  reportPrefix: (runId: string) => `runs/${runId}/reports/`,
-  /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
-  shardVerdicts: (runId: string, paper: string) => `runs/${runId}/evaluation/${paper}/verdicts.json`,
-  promptTemplate: (digest: string) => `psets/templates/${digest}.txt`,
-  psetBundle: (digest: string) => `psets/${digest}.json`,
-} as const;
+/** Where run artifacts live in the blob store (core/cloud/storage-layout.ts). */
+export { cloudKeys } from './storage-layout';
 
 /** Parses a payload or throws an error naming the payload and each bad field. */
 export function parsePayload<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, value: unknown, what: string): T {

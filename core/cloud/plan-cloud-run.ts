@@ -4,13 +4,15 @@
  * Lambda, a resumed run) writes nothing new and re-sends only unanswered tasks, which the
  * idempotent generator ignores if a first copy got there.
  */
-import type { BlobStore, RunStore } from '../store';
+import type { BlobStore, RunStore, TaskRecord } from '../store';
+import type { Prompt } from '../model';
 import type { CostModel } from '../run/generate';
 import { openRun, planTasks } from '../run/plan';
 import { runId as computeRunId } from '../ids';
 import { buildPrompt } from '../prompt/template';
 import { findSnippet } from '../prompt/mask';
-import type { TaskQueue } from './ports';
+import type { RunCounters, TaskQueue } from './ports';
+import { planShards, type ShardSizing } from './shard-plan';
 import { cloudKeys, type PlanManifest, type PlanRunResult, type RunWorkflowInput } from './payloads';
 import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';
 
@@ -21,6 +23,10 @@ export interface PlanCloudRunDeps {
   /** Prices of the paid models, by model id; offline models have none. */
   costs?: Map<string, CostModel>;
   scratchDir: string;
+  /** Progress counters on the run item, set from what is stored. @default none (CheckProgress scans) */
+  counters?: RunCounters;
+  /** How shards are sized. @default DEFAULT_SHARD_SIZING */
+  shardSizing?: ShardSizing;
   now?: () => Date;
 }
 
@@ -30,6 +36,30 @@ export class BudgetExceededError extends Error {
     super(`estimated worst-case cost $${estimatedUsd.toFixed(4)} exceeds the budget of $${budgetUsd.toFixed(2)} (plan with force to run anyway)`);
     this.name = 'BudgetExceededError';
   }
+}
+
+/**
+ * The worst case of the tasks' calls, priced per distinct prompt: a prompt does not depend
+ * on the model or the sample, so each is built once, and each model prices it once and
+ * multiplies by its tasks (a 10-model x 5-sample sweep builds and prices a fiftieth of what
+ * a per-task loop would; costs that share a tokenizer also share its counts, run-models.ts).
+ */
+export function worstCaseOfTasks(tasks: TaskRecord[], costs: Map<string, CostModel> | undefined, promptOf: (t: TaskRecord) => Prompt): number {
+  if (!costs?.size) return 0;
+  const byPrompt = new Map<string, { task: TaskRecord; perModel: Map<string, number> }>();
+  for (const t of tasks) {
+    if (!costs.has(t.model)) continue;
+    const key = `${t.paper}\0${t.file}\0${t.snippet}`;
+    let group = byPrompt.get(key);
+    if (!group) byPrompt.set(key, (group = { task: t, perModel: new Map() }));
+    group.perModel.set(t.model, (group.perModel.get(t.model) ?? 0) + 1);
+  }
+  let total = 0;
+  for (const { task, perModel } of byPrompt.values()) {
+    const prompt = promptOf(task);
+    for (const [model, count] of perModel) total += costs.get(model)!.worstCase(prompt) * count;
+  }
+  return total;
 }
 
 export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInput): Promise<PlanRunResult> {
@@ -49,15 +79,12 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const existing = await openRun(deps.store, { runId: input.runId, spec, pset, models: input.models }, now);
 
   const answered = await deps.store.getCompletions(tasks.map((t) => t.taskId));
-  const todo = tasks.filter((t) => !answered.has(t.taskId));
   const papers = new Map(pset.papers.map((p) => [p.meta.id, p]));
-  let estimatedCostUsd = 0;
-  for (const t of todo) {
-    const cost = deps.costs?.get(t.model);
-    if (!cost) continue;
+  const todo = tasks.filter((t) => !answered.has(t.taskId));
+  const estimatedCostUsd = worstCaseOfTasks(todo, deps.costs, (t) => {
     const paper = papers.get(t.paper)!;
-    estimatedCostUsd += cost.worstCase(buildPrompt(template, paper, findSnippet(paper, t.snippet, t.file), spec.withPaper));
-  }
+    return buildPrompt(template, paper, findSnippet(paper, t.snippet, t.file), spec.withPaper);
+  });
   const budget = spec.budgetUsd;
   if (budget !== null && !input.force && estimatedCostUsd > budget - existing.spentUsd) {
     throw new BudgetExceededError(estimatedCostUsd, budget);
@@ -66,10 +93,17 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   await deps.store.putTasks(input.runId, tasks);
   const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks };
   await deps.blobs.put(cloudKeys.planManifest(input.runId), JSON.stringify(manifest), 'application/json');
+  if (deps.counters) {
+    // Absolute, from the completions read above: a restarted run's counters start true.
+    await deps.counters.setTotal(input.runId, tasks.length);
+    const stored = await deps.counters.getCounts(input.runId);
+    const failed = [...answered.values()].filter((c) => c.error).length;
+    await deps.counters.addCounts(input.runId, { settled: answered.size - (stored?.settled ?? 0), failed: failed - (stored?.failed ?? 0) });
+  }
   await deps.store.setRunStatus(input.runId, 'generating');
   // Messages go last: a generator may start at once and needs the manifest and the run.
   await deps.queue.send(todo.map((t) => ({ message: { runId: input.runId, taskId: t.taskId }, model: t.model })));
 
-  const shards = [...new Set(tasks.map((t) => t.paper))].map((paper) => ({ paper }));
+  const shards = planShards(tasks, deps.shardSizing);
   return { runId: input.runId, taskCount: tasks.length, enqueued: todo.length, estimatedCostUsd, shards };
 }

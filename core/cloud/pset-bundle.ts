@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync } from 
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { z } from 'zod';
 import type { Pset } from '../types';
-import type { BlobStore } from '../store';
+import type { BlobStore, ModelInfo, RunSpec } from '../store';
 import type { PromptTemplate } from '../prompt/template';
 import { parseTemplate } from '../prompt/template';
 import { readPset, formatProblem } from '../pset/read-pset';
@@ -61,6 +61,27 @@ export async function uploadPromptTemplate(blobs: BlobStore, templateText: strin
   const key = cloudKeys.promptTemplate(digest);
   await blobs.put(key, templateText, 'text/plain; charset=utf-8');
   return key;
+}
+
+/**
+ * Uploads the replay file of each replayed model of the spec (a model whose only parameter
+ * is `replay`, the file's digest; `info.config.replay` names the file read), so the
+ * generator can answer from it. Returns the keys written.
+ */
+export async function uploadReplayFiles(blobs: BlobStore, spec: Pick<RunSpec, 'models'>, info: Record<string, ModelInfo>): Promise<string[]> {
+  const files = new Map<string, string>();
+  for (const m of spec.models) {
+    const digest = m.params.replay;
+    const path = info[m.id]?.config.replay;
+    if (typeof digest === 'string' && typeof path === 'string') files.set(digest, path);
+  }
+  const keys: string[] = [];
+  for (const [digest, path] of files) {
+    const key = cloudKeys.replayFile(digest);
+    await blobs.put(key, readFileSync(path), 'application/x-ndjson');
+    keys.push(key);
+  }
+  return keys;
 }
 
 /** A relative path that stays inside its root, or an error. */

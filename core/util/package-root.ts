@@ -19,7 +19,14 @@ export function packageRoot(): string {
   }
 }
 
-/** Path of a file shipped in resources/. */
+/**
+ * Path of a file shipped in resources/. A Lambda bundle is one file with its resources/
+ * beside it (infra/rcb-function.ts copies them there) and no package.json above it: that
+ * folder is looked at first; from sources or dist/ it does not exist and the package root's is used.
+ */
 export function resourcePath(name: string): string {
+  // The folder decides, not the file: a bundle without an optional file must not look for a checkout.
+  const beside = join(__dirname, 'resources');
+  if (existsSync(beside)) return join(beside, name);
   return join(packageRoot(), 'resources', name);
 }

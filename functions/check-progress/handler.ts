@@ -5,33 +5,46 @@
  * was created it throws, which sends the run to MarkRunFailed. A thin adapter over
  * core/cloud/check-progress.ts.
  *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_GENERATION_TIMEOUT_SEC.
+ * It also says how long the workflow waits before the next check (`waitSec`, growing with the
+ * run's age: core/cloud/generation-polling.ts), so the loop stays far below the history limit.
+ *
+ * Environment: RCB_TABLE, RCB_BUCKET, RCB_GENERATION_TIMEOUT_SEC, RCB_POLL_MIN_SEC, RCB_POLL_MAX_SEC.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { checkProgress } from '../../core/cloud/check-progress';
-import { parsePayload, runRefSchema, type CheckProgressResult, type RunRef } from '../../core/cloud/payloads';
+import { DEFAULT_POLL_SCHEDULE, type PollSchedule } from '../../core/cloud/generation-polling';
+import type { RunCounters } from '../../core/cloud/ports';
+import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type CheckProgressResult } from '../../core/cloud/payloads';
 import type { RunStore } from '../../core/store';
 import { loadStorageConfig, once, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
-export const checkProgressInputSchema = runRefSchema;
-export type CheckProgressInput = RunRef;
-export type { CheckProgressResult };
+export { checkProgressInputSchema };
+export type { CheckProgressInput, CheckProgressResult };
 
 export interface CheckProgressConfig {
   storage: StorageConfig;
   /** RCB_GENERATION_TIMEOUT_SEC. */
   generationTimeoutSec: number;
+  /** RCB_POLL_MIN_SEC, RCB_POLL_MAX_SEC: pauses between checks (default DEFAULT_POLL_SCHEDULE). */
+  schedule: PollSchedule;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): CheckProgressConfig {
-  return { storage: loadStorageConfig(env), generationTimeoutSec: positiveNumberEnv(env, 'RCB_GENERATION_TIMEOUT_SEC') };
+  const schedule = {
+    minSec: env.RCB_POLL_MIN_SEC ? positiveNumberEnv(env, 'RCB_POLL_MIN_SEC') : DEFAULT_POLL_SCHEDULE.minSec,
+    maxSec: env.RCB_POLL_MAX_SEC ? positiveNumberEnv(env, 'RCB_POLL_MAX_SEC') : DEFAULT_POLL_SCHEDULE.maxSec,
+  };
+  return { storage: loadStorageConfig(env), generationTimeoutSec: positiveNumberEnv(env, 'RCB_GENERATION_TIMEOUT_SEC'), schedule };
 }
 
 export interface CheckProgressHandlerDeps {
   store: RunStore;
   generationTimeoutSec: number;
+  schedule?: PollSchedule;
+  /** Progress counters on the run item (one read per check while generation goes on). */
+  counters?: RunCounters;
   logger: Logger;
   metrics: Metrics;
   now?: () => Date;
@@ -43,7 +56,7 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
     const deps = getDeps();
     deps.logger.appendKeys({ runId: input.runId });
     try {
-      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, now: deps.now });
+      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, startedAt: input.startedAt, schedule: deps.schedule, counters: deps.counters, now: deps.now });
       deps.logger.info('generation progress', { ...progress });
       deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
       return progress;
@@ -60,9 +73,12 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
 export const handler = createHandler(
   once(() => {
     const config = loadConfig();
+    const storage = createStorageAdapters(config.storage);
     return {
-      store: createStorageAdapters(config.storage).store,
+      store: storage.store,
+      counters: storage.counters,
       generationTimeoutSec: config.generationTimeoutSec,
+      schedule: config.schedule,
       logger: new Logger({ serviceName: 'rcb-check-progress' }),
       metrics: new Metrics({ namespace: 'rcb', serviceName: 'check-progress' }),
     };

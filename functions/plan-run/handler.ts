@@ -15,11 +15,10 @@ import type { CostModel } from '../../core/run/generate';
 import type { RunSpec } from '../../core/store';
 import { createSqsClient } from '../../adapters/aws/clients';
 import { HostedModels } from '../../adapters/models/hosted-models';
-import { loadRegistry } from '../../adapters/models/registry';
 import { envKeySource } from '../../core/keys';
 import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
-import { OFFLINE_MODELS, runModelCosts } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, OFFLINE_MODELS, runModelCosts } from '../../adapters/aws/runtime/run-models';
 
 export { runWorkflowInputSchema };
 export type { RunWorkflowInput, ShardRef, PlanRunResult };
@@ -52,7 +51,7 @@ function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
   const storage = createStorageAdapters(config.storage);
   // Registry for routing and prices only: PlanRun never calls a model, so no keys.
   // Loaded on first need: a run of offline models only never reads the registry file.
-  const hosted = once(() => new HostedModels(loadRegistry(), envKeySource({})));
+  const hosted = once(() => new HostedModels(loadDeployedRegistry(), envKeySource({})));
   const lanes = Object.keys(config.laneQueues);
   return {
     ...storage,

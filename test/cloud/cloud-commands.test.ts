@@ -94,6 +94,12 @@ describe('stack outputs', () => {
     await expect(cloudPush({ stackName: 'Rcb' }, deps())).rejects.toThrow(/no output ArtifactsBucketName/);
   });
 
+  it('says how to give a region when the SDK has none, as a usage error', async () => {
+    cfnMock.on(DescribeStacksCommand).rejects(new Error('Region is missing'));
+    await expect(cloudStatus('r1', { stackName: 'Rcb' }, deps())).rejects.toThrow(UsageError);
+    await expect(cloudStatus('r1', { stackName: 'Rcb' }, deps())).rejects.toThrow(/no AWS region: pass --region or set AWS_REGION/);
+  });
+
   it('says the stack does not exist, as a usage error', async () => {
     cfnMock.on(DescribeStacksCommand).rejects(new Error('Stack with id Other does not exist'));
     await expect(cloudStatus('r1', { stackName: 'Other' }, deps())).rejects.toThrow(UsageError);
@@ -163,9 +169,73 @@ describe('rcb cloud run', () => {
     expect(sfnMock.commandCalls(DescribeExecutionCommand)).toHaveLength(0);
   });
 
-  it('refuses a replayed model, which the cloud cannot rebuild', async () => {
-    const replay = `replay:${require('node:path').join(EXAMPLE, '..', '..', 'test', 'fixtures', 'replays', 'wrong-answers.jsonl')}`;
-    await expect(cloudRun(runOptions({ model: [replay], detach: true }), hosted(), deps())).rejects.toThrow(/oracle, empty and registry models only/);
+  it('starts a run whose executions failed and timed out again under the next attempt name, and follows a running one', async () => {
+    // Prepare: <id> failed, <id>-2 timed out; names are kept for 90 days.
+    const taken = (name: string) => {
+      const err = new Error(`Execution Already Exists: ${name}`);
+      err.name = 'ExecutionAlreadyExists';
+      return err;
+    };
+    let localId = '';
+    sfnMock.on(StartExecutionCommand).callsFake((input: { name: string }) => {
+      if (!localId) localId = input.name;
+      if (input.name === localId || input.name === `${localId}-2`) throw taken(input.name);
+      return { executionArn: executionArn(STATE_MACHINE, input.name), startDate: new Date() };
+    });
+    sfnMock.on(DescribeExecutionCommand).callsFake((input: { executionArn: string }) => ({
+      status: input.executionArn.endsWith('-2') ? 'TIMED_OUT' : 'FAILED',
+      executionArn: input.executionArn,
+      stateMachineArn: STATE_MACHINE,
+      startDate: new Date(),
+    }));
+
+    // Act
+    const code = await cloudRun(runOptions({ detach: true }), hosted(), deps());
+
+    // Assess: the third name, with the same run id and input.
+    expect(code).toBe(0);
+    const names = sfnMock.commandCalls(StartExecutionCommand).map((c) => c.args[0].input.name);
+    expect(names).toEqual([localId, `${localId}-2`, `${localId}-3`]);
+    const inputs = sfnMock.commandCalls(StartExecutionCommand).map((c) => runWorkflowInputSchema.parse(JSON.parse(c.args[0].input.input!)).runId);
+    expect(new Set(inputs)).toEqual(new Set([localId]));
+    expect(err).toContain(`run ${localId} started again (attempt 3; earlier: FAILED, TIMED_OUT), resuming from what is stored`);
+    expect(out).toBe(`${localId}\n`);
+
+    // Act: the same command while attempt 3 runs starts nothing.
+    sfnMock.reset();
+    sfnMock.on(StartExecutionCommand).callsFake((input: { name: string }) => {
+      throw taken(input.name);
+    });
+    sfnMock.on(DescribeExecutionCommand).callsFake((input: { executionArn: string }) => ({
+      status: input.executionArn.endsWith('-3') ? 'RUNNING' : 'FAILED',
+      executionArn: input.executionArn,
+      stateMachineArn: STATE_MACHINE,
+      startDate: new Date(),
+    }));
+    expect(await cloudRun(runOptions({ detach: true }), hosted(), deps())).toBe(0);
+    expect(err).toContain(`run ${localId} was started before (execution ${localId}-3); watching it`);
+  });
+
+  it('uploads the file of a replayed model with the run, under the digest its parameters carry', async () => {
+    // Prepare
+    const file = require('node:path').join(EXAMPLE, '..', '..', 'test', 'fixtures', 'replays', 'wrong-answers.jsonl');
+    sfnMock.on(StartExecutionCommand).resolves({ executionArn: 'x', startDate: new Date() });
+
+    // Act
+    const code = await cloudRun(runOptions({ model: [`replay:${file}`], detach: true }), hosted(), deps());
+
+    // Assess
+    expect(code).toBe(0);
+    const [start] = sfnMock.commandCalls(StartExecutionCommand);
+    const input = runWorkflowInputSchema.parse(JSON.parse(start.args[0].input.input!));
+    const digest = createHash('sha256').update(readFileSync(file)).digest('hex').slice(0, 16);
+    expect(input.spec.models.every((m) => m.params.replay === digest)).toBe(true);
+    const put = s3Mock.commandCalls(PutObjectCommand).find((c) => c.args[0].input.Key === `psets/replays/${digest}.jsonl`);
+    expect(put?.args[0].input.Body?.toString()).toBe(readFileSync(file, 'utf8'));
+  });
+
+  it('refuses a model that is neither offline, replayed nor in the registry', async () => {
+    await expect(cloudRun(runOptions({ model: ['no-such-model'], detach: true }), hosted(), deps())).rejects.toThrow(/unknown model "no-such-model"/);
     expect(sfnMock.commandCalls(StartExecutionCommand)).toHaveLength(0);
   });
 

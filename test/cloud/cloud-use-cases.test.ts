@@ -81,7 +81,7 @@ describe('pset bundle', () => {
 });
 
 describe('planCloudRun', () => {
-  it('writes the run, its tasks and manifest, enqueues every task and lists one shard per paper', async () => {
+  it('writes the run, its tasks and manifest, enqueues every task and lists one shard per paper and model', async () => {
     // Prepare
     const f = await cloudFixture();
 
@@ -94,7 +94,8 @@ describe('planCloudRun', () => {
       taskCount: 56,
       enqueued: 56,
       estimatedCostUsd: 0,
-      shards: f.pset.papers.map((p) => ({ paper: p.meta.id })),
+      // One shard per paper and model (core/cloud/shard-plan.ts), the models in spec order.
+      shards: ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
     });
     expect((await f.store.getRun(f.input.runId))?.status).toBe('generating');
     expect(await f.store.listTasks(f.input.runId)).toHaveLength(56);
@@ -189,11 +190,11 @@ describe('checkProgress', () => {
   it('is not done until every task has a completion, then moves the run to evaluating', async () => {
     const f = await cloudFixture();
     await planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, f.input);
-    expect(await checkProgress(f.store, f.input.runId)).toEqual({ done: false, total: 56, settled: 0, failed: 0 });
+    expect(await checkProgress(f.store, f.input.runId)).toEqual({ done: false, total: 56, settled: 0, failed: 0, waitSec: 30 });
     const f2 = f;
     const contexts = new RunContextCache({ store: f2.store, blobs: f2.blobs, scratchDir: f2.scratchDir });
     for (const { message } of f.queue.sent) await generateTask({ store: f.store, clients: f.clients }, await contexts.get(message.runId), message);
-    expect(await checkProgress(f.store, f.input.runId)).toEqual({ done: true, total: 56, settled: 56, failed: 0 });
+    expect(await checkProgress(f.store, f.input.runId)).toEqual({ done: true, total: 56, settled: 56, failed: 0, waitSec: 30 });
     expect((await f.store.getRun(f.input.runId))?.status).toBe('evaluating');
   });
 

@@ -15,6 +15,7 @@ import { DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
 import { S3BlobStore } from '../../adapters/aws/s3-blob-store';
 import { EnqueueError } from '../../adapters/aws/sqs-task-queue';
 import { CLAIM_LEASE_MARGIN_MS, createHandler as createGenerate } from '../../functions/generate/handler';
+import type { ModelClient } from '../../core/model';
 import { createHandler as createPlanRun } from '../../functions/plan-run/handler';
 import { createHandler as createCheckProgress } from '../../functions/check-progress/handler';
 import { createHandler as createAggregate } from '../../functions/aggregate/handler';
@@ -123,6 +124,42 @@ describe('generate handler', () => {
     expect(await f.store.claimGeneration(free.taskId, 'third', 60_000)).toBe(true);
   });
 
+  it('stops a model call before the invocation runs out, releases its reservation and claim, and hands the message back', async () => {
+    // Prepare: a paid model whose call never ends on its own; 1 s left in the invocation.
+    const f = await planned();
+    const message = f.queue.sent.find((m) => m.model === 'oracle')!.message;
+    const hanging: ModelClient = {
+      id: 'oracle',
+      params: {},
+      offline: false,
+      complete: (req) => new Promise((_, reject) => req.signal?.addEventListener('abort', () => reject(new Error('aborted')))),
+    };
+    const log = logger();
+    const warn = jest.spyOn(log, 'warn');
+    const handler = createGenerate(() => ({
+      store: f.store,
+      blobs: f.blobs,
+      cache: { get: async () => null, put: async () => undefined },
+      scratchDir: f.scratchDir,
+      keys: { get: async () => undefined },
+      logger: log,
+      metrics: metrics(),
+      modelsFor: () => ({ clients: new Map([['oracle', hanging]]), costs: new Map([['oracle', { worstCase: () => 0.5, billed: () => 0 }]]) }),
+    }));
+    const started = Date.now();
+
+    // Act
+    const response = await handler(sqsEvent([JSON.stringify(message)]), { getRemainingTimeInMillis: () => 1000 } as never);
+
+    // Assess: stopped at 1 s minus a fifth, well before the 1 s.
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }] });
+    expect((await f.store.getCompletions([message.taskId])).size).toBe(0);
+    expect((await f.store.getRun(f.input.runId))?.reservedUsd).toBe(0);
+    expect(await f.store.claimGeneration(message.taskId, 'next-delivery', 60_000)).toBe(true);
+    expect(warn).toHaveBeenCalledWith('model call stopped at the invocation deadline; SQS will redeliver it', { taskId: message.taskId });
+  });
+
   it('claims each task for the invocation\'s remaining time and a margin, and releases it once the completion is stored', async () => {
     const f = await planned();
     const message = f.queue.sent[0].message;
@@ -172,7 +209,7 @@ describe('plan-run handler', () => {
   it('returns the plan the workflow maps over', async () => {
     const f = await cloudFixture();
     const plan = await planHandler(f)(f.input);
-    expect(plan.shards.map((s) => s.paper)).toEqual(f.pset.papers.map((p) => p.meta.id));
+    expect(plan.shards).toEqual(['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))));
     expect(plan.taskCount).toBe(56);
   });
 
@@ -209,7 +246,7 @@ describe('check-progress handler', () => {
 
     const tasks = await f.store.listTasks(f.input.runId);
     for (const t of tasks) await f.store.putCompletion(makeCompletion(t.taskId));
-    expect(await handler({ runId: f.input.runId })).toEqual({ done: true, total: tasks.length, settled: tasks.length, failed: 0 });
+    expect(await handler({ runId: f.input.runId })).toEqual({ done: true, total: tasks.length, settled: tasks.length, failed: 0, waitSec: 30 });
   });
 
   it('fails when the store cannot be read', async () => {

@@ -68,7 +68,8 @@ describe('GenerationConstruct', () => {
 
     it('drains each lane with its batch size, maximum concurrency and partial batch failures', () => {
       const { template } = buildStack();
-      template.resourceCountIs('AWS::Lambda::EventSourceMapping', DEFAULT_LANES.length);
+      // One mapping per lane queue to the generator, one per dead-letter queue to the dead-letter function.
+      template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2 * DEFAULT_LANES.length);
       for (const lane of DEFAULT_LANES) {
         const id = lane.name.charAt(0).toUpperCase() + lane.name.slice(1);
         const queue = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}Queue`);
@@ -79,6 +80,27 @@ describe('GenerationConstruct', () => {
           FunctionResponseTypes: ['ReportBatchItemFailures'],
         });
       }
+    });
+
+    it('feeds every dead-letter queue to the dead-letter function, which may write completions but delete nothing', () => {
+      const { template } = buildStack();
+      const fn = logicalIdStartingWith(template, 'AWS::Lambda::Function', 'GenerationDeadLetterFunction');
+      for (const lane of DEFAULT_LANES) {
+        const id = lane.name.charAt(0).toUpperCase() + lane.name.slice(1);
+        const dlq = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}DeadLetterQueue`);
+        template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+          EventSourceArn: { 'Fn::GetAtt': [dlq, 'Arn'] },
+          FunctionName: { Ref: fn },
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+        });
+        // Six times the consumer's timeout, as AWS advises for SQS-fed functions.
+        expect(resourcesOfType(template, 'AWS::SQS::Queue')[dlq].Properties?.VisibilityTimeout).toBe(360);
+      }
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationDeadLetterRole');
+      const actions = roleActions(template, role);
+      expect(actions).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:Query']));
+      expect(actions).not.toContain('dynamodb:DeleteItem');
+      expect(actions.filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
     });
 
     it('builds the lanes given in props, with their own concurrency and batch size', () => {

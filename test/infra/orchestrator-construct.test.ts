@@ -48,10 +48,11 @@ describe('OrchestratorConstruct', () => {
       expect(definition().StartAt).toBe('PlanRun');
     });
 
-    it('loops Wait -> CheckProgress -> GenerationDone? until $.progress.done, then evaluates', () => {
+    it('loops CheckProgress -> GenerationDone? -> Wait (the pause CheckProgress chose) until $.progress.done, then evaluates', () => {
       const states = definition().States;
-      expect(states.PlanRun.Next).toBe('WaitForGeneration');
-      expect(states.WaitForGeneration).toEqual({ Type: 'Wait', Seconds: 30, Next: 'CheckProgress' });
+      expect(states.PlanRun.Next).toBe('CheckProgress');
+      expect(states.WaitForGeneration).toEqual({ Type: 'Wait', SecondsPath: '$.progress.waitSec', Next: 'CheckProgress' });
+      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
       expect(states.CheckProgress.Next).toBe('GenerationDone?');
       expect(states.CheckProgress.ResultPath).toBe('$.progress');
       expect(states['GenerationDone?']).toEqual({
@@ -71,17 +72,17 @@ describe('OrchestratorConstruct', () => {
       }
       expect(states.PlanRun.Parameters).toBeUndefined();
       expect(states.PlanRun.ResultPath).toBe('$.plan');
-      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId' });
+      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
       expect(states.Aggregate.Parameters).toEqual({ 'runId.$': '$.runId' });
       expect(states.MarkRunFailed.Parameters).toEqual({ 'runId.$': '$.runId', 'failure.$': '$.failure' });
     });
 
-    it('maps over $.plan.shards with MaxConcurrency and hands each shard { runId, paper }', () => {
+    it('maps over $.plan.shards with MaxConcurrency and hands each shard { runId, paper, shard }', () => {
       const map = definition().States.EvaluateShards;
       expect(map.Type).toBe('Map');
       expect(map.MaxConcurrency).toBe(10);
       expect(map.ItemsPath).toBe('$.plan.shards');
-      expect(map.ItemSelector).toEqual({ 'runId.$': '$.runId', 'paper.$': '$$.Map.Item.Value.paper' });
+      expect(map.ItemSelector).toEqual({ 'runId.$': '$.runId', 'paper.$': '$$.Map.Item.Value.paper', 'shard.$': '$$.Map.Item.Value' });
       expect(map.ResultPath).toBeNull();
       expect(map.ItemProcessor.StartAt).toBe('EvaluateShard');
       expect(stateMachineDefinition(buildStack({ evaluationMaxConcurrency: 3 }).template).States.EvaluateShards.MaxConcurrency).toBe(3);
@@ -100,6 +101,7 @@ describe('OrchestratorConstruct', () => {
             Environment: [
               { Name: 'RCB_RUN_ID', 'Value.$': '$.runId' },
               { Name: 'RCB_SHARD', 'Value.$': '$.paper' },
+              { Name: 'RCB_SHARD_REF', 'Value.$': 'States.JsonToString($.shard)' },
             ],
           },
         ],
@@ -129,15 +131,17 @@ describe('OrchestratorConstruct', () => {
           MaxDelaySeconds: 300,
           JitterStrategy: 'FULL',
         },
-        { ErrorEquals: ['States.TaskFailed'], IntervalSeconds: 60, MaxAttempts: 2, BackoffRate: 2 },
+        { ErrorEquals: ['States.TaskFailed', 'States.Timeout'], IntervalSeconds: 60, MaxAttempts: 2, BackoffRate: 2 },
       ]);
       expect(CAPACITY_ERRORS).toEqual(expect.arrayContaining(['AmazonECS.Unknown', 'ECS.AmazonECSException']));
       expect(spot.Catch).toEqual([
-        { ErrorEquals: [...CAPACITY_ERRORS, 'States.TaskFailed'], ResultPath: '$.spotFailure', Next: 'EvaluateShardOnDemand' },
+        { ErrorEquals: [...CAPACITY_ERRORS, 'States.TaskFailed', 'States.Timeout'], ResultPath: '$.spotFailure', Next: 'EvaluateShardOnDemand' },
       ]);
       expect(onDemand.Resource).toBe('arn:aws:states:::ecs:runTask.sync');
       expect(onDemand.Parameters.CapacityProviderStrategy).toEqual([{ CapacityProvider: 'FARGATE', Weight: 1 }]);
       expect(onDemand.Retry[0].ErrorEquals).toEqual(CAPACITY_ERRORS);
+      // A shard past its task timeout is retried like a stopped one, on-demand too.
+      expect(onDemand.Retry[1]).toEqual({ ErrorEquals: ['States.TaskFailed', 'States.Timeout'], IntervalSeconds: 60, MaxAttempts: 1 });
       expect(onDemand.Parameters.Overrides).toEqual(spot.Parameters.Overrides);
     });
 

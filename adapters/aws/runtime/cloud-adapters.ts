@@ -7,13 +7,15 @@ import { DynamoCompletionCache, DynamoRunStore } from '../dynamo-run-store';
 import { S3BlobStore } from '../s3-blob-store';
 import { SqsTaskQueue, type LaneRouting } from '../sqs-task-queue';
 import type { BlobStore, CompletionCache, RunStore } from '../../../core/store';
-import type { QueuedGeneration, TaskQueue } from '../../../core/cloud/ports';
+import type { QueuedGeneration, RunCounters, TaskQueue } from '../../../core/cloud/ports';
 import type { StorageConfig } from './cloud-config';
 
 export interface StorageAdapters {
   store: RunStore;
   blobs: BlobStore;
   cache: CompletionCache;
+  /** Progress counters on the run item (the same DynamoDB store). */
+  counters?: RunCounters;
   scratchDir: string;
 }
 
@@ -24,9 +26,13 @@ export function createStorageAdapters(
   const doc = clients.doc ?? createDynamoDocumentClient({ region: config.region, endpoint: config.dynamoEndpoint, credentials: clients.credentials });
   const s3 =
     clients.s3 ?? createS3Client({ region: config.region, endpoint: config.s3Endpoint, forcePathStyle: !!config.s3Endpoint, credentials: clients.credentials });
+  const blobs = new S3BlobStore(s3, { bucket: config.bucket });
+  // Verdicts too large for an item keep their full record in the bucket.
+  const store = new DynamoRunStore(doc, { tableName: config.table, blobs });
   return {
-    store: new DynamoRunStore(doc, { tableName: config.table }),
-    blobs: new S3BlobStore(s3, { bucket: config.bucket }),
+    store,
+    counters: store,
+    blobs,
     cache: new DynamoCompletionCache(doc, { tableName: config.table }),
     scratchDir: config.scratchDir,
   };

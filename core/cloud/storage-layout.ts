@@ -1,0 +1,77 @@
+/**
+ * The layout of the cloud's storage, in one module with no SDK or CDK import, read by infra
+ * (IAM conditions, lifecycle rules, the table's key schema) and by the adapters alike, so a
+ * key prefix or attribute name is spelled once:
+ *
+ *   table items   pk               sk
+ *   run           RUN#<runId>      META
+ *   task          RUN#<runId>      TASK#<taskId>
+ *   verdict       RUN#<runId>      VERDICT#<taskId>
+ *   completion    TASK#<taskId>    COMPLETION
+ *   claim         TASK#<taskId>    CLAIM
+ *
+ *   bucket        psets/   (pset bundles, templates, replay files; kept)
+ *                 runs/<runId>/   (plan, evaluation, reports; expires)
+ */
+
+/** Attribute and index names of the single run table. */
+export const TABLE_ATTRIBUTES = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  gsi1Name: 'gsi1',
+  gsi1PartitionKey: 'gsi1pk',
+  gsi1SortKey: 'gsi1sk',
+  ttlAttribute: 'expiresAt',
+} as const;
+
+/** Prefixes of the table's partition and sort keys. */
+export const KEY_PREFIXES = {
+  /** Partition of a run's items (run, tasks, verdicts). */
+  run: 'RUN#',
+  /** Partition of a task's items (completion, claim), which outlive a run; also a task's sort key under its run. */
+  task: 'TASK#',
+  verdict: 'VERDICT#',
+} as const;
+
+/** gsi1 partition holding every run item, sorted by `<createdAt>#<runId>`. */
+export const RUNS_INDEX_PARTITION = 'RUNS';
+
+/** An IAM `dynamodb:LeadingKeys` pattern for the partitions of one prefix. */
+export const leadingKeys = (prefix: (typeof KEY_PREFIXES)[keyof typeof KEY_PREFIXES]): string => `${prefix}*`;
+
+type Key = { pk: string; sk: string };
+
+/** Key of each item kind. */
+export const runTableKey = {
+  run: (runId: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: 'META' }),
+  task: (runId: string, taskId: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.task}${taskId}` }),
+  taskCounter: (runId: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: 'TASKSEQ' }),
+  verdict: (runId: string, taskId: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.verdict}${taskId}` }),
+  completion: (taskId: string): Key => ({ pk: `${KEY_PREFIXES.task}${taskId}`, sk: 'COMPLETION' }),
+  generationClaim: (taskId: string): Key => ({ pk: `${KEY_PREFIXES.task}${taskId}`, sk: 'CLAIM' }),
+};
+
+/** Top-level prefixes of the artifacts bucket. */
+export const ARTIFACT_PREFIXES = {
+  /** Pset bundles, prompt templates and replay files, uploaded by `rcb cloud run`, keyed by content digest. Kept. */
+  psets: 'psets/',
+  /** Everything one run produces: `runs/<runId>/...` (plan, evaluation, reports). Expires. */
+  runs: 'runs/',
+} as const;
+
+const runs = ARTIFACT_PREFIXES.runs;
+const psets = ARTIFACT_PREFIXES.psets;
+
+/** Where run artifacts live in the bucket. */
+export const cloudKeys = {
+  planManifest: (runId: string) => `${runs}${runId}/plan.json`,
+  reportPrefix: (runId: string) => `${runs}${runId}/reports/`,
+  /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
+  shardVerdicts: (runId: string, paper: string, slice?: string) => `${runs}${runId}/evaluation/${paper}/${slice ? `${slice}/` : ''}verdicts.json`,
+  /** A verdict too large for its table item (its logs), by content digest (adapters/aws/dynamo-run-store.ts). */
+  verdictRecord: (runId: string, taskId: string, digest: string) => `${runs}${runId}/evaluation/verdicts/${taskId}-${digest}.json`,
+  promptTemplate: (digest: string) => `${psets}templates/${digest}.txt`,
+  psetBundle: (digest: string) => `${psets}${digest}.json`,
+  /** A replay file of the run's `replay:FILE` models, by the digest their parameters carry. */
+  replayFile: (digest: string) => `${psets}replays/${digest}.jsonl`,
+} as const;

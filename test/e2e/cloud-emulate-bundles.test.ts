@@ -1,0 +1,281 @@
+/**
+ * What is deployed, run here: every Lambda bundle of the synthesized cloud assembly, staged
+ * in a folder that holds only that bundle (as /var/task), loads and answers in its own
+ * process; and `rcb cloud run --emulate` with a hosted model (a local OpenAI-compatible
+ * endpoint, reached through a `--models-file` entry that the bundles carry, behind a proxy
+ * that fails a third of the calls) gives the scores of a local run and buys every answer once.
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { loadPset } from '../../core/pset/read-pset';
+import { loadTemplate } from '../../core/prompt/template';
+import { BUNDLED_RESOURCES, DEPLOYED_MODELS_FILE } from '../../core/cloud/bundle-resources';
+import { CONTEXT_KEYS } from '../../infra/config';
+import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../adapters/emulate/workflow-definition';
+import { emulateCloudRun } from '../../adapters/emulate/emulated-run';
+import { resolveRun } from '../../bin/commands/resolve-run';
+import { hostedModels } from '../../bin/commands/model-commands';
+import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../adapters/emulate/deployed-functions';
+import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
+import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
+
+const KEY_ENV = 'RCB_BUNDLE_TEST_KEY';
+
+/**
+ * In front of the endpoint: every third request is answered 500 without reaching it (nothing
+ * billed), and a request whose body contains `hang` is never answered (a call that outlives
+ * the generator's timeout).
+ */
+class FlakyProxy {
+  private readonly server: Server;
+  requests = 0;
+  failed = 0;
+  hung = 0;
+  hang?: string;
+  /** Every n-th request fails (0: none). */
+  failEvery = 3;
+  url = '';
+  constructor(target: () => string) {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        if (this.hang && body.toString().includes(this.hang)) return void this.hung++;
+        const n = ++this.requests;
+        if (this.failEvery && n % this.failEvery === 0) {
+          this.failed++;
+          res.writeHead(500, { 'content-type': 'application/json' });
+          return void res.end(JSON.stringify({ error: { message: 'injected failure', type: 'server_error' } }));
+        }
+        const to = new URL(target());
+        const forward = httpRequest(
+          { host: to.hostname, port: to.port, path: to.pathname.replace(/\/v1$/, '') + (req.url ?? ''), method: req.method, headers: req.headers },
+          (up) => {
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            up.pipe(res);
+          },
+        );
+        forward.on('error', () => res.destroy());
+        forward.end(body);
+      });
+    });
+  }
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = rcbAsync(args, { env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
+}
+
+const pset = loadPset(PSET_MINI);
+const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
+const endpoint = new FakeChatEndpoint(pset, template, true);
+const proxy = new FlakyProxy(() => endpoint.url);
+const work = tempDir('rcb-bundles-');
+const modelsFile = join(work, 'models.yaml');
+let workflow: SynthesizedWorkflow;
+let functions: DeployedFunction[];
+
+beforeAll(async () => {
+  await endpoint.start();
+  await proxy.start();
+  writeFileSync(
+    modelsFile,
+    [
+      'models:',
+      '  - id: fake',
+      '    provider: openai-compatible',
+      '    model: fake-chat',
+      `    base_url: ${proxy.url}`,
+      `    api_key_env: ${KEY_ENV}`,
+      '    params: { max_output_tokens: 1000, temperature: 0 }',
+      '    prices: { input: 1, cached_input: 0.1, output: 2, as_of: "2026-01-01" }',
+      '    knowledge_cutoff: "2024-01"',
+      '    context_window: 1000000',
+      '',
+    ].join('\n'),
+  );
+  workflow = synthesizeWorkflow({ bundle: true, outdir: join(work, 'cdk.out'), context: { [CONTEXT_KEYS.modelsFile]: modelsFile } });
+  functions = deployedFunctions(workflow.deployment!.template, workflow.deployment!.assemblyDir);
+}, 120_000);
+
+afterAll(async () => {
+  await proxy.close();
+  await endpoint.close();
+});
+
+describe('the deployed Lambda bundles', () => {
+  it('are one file each with the resources they read beside it, the deployment models file where models are priced or called', () => {
+    // Assess
+    expect(functions.map((f) => f.logicalId).sort()).toEqual([
+      expect.stringMatching(/^GenerationDeadLetterFunction/),
+      expect.stringMatching(/^GenerationGeneratorFunction/),
+      expect.stringMatching(/^OrchestratorAggregateFunction/),
+      expect.stringMatching(/^OrchestratorCheckProgressFunction/),
+      expect.stringMatching(/^OrchestratorMarkRunFailedFunction/),
+      expect.stringMatching(/^OrchestratorPlanRunFunction/),
+    ]);
+    for (const fn of functions) {
+      const carriesModels = /^(GenerationGenerator|OrchestratorPlanRun)Function/.test(fn.logicalId);
+      expect([fn.logicalId, readdirSync(fn.assetDir).sort()]).toEqual([fn.logicalId, ['index.js', 'index.js.map', 'resources']]);
+      expect([fn.logicalId, readdirSync(join(fn.assetDir, 'resources')).sort()]).toEqual([
+        fn.logicalId,
+        [...BUNDLED_RESOURCES, ...(carriesModels ? [DEPLOYED_MODELS_FILE] : [])].sort(),
+      ]);
+      expect(readFileSync(join(fn.assetDir, 'resources', 'models.yaml'), 'utf8')).toBe(readFileSync(join(REPO, 'resources', 'models.yaml'), 'utf8'));
+    }
+  });
+
+  it('each load and answer from a folder that holds only the bundle, with the template environment and nothing of the checkout', async () => {
+    // Prepare: the environment a deployed function reads (its values are not used by these calls).
+    const env = { RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_KEYS_SECRET_ARN: 'arn:s', RCB_LANE_QUEUES: '{"openai":"http://127.0.0.1:9/q"}', RCB_EVALUATION_READY: 'true', RCB_GENERATION_TIMEOUT_SEC: '60', AWS_REGION: 'us-east-1' };
+    for (const fn of functions) {
+      const root = join(work, 'staged', fn.logicalId);
+      const processes = new FunctionProcesses({ fn, root, env });
+      try {
+        // Act: an event no handler accepts (the SQS consumers: an empty batch, which they answer).
+        const sqsConsumer = /^Generation(Generator|DeadLetter)/.test(fn.logicalId);
+        const outcome = await processes.invoke(sqsConsumer ? { Records: [] } : { not: 'a payload' }).then(
+          (result) => ({ result }),
+          (error: Error) => ({ error: error.name }),
+        );
+
+        // Assess: the module loaded alone (no Runtime.ExitError / module not found) and the handler itself answered.
+        expect([fn.logicalId, readdirSync(processes.taskRoot).sort()]).toEqual([fn.logicalId, ['index.js', 'index.js.map', 'resources']]);
+        expect([fn.logicalId, outcome]).toEqual([fn.logicalId, sqsConsumer ? { result: { batchItemFailures: [] } } : { error: 'PayloadError' }]);
+        expect(existsSync(join(processes.taskRoot, 'node_modules'))).toBe(false);
+      } finally {
+        await processes.close();
+      }
+    }
+  }, 120_000);
+});
+
+describe('rcb cloud run --emulate with a hosted model', () => {
+  it('prices and calls it from the bundles, scores as a local run does, and pays for every task once though a third of the calls fail', async () => {
+    // Prepare: the local run of the same flags, through the same flaky proxy.
+    const common = ['--model', 'fake', '--budget', '100', '--models-file', modelsFile, '--python', '/usr/bin/python3'];
+    const env = { [KEY_ENV]: 'fake-key', RCB_CACHE_DIR: join(work, 'cache') };
+    const local = await run(['run', ...common, '--out', join(work, 'local')], env);
+    expect([local.status, local.stderr.slice(-1500)]).toEqual([0, expect.any(String)]);
+    const localCalls = endpoint.reset();
+    const failedBefore = proxy.failed;
+
+    // Act
+    const cloud = await run(['cloud', 'run', '--emulate', ...common, '--out', join(work, 'cloud')], env);
+
+    // Assess
+    expect([cloud.status, cloud.stderr.slice(-1500)]).toEqual([0, expect.any(String)]);
+    const calls = endpoint.reset();
+    const prompts = pset.papers.flatMap((p) => p.snippets.map((s) => promptKey(p.meta.id, s.file, s.name)));
+    expect(Object.fromEntries(calls.answered)).toEqual(Object.fromEntries(prompts.map((k) => [k, 1])));
+    expect(Object.fromEntries(localCalls.answered)).toEqual(Object.fromEntries(prompts.map((k) => [k, 1])));
+    expect(proxy.failed - failedBefore).toBeGreaterThanOrEqual(Math.floor(prompts.length / 3) - 1);
+    expect(endpoint.unknownPrompts).toBe(0);
+    expect(cloud.stdout).toBe('\n' + readFileSync(join(work, 'local', 'leaderboard.txt'), 'utf8'));
+    expect(JSON.parse(readFileSync(join(work, 'cloud', 'overall_stats.json'), 'utf8'))).toEqual(
+      JSON.parse(readFileSync(join(work, 'local', 'overall_stats.json'), 'utf8')),
+    );
+  }, 300_000);
+});
+
+describe('a generation message dead-lettered in the emulated cloud', () => {
+  it('settles its task as a failed completion, so the run goes on to evaluation and succeeds instead of waiting for its deadline', async () => {
+    // Prepare: one prompt is never answered; the generator times out (10 s) on each delivery.
+    const paper = pset.papers[0];
+    const stuck = paper.snippets[0];
+    proxy.hang = `Implement block \\"${stuck.name}\\"`;
+    // No injected failures here: their retries, on a loaded machine, could outlast the short timeout too.
+    proxy.failEvery = 0;
+    const hung = proxy.hung;
+    const hosted = hostedModels(modelsFile);
+    const resolved = resolveRun({ model: ['fake'], samples: '1', paper: true, papers: paper.meta.id, timeout: '60', budget: '100' }, hosted);
+    const short = synthesizeWorkflow({
+      bundle: true,
+      outdir: join(work, 'cdk.out-short'),
+      context: { [CONTEXT_KEYS.modelsFile]: modelsFile, [CONTEXT_KEYS.generatorTimeoutSec]: 10 },
+    });
+
+    // Act
+    const run = await emulateCloudRun(
+      { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info },
+      { workflow: short, modelsFile, keys: { [KEY_ENV]: 'fake-key' }, python: '/usr/bin/python3' },
+    );
+    try {
+      // Assess
+      expect([run.succeeded, run.error]).toEqual([true, undefined]);
+      expect(proxy.hung - hung).toBeGreaterThanOrEqual(1);
+      expect(run.lanes.deadLettered).toHaveLength(1);
+      const tasks = await run.store.listTasks(run.runId);
+      const stuckTask = tasks.find((t) => t.snippet === stuck.name)!;
+      const completions = await run.store.getCompletions(tasks.map((t) => t.taskId));
+      expect(completions.get(stuckTask.taskId)?.error?.kind).toBe('dead_lettered');
+      expect([...completions.values()].filter((c) => c.error)).toHaveLength(1);
+      const verdicts = await run.store.listVerdicts(run.runId);
+      expect(verdicts).toHaveLength(tasks.length);
+      expect(verdicts.find((v) => v.taskId === stuckTask.taskId)?.failureClass).toBe('generation_error');
+      expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
+    } finally {
+      proxy.hang = undefined;
+      proxy.failEvery = 3;
+      await run.close();
+    }
+  }, 300_000);
+});
+
+describe('a run whose execution failed, started again', () => {
+  it('resumes under the same run id: no model call and no test is repeated, and the run succeeds', async () => {
+    // Prepare: every container run of one shard stops, so the first execution fails after all answers are bought.
+    endpoint.reset();
+    const failing = 'grouprms';
+    const hosted = hostedModels(modelsFile);
+    const resolved = resolveRun({ model: ['fake'], samples: '1', paper: true, timeout: '60', budget: '100' }, hosted);
+    const first = await emulateCloudRun(
+      { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info },
+      { workflow, modelsFile, keys: { [KEY_ENV]: 'fake-key' }, python: '/usr/bin/python3' },
+      { failShard: (paper) => paper === failing },
+    );
+    try {
+      // The first execution fails at EvaluateShards and MarkRunFailed records it.
+      expect(first.succeeded).toBe(false);
+      const failedRun = await first.store.getRun(first.runId);
+      expect(failedRun?.status).toBe('failed');
+      const tasks = await first.store.listTasks(first.runId);
+      const judgedBefore = new Map((await first.store.listVerdicts(first.runId)).map((v) => [v.taskId, v.createdAt]));
+      expect(judgedBefore.size).toBeLessThan(tasks.length);
+      const calledBefore = [...endpoint.reset().answered.values()].reduce((a, b) => a + b, 0);
+      expect(calledBefore).toBe(tasks.length);
+
+      // Act
+      const second = await first.runAgain();
+
+      // Assess
+      expect([second.succeeded, second.error]).toEqual([true, undefined]);
+      expect(second.runId).toBe(first.runId);
+      expect((await second.store.getRun(second.runId))?.status).toBe('succeeded');
+      expect(endpoint.reset().answered.size).toBe(0);
+      const verdicts = await second.store.listVerdicts(second.runId);
+      expect(verdicts).toHaveLength(tasks.length);
+      for (const v of verdicts) if (judgedBefore.has(v.taskId)) expect(v.createdAt).toBe(judgedBefore.get(v.taskId));
+      const failingTasks = new Set(tasks.filter((t) => t.paper === failing).map((t) => t.taskId));
+      expect([...failingTasks].every((id) => !judgedBefore.has(id))).toBe(true);
+    } finally {
+      await first.close();
+    }
+  }, 300_000);
+});
