@@ -1,13 +1,13 @@
 /** `rcb run`: the whole benchmark on this machine. */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, homedir } from 'node:os';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFolderName } from '../../core/ids';
 import { runBenchmark } from '../../core/run/run-benchmark';
 import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
-import { createLocalExecutor } from '../../adapters/local/executor';
+import { createLocalExecutor, defaultJobs } from '../../adapters/local/executor';
 import { defaultPython, openRunDir, parsePositiveInt, runIdIn, UsageError, writeRunId } from './common';
 import { resolveRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
@@ -32,7 +32,7 @@ function openCompletionCache(): SqliteCompletionCache {
 
 export async function runCommand(opts: RunOptions, hosted: HostedModels): Promise<number> {
   const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolveRun(opts, hosted);
-  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
+  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : defaultJobs();
   if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
   const paid = models.costs.size > 0;
   const generationConcurrency = paid ? parsePositiveInt('--concurrency', opts.concurrency) : Math.max(jobs * 4, 8);
@@ -89,7 +89,6 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
         template,
         models: models.info,
         generationConcurrency,
-        evaluationBatch: jobs * 4,
         clearStaleReservations: true,
         signal: abort.signal,
       },

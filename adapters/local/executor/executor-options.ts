@@ -13,7 +13,7 @@ import { packageRoot } from '../../../core/util/package-root';
 export interface ColdExecutorOptions {
   /** Interpreter the tests run with. @default '/usr/bin/python3' */
   readonly python?: string;
-  /** Candidates run at once. @default os.cpus().length */
+  /** Candidates run at once. @default defaultJobs() */
   readonly jobs?: number;
   /** Limits of every test run; missing members take the default. @default DEFAULT_LIMITS */
   readonly limits?: Partial<ExecutionLimits>;
@@ -41,6 +41,11 @@ export interface ColdExecutorOptions {
   readonly warn?: (message: string) => void;
 }
 
+/** Tests run at once when the caller does not say: one per core. */
+export function defaultJobs(): number {
+  return Math.max(1, cpus().length);
+}
+
 /** The members of ColdExecutorOptions every executor needs, checked and with their defaults. */
 export interface ExecutorSettings {
   readonly python: string;
@@ -53,7 +58,7 @@ export interface ExecutorSettings {
 /** Reads the common options; throws on a value no executor can work with. */
 export function executorSettings(options: ColdExecutorOptions): ExecutorSettings {
   const python = options.python ?? '/usr/bin/python3';
-  const jobs = options.jobs ?? Math.max(1, cpus().length);
+  const jobs = options.jobs ?? defaultJobs();
   if (!Number.isInteger(jobs) || jobs < 1) throw new Error(`rcb: jobs must be a positive integer, got ${jobs}`);
   const limits = checkedLimits(options.limits);
   const maxFileMb = options.maxFileMb ?? 1024;
