@@ -29,11 +29,11 @@ import { SlotWorkspace } from './warm-workspace';
 export interface WarmExecutorOptions extends ColdExecutorOptions {
   /**
    * Modules every worker imports before forking, on top of those found in the papers'
-   * files (see `detectPreload`). Names that are stdlib or fail to import are skipped.
+   * files (see `detectPreload`). Names that fail to import are skipped.
    * @default []
    */
   readonly preload?: readonly string[];
-  /** Find the third-party modules the papers import and preload them. @default true */
+  /** Find the modules the papers import (those announced by `expectPapers`, else the first candidates') and preload them. @default true */
   readonly detectPreload?: boolean;
   /** Paper ids whose candidates always run cold (fresh interpreter per candidate). @default [] */
   readonly coldOnly?: readonly string[];
