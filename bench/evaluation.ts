@@ -158,14 +158,35 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-const passesOf = (raws: RawExecution[]): boolean[] => raws.map((r) => !r.infraError && officialPass(r));
+/** Verdicts (original pass rule) and, where known, each test's own time (start to exit), ms. */
+interface Outcome {
+  passes: boolean[];
+  durationsMs?: number[];
+  /** Why the tests that did not pass failed, when known (one line each). */
+  failures?: string[];
+}
+
+const outcomeOf = (raws: RawExecution[]): Outcome => {
+  const passes = raws.map((r) => !r.infraError && officialPass(r));
+  return {
+    passes,
+    durationsMs: raws.map((r) => r.durationMs),
+    failures: raws
+      .filter((_, i) => !passes[i])
+      .map(
+        (r) =>
+          `${r.taskId}: ${r.infraError ?? `exit ${r.exitCode}${r.killedFor ? `, killed for ${r.killedFor}` : ''}, markers ${r.markersSeen.join(',')}: ` +
+            r.stderr.text.trim().split('\n').slice(-2).join(' / ').slice(0, 300)}`,
+      ),
+  };
+};
 
 /** Runs the candidates through an executor as `rcb run` does: told the papers first, so its workers start at once. */
-async function throughExecutor(make: () => Promise<TestExecutor>, candidates: Candidate[]): Promise<boolean[]> {
+async function throughExecutor(make: () => Promise<TestExecutor>, candidates: Candidate[]): Promise<Outcome> {
   const executor = await make();
   try {
     executor.expectPapers?.([...new Set(candidates.map((c) => c.paperDir))]);
-    return passesOf(await executor.run(candidates));
+    return outcomeOf(await executor.run(candidates));
   } finally {
     await executor.close();
   }
@@ -192,24 +213,22 @@ export async function benchEvaluation(args: string[]): Promise<void> {
     process.stdout.write(`floor preloads ${floorModules.length} modules learned from one test per paper\n`);
   }
 
-  const runs: Record<Config, () => Promise<boolean[]>> = {
+  const runs: Record<Config, () => Promise<Outcome>> = {
     original: async () => {
       const passes: boolean[] = [];
       for (const c of candidates) passes.push(await originalOne(c, python, env));
-      return passes;
+      return { passes };
     },
     cold: () => throughExecutor(() => createColdExecutor({ python, jobs, warn: quiet }), candidates),
     warm1: () => throughExecutor(() => createWarmExecutor({ python, jobs: 1, warn: quiet }), candidates),
     warmN: () => throughExecutor(() => createWarmExecutor({ python, jobs, warn: quiet }), candidates),
-    floor: async () =>
-      (
-        await floorHarness<{ passes: boolean[] }>(
-          python,
-          'run',
-          { preload: floorModules, jobs, timeoutSec: DEFAULT_LIMITS.timeoutSec, candidates: candidates.map(wire) },
-          env,
-        )
-      ).passes,
+    floor: () =>
+      floorHarness<Outcome>(
+        python,
+        'run',
+        { preload: floorModules, jobs, timeoutSec: DEFAULT_LIMITS.timeoutSec, candidates: candidates.map(wire) },
+        env,
+      ),
   };
   const label: Record<Config, string> = {
     original: 'original loop (copy, splice, cold python, 1 at a time)',
@@ -222,18 +241,22 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   const configs = CONFIGS.filter((c) => options.only.has(c));
   const times = new Map<Config, number[]>(configs.map((c) => [c, []]));
   const verdicts = new Map<Config, boolean[]>();
+  const durations = new Map<Config, number[][]>(configs.map((c) => [c, candidates.map(() => [])]));
   let same = true;
   for (let round = 0; round < options.rounds; round++) {
     // A different order each round, so no configuration always runs first (or last).
     const order = configs.map((_, i) => configs[(i + round) % configs.length]);
     const line: string[] = [];
     for (const config of order) {
-      const { ms, value } = await timed(runs[config]);
+      const { ms, value: outcome } = await timed(runs[config]);
+      const value = outcome.passes;
       times.get(config)!.push(ms);
+      outcome.durationsMs?.forEach((d, i) => durations.get(config)![i].push(d));
       const first = verdicts.get(config) ?? [...verdicts.values()][0];
       if (first && first.some((p, i) => p !== value[i])) same = false;
       verdicts.set(config, value);
       line.push(`${config} ${(ms / 1000).toFixed(1)} s (${value.filter(Boolean).length}/${value.length})`);
+      for (const failure of (outcome.failures ?? []).slice(0, 5)) process.stdout.write(`  ${config} failed ${failure}\n`);
     }
     process.stdout.write(`round ${round + 1}: ${line.join(', ')}\n`);
   }
@@ -256,7 +279,32 @@ export async function benchEvaluation(args: string[]): Promise<void> {
     );
   }
   process.stdout.write(`ratios: medians of the per-round ratios; verdicts identical across configurations and rounds: ${same ? 'yes' : 'NO'}\n`);
+  printPerPaper(candidates, configs, durations, times);
   if (!same) process.exitCode = 1;
+}
+
+/**
+ * Per paper, the median time of one test from its start to its exit (all rounds pooled),
+ * for the configurations that know it, and per configuration the wall time per test
+ * beyond that (start-up, hand-off, workspace, waiting for a slot), to see what is left
+ * above the floor and where.
+ */
+function printPerPaper(candidates: Candidate[], configs: Config[], durations: Map<Config, number[][]>, times: Map<Config, number[]>): void {
+  const known = configs.filter((c) => durations.get(c)!.every((d) => d.length > 0));
+  if (!known.length) return;
+  const papers = [...new Set(candidates.map((c) => c.paper))];
+  process.stdout.write(`\nper test, start to exit, median ms (all rounds)\n| paper | tests | ${known.join(' | ')} |\n|---|---|${known.map(() => '---|').join('')}\n`);
+  for (const paper of papers) {
+    const indexes = candidates.flatMap((c, i) => (c.paper === paper ? [i] : []));
+    const cells = known.map((config) => median(indexes.flatMap((i) => durations.get(config)![i])).toFixed(0));
+    process.stdout.write(`| ${paper} | ${indexes.length} | ${cells.join(' | ')} |\n`);
+  }
+  const line = known.map((config) => {
+    const inTests = median(candidates.map((_, i) => median(durations.get(config)![i])));
+    const sum = candidates.reduce((n, _, i) => n + median(durations.get(config)![i]), 0);
+    return `${config}: sum of tests ${(sum / 1000).toFixed(1)} s, wall ${(median(times.get(config)!) / 1000).toFixed(1)} s, median test ${inTests.toFixed(0)} ms`;
+  });
+  process.stdout.write(`${line.join('\n')}\n`);
 }
 
 if (require.main === module) {

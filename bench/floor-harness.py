@@ -12,14 +12,16 @@ Usage (input: one JSON object on stdin; output: one JSON object on stdout)::
 
     python floor-harness.py run    {"preload": [...], "jobs": N, "timeoutSec": S,
                                     "candidates": [{"dir", "file", "source"}]}
-                                -> {"passes": [bool...]}
+                                -> {"passes": [bool...], "durationsMs": [fork to exit, ...]}
     python floor-harness.py learn  {"candidates": [...]}  (one per paper, run in turn)
                                 -> {"modules": [names imported from outside the folders]}
 """
 
+import gc
 import importlib
 import json
 import os
+import runpy  # the children's, loaded once here
 import select
 import shutil
 import signal
@@ -39,7 +41,7 @@ def _workspace(candidate, root):
     return ws
 
 
-def _run_in_child(ws, out_fd, modules_fd=None):
+def _run_in_child(ws, out_fd, modules_file=None):
     """In the forked child: run the test entry as python would; never returns."""
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
@@ -48,8 +50,6 @@ def _run_in_child(ws, out_fd, modules_fd=None):
     sys.argv[:] = [TEST_ENTRY]
     status = 0
     try:
-        import runpy
-
         runpy.run_path(TEST_ENTRY, run_name="__main__")
     except SystemExit as error:
         code = error.code
@@ -59,33 +59,37 @@ def _run_in_child(ws, out_fd, modules_fd=None):
 
         traceback.print_exc()
         status = 1
-    if modules_fd is not None:
+    if modules_file is not None:
         outside = []
         for name, module in list(sys.modules.items()):
             origin = getattr(module, "__file__", None) or ""
             if not os.path.realpath(origin).startswith(os.path.realpath(ws) + os.sep):
                 outside.append(name)
-        os.write(modules_fd, json.dumps(outside).encode())
+        with open(modules_file, "w") as f:
+            json.dump(outside, f)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status & 0xFF)
 
 
-def _start(candidate, root, learn_fd=None):
-    ws = _workspace(candidate, root)
+def _fork(candidate, ws, modules_file=None):
     read_end, write_end = os.pipe()
+    started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        _run_in_child(ws, write_end, learn_fd)
+        _run_in_child(ws, write_end, modules_file)
     os.close(write_end)
-    return {"pid": pid, "fd": read_end, "out": bytearray(), "ws": ws, "started": time.monotonic()}
+    return {"pid": pid, "fd": read_end, "pidfd": os.pidfd_open(pid), "out": bytearray(),
+            "started": started, "status": None}
 
 
-def _finish(child):
-    _, status = os.waitpid(child["pid"], 0)
-    os.close(child["fd"])
-    shutil.rmtree(child["ws"], ignore_errors=True)
+def _start(candidate, root, modules_file=None):
+    return _fork(candidate, _workspace(candidate, root), modules_file)
+
+
+def _passed(child):
+    status = child["status"]
     text = child["out"].decode("utf-8", "replace")
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and not any(m in text for m in MARKERS)
 
@@ -96,35 +100,63 @@ def run(job):
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001 - a module that fails to import is not preloaded
             pass
+    # The preloaded objects are never garbage: keep every child's collections off them
+    # (and their pages shared), as any fork server would.
+    gc.collect()
+    gc.freeze()
     candidates = job["candidates"]
     jobs = int(job.get("jobs", 1))
     timeout = float(job.get("timeoutSec", 60))
     passes = [False] * len(candidates)
+    durations = [0.0] * len(candidates)
     root = tempfile.mkdtemp(prefix="rcb-floor-")
-    running = {}  # fd -> (index, child)
+    # Workspaces are made ahead, while children run, so that a free slot forks at once;
+    # they are removed at the end.
+    made = []
+    running = {}  # index -> child
     following = 0
     try:
         while following < len(candidates) or running:
             while following < len(candidates) and len(running) < jobs:
-                child = _start(candidates[following], root)
-                running[child["fd"]] = (following, child)
+                ws = made.pop(0) if made else _workspace(candidates[following], root)
+                running[following] = _fork(candidates[following], ws)
                 following += 1
-            ready, _, _ = select.select(list(running), [], [], 0.5)
+            ahead = following + len(made)
+            if ahead < len(candidates) and len(made) < jobs:
+                made.append(_workspace(candidates[ahead], root))
+                wait = 0
+            else:
+                wait = 0.5
+            fds = {}
+            for index, child in running.items():
+                if child["fd"] is not None:
+                    fds[child["fd"]] = (index, "out")
+                if child["status"] is None:
+                    fds[child["pidfd"]] = (index, "exit")
+            ready, _, _ = select.select(list(fds), [], [], wait)
             for fd in ready:
-                index, child = running[fd]
+                index, what = fds[fd]
+                child = running[index]
+                if what == "exit":
+                    _, child["status"] = os.waitpid(child["pid"], 0)
+                    durations[index] = (time.monotonic() - child["started"]) * 1000
+                    os.close(child["pidfd"])
+                    continue
                 data = os.read(fd, 65536)
                 if data:
                     child["out"] += data
-                    continue
-                del running[fd]
-                passes[index] = _finish(child)
+                else:
+                    os.close(fd)
+                    child["fd"] = None
+            for index in [i for i, c in running.items() if c["status"] is not None and c["fd"] is None]:
+                passes[index] = _passed(running.pop(index))
             now = time.monotonic()
-            for _, child in running.values():
-                if now - child["started"] > timeout:
+            for child in running.values():
+                if child["status"] is None and now - child["started"] > timeout:
                     os.kill(child["pid"], signal.SIGKILL)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return {"passes": passes}
+    return {"passes": passes, "durationsMs": durations}
 
 
 def learn(job):
@@ -132,23 +164,17 @@ def learn(job):
     root = tempfile.mkdtemp(prefix="rcb-floor-learn-")
     try:
         for candidate in job["candidates"]:
-            learn_r, learn_w = os.pipe()
-            child = _start(candidate, root, learn_w)
-            os.close(learn_w)
-            while True:
-                data = os.read(child["fd"], 65536)
-                if not data:
-                    break
-            found = bytearray()
-            while True:
-                data = os.read(learn_r, 65536)
-                if not data:
-                    break
-                found += data
-            os.close(learn_r)
-            _finish(child)
-            if found:
-                modules.update(json.loads(found.decode()))
+            modules_file = os.path.join(root, "modules.json")
+            child = _start(candidate, root, modules_file)
+            while os.read(child["fd"], 65536):
+                pass
+            os.waitpid(child["pid"], 0)
+            os.close(child["pidfd"])
+            os.close(child["fd"])
+            if os.path.exists(modules_file):
+                with open(modules_file) as f:
+                    modules.update(json.load(f))
+                os.unlink(modules_file)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     already = set(sys.modules)

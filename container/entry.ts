@@ -23,11 +23,10 @@
  * and, when it runs as root, a separate uid per slot. The image runs as uid 10001, so there
  * the separation is the sandbox's (bubblewrap) plus the stripped environment.
  */
-import { cpus } from 'node:os';
 import { loadRunContext } from '../core/cloud/run-context';
 import { evaluateShard } from '../core/cloud/evaluate-shard';
 import { silentProgress, type Progress } from '../core/run/progress';
-import { createLocalExecutor } from '../adapters/local/executor';
+import { createLocalExecutor, defaultJobs } from '../adapters/local/executor';
 import { loadStorageConfig } from '../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 
@@ -75,8 +74,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number
   // The run (its test time limit) and its pset, read once before the executor starts.
   const ctx = await loadRunContext(storage, shard.runId);
   const executor = await createLocalExecutor({
+    // The local run's executor: the shard's paper is imported once per worker, not per test.
+    warm: true,
     python: env.RCB_PYTHON || 'python3',
-    jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : cpus().length,
+    jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : defaultJobs(),
     timeoutSec: ctx.run.spec.timeoutSec,
     unsafeNoSandbox: env.RCB_SANDBOX === 'none',
     tmpDir: shard.scratch,

@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir } from 'node:fs/promises';
-import { cpus } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { ExecutionLimits } from '../../../core/executor';
 import { DEFAULT_LIMITS } from '../../../core/executor';
@@ -43,7 +43,7 @@ export interface ColdExecutorOptions {
 
 /** Tests run at once when the caller does not say: one per core. */
 export function defaultJobs(): number {
-  return Math.max(1, cpus().length);
+  return Math.max(1, availableParallelism());
 }
 
 /** The members of ColdExecutorOptions every executor needs, checked and with their defaults. */
