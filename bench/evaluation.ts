@@ -18,7 +18,7 @@
  *       [--rounds R] [--repeat N] [--jobs N] [--only original,cold,warm1,warmN,floor]
  */
 import { spawn } from 'node:child_process';
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Candidate, RawExecution, TestExecutor } from '../core/executor';
@@ -112,7 +112,8 @@ async function originalOne(candidate: Candidate, python: string, env: Record<str
     await cp(candidate.paperDir, dir, { recursive: true });
     await writeFile(join(dir, candidate.file), candidate.source);
     return await new Promise<boolean>((resolvePass) => {
-      const child = spawn(python, ['paper2code_test.py'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // detached: a session of its own, as every other configuration's tests have (see floor-harness.py).
+      const child = spawn(python, ['paper2code_test.py'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let output = '';
       child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
       child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
@@ -204,6 +205,11 @@ export async function benchEvaluation(args: string[]): Promise<void> {
       `${cpus().length} cores, jobs N = ${jobs}, ${options.rounds} round(s)\n`,
   );
 
+  // The executors' run directories in a folder of the bench's own: an rcb process of
+  // another pid namespace sharing /tmp cannot see this process alive and would remove
+  // them as stale (run-dir.ts) in the middle of a round.
+  const tmpDir = await mkdtemp(join(tmpdir(), 'rcb-bench-'));
+  await chmod(tmpDir, 0o711);
   let floorModules: string[] = [];
   if (options.only.has('floor')) {
     // What the papers' tests import, learned from one oracle run per paper (not timed:
@@ -219,9 +225,9 @@ export async function benchEvaluation(args: string[]): Promise<void> {
       for (const c of candidates) passes.push(await originalOne(c, python, env));
       return { passes };
     },
-    cold: () => throughExecutor(() => createColdExecutor({ python, jobs, warn: quiet }), candidates),
-    warm1: () => throughExecutor(() => createWarmExecutor({ python, jobs: 1, warn: quiet }), candidates),
-    warmN: () => throughExecutor(() => createWarmExecutor({ python, jobs, warn: quiet }), candidates),
+    cold: () => throughExecutor(() => createColdExecutor({ python, jobs, tmpDir, warn: quiet }), candidates),
+    warm1: () => throughExecutor(() => createWarmExecutor({ python, jobs: 1, tmpDir, warn: quiet }), candidates),
+    warmN: () => throughExecutor(() => createWarmExecutor({ python, jobs, tmpDir, warn: quiet }), candidates),
     floor: () =>
       floorHarness<Outcome>(
         python,
@@ -280,6 +286,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   }
   process.stdout.write(`ratios: medians of the per-round ratios; verdicts identical across configurations and rounds: ${same ? 'yes' : 'NO'}\n`);
   printPerPaper(candidates, configs, durations, times);
+  await rm(tmpDir, { recursive: true, force: true });
   if (!same) process.exitCode = 1;
 }
 
