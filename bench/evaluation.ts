@@ -285,7 +285,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
     );
   }
   process.stdout.write(`ratios: medians of the per-round ratios; verdicts identical across configurations and rounds: ${same ? 'yes' : 'NO'}\n`);
-  printPerPaper(candidates, configs, durations, times);
+  printPerPaper(candidates, configs, durations, times, (config) => (config === 'warm1' || config === 'original' ? 1 : jobs));
   await rm(tmpDir, { recursive: true, force: true });
   if (!same) process.exitCode = 1;
 }
@@ -296,7 +296,13 @@ export async function benchEvaluation(args: string[]): Promise<void> {
  * beyond that (start-up, hand-off, workspace, waiting for a slot), to see what is left
  * above the floor and where.
  */
-function printPerPaper(candidates: Candidate[], configs: Config[], durations: Map<Config, number[][]>, times: Map<Config, number[]>): void {
+function printPerPaper(
+  candidates: Candidate[],
+  configs: Config[],
+  durations: Map<Config, number[][]>,
+  times: Map<Config, number[]>,
+  jobsOf: (config: Config) => number,
+): void {
   const known = configs.filter((c) => durations.get(c)!.every((d) => d.length > 0));
   if (!known.length) return;
   const papers = [...new Set(candidates.map((c) => c.paper))];
@@ -309,7 +315,13 @@ function printPerPaper(candidates: Candidate[], configs: Config[], durations: Ma
   const line = known.map((config) => {
     const inTests = median(candidates.map((_, i) => median(durations.get(config)![i])));
     const sum = candidates.reduce((n, _, i) => n + median(durations.get(config)![i]), 0);
-    return `${config}: sum of tests ${(sum / 1000).toFixed(1)} s, wall ${(median(times.get(config)!) / 1000).toFixed(1)} s, median test ${inTests.toFixed(0)} ms`;
+    const wall = median(times.get(config)!);
+    // What the slots spent outside the tests themselves: start-up, hand-off, workspaces.
+    const outside = (wall * jobsOf(config) - sum) / candidates.length;
+    return (
+      `${config}: sum of tests ${(sum / 1000).toFixed(1)} s, wall ${(wall / 1000).toFixed(1)} s, median test ${inTests.toFixed(0)} ms, ` +
+      `slot time outside tests ${outside.toFixed(0)} ms per test (start-up included)`
+    );
   });
   process.stdout.write(`${line.join('\n')}\n`);
 }
