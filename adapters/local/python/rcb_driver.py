@@ -443,10 +443,10 @@ def _forget_workspace_modules(run):
     """
     shadowed = _workspace_top_level_names(run.workspace)
     if PRELOADED is not None:
+        candidates = modules_added()  # loaded after the fork: checked one by one
         for top in shadowed:
             _DROPPED.update(PRELOADED.by_top.get(top, ()))
         _DROPPED.update(PRELOADED.in_workspace(run.workspace))
-        candidates = modules_added()  # loaded after the fork: checked one by one
     else:
         candidates = list(sys.modules)
     for name in candidates:
