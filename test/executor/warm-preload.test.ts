@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Candidate, RawExecution } from '../../core/executor';
-import { createColdExecutor, createWarmExecutor, type ColdExecutor, type WarmExecutor } from '../../adapters/local/executor';
+import { createColdExecutor, createWarmExecutor, detectPreloadModules, type ColdExecutor, type WarmExecutor } from '../../adapters/local/executor';
 
 jest.setTimeout(120_000);
 
@@ -111,5 +111,28 @@ describe('WarmExecutor preload and per-test bookkeeping', () => {
     expect(k.stdout.text).toContain('FINALIZED');
     expect(w.stdout.text).toBe(k.stdout.text);
     expect(w.exitCode).toBe(k.exitCode);
+  });
+});
+
+describe('detectPreloadModules', () => {
+  it("takes the modules of the files the paper's test imports (local packages whole), not of its other scripts", () => {
+    // Prepare
+    const dir = paperWith(root, 'scripts', {
+      'paper2code_test.py': 'import unittest\nfrom model import f\nimport helpers.io\n',
+      'model.py': 'import colorsys\nimport numpy as np\nx = np.linalg\n',
+      'train.py': 'import wave\nimport model\n',
+    });
+    mkdirSync(join(dir, 'helpers'));
+    writeFileSync(join(dir, 'helpers', '__init__.py'), '');
+    writeFileSync(join(dir, 'helpers', 'io.py'), 'import csv\n');
+
+    // Act
+    const modules = detectPreloadModules([dir]);
+
+    // Assess
+    expect(modules).toEqual(expect.arrayContaining(['unittest', 'colorsys', 'numpy', 'numpy.linalg', 'csv']));
+    expect(modules).not.toContain('wave');
+    expect(modules).not.toContain('model');
+    expect(modules).not.toContain('helpers');
   });
 });

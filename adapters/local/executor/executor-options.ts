@@ -43,10 +43,10 @@ export interface ColdExecutorOptions {
 
 /**
  * Tests run at once when the caller does not say: one per core this process may run on
- * (affinity, as in a container). Measured on the 9 real papers on 2 cores (warm, bench
- * evaluation, medians of 5 interleaved rounds): 2 jobs took 0.57x the wall time of 1 job even
- * though each test runs slower when two share the cores; a third job on 2 cores gave no
- * gain beyond the machine's noise.
+ * (affinity, as in a container). Measured on the 9 real papers on 2 cores (warm executor,
+ * `npm run bench -- evaluation --preset debian9`, medians of 5 interleaved rounds): 2 jobs
+ * took 9.8 s against 15.1 s for 1 job, although each test runs slower when two share the
+ * cores; a third job on 2 cores was not distinguishable from 2 in the machine's noise.
  */
 export function defaultJobs(): number {
   return Math.max(1, availableParallelism());
