@@ -1,44 +1,62 @@
 /**
  * Evaluation speed: the same oracle candidates (every snippet's own body spliced back)
- * through
- *   (a) a baseline shaped like the original harness: one candidate at a time, a full copy
- *       of the paper folder each, a fresh `python paper2code_test.py` (no sandbox);
- *   (b) the cold executor with its default jobs (one per core);
- *   (c) the warm pool with the same jobs, its start-up (imports) included in the time.
- * Prints wall times, the ratios a/c and b/c, and whether the three agree on every verdict
- * (original pass rule, SPEC 7).
+ * through, in one process run, in interleaved rounds:
+ *   original  the original harness's loop: one candidate at a time, a full copy of the
+ *             paper folder each, a fresh `python paper2code_test.py` (no sandbox);
+ *   cold      the cold executor, --jobs N;
+ *   warm j1   the warm pool with one job, its start-up (imports) included;
+ *   warm jN   the warm pool with N jobs, start-up included;
+ *   floor     bench/floor-harness.py: one interpreter that preloads every module the
+ *             papers' tests import (learned before the rounds), then copies, splices and
+ *             forks per test, N at a time, no sandbox, one BLAS thread, start-up included.
+ * Prints, per configuration, the median wall time over the rounds and its spread, and the
+ * medians of the per-round ratios to the original loop and to the floor (ratios within a
+ * round share the machine's load of that moment), and whether every configuration gave
+ * the same verdicts (original pass rule, SPEC 7).
  *
- *   npm run bench -- evaluation [--pset DIR] [--python PATH] [--papers ID...] [--repeat N] [--jobs N] [--only a,b,c]
+ *   npm run bench -- evaluation [--pset DIR] [--papers ID... | --preset debian9] [--python PATH]
+ *       [--rounds R] [--repeat N] [--jobs N] [--only original,cold,warm1,warmN,floor]
  */
 import { spawn } from 'node:child_process';
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Candidate, RawExecution } from '../core/executor';
+import type { Candidate, RawExecution, TestExecutor } from '../core/executor';
 import { DEFAULT_LIMITS } from '../core/executor';
 import { OFFICIAL_MARKERS, officialPass } from '../core/judge';
 import { originalBody } from '../core/prompt/mask';
 import { candidateFor } from '../core/run/evaluate';
 import { loadPset } from '../core/pset/read-pset';
 import { createColdExecutor, createWarmExecutor } from '../adapters/local/executor';
+import { defaultJobs } from '../adapters/local/executor/executor-options';
 import { sandboxEnvironment } from '../adapters/local/executor/environment';
+
+/** Named sets of papers: `debian9` are the published papers whose tests run with Debian's packages. */
+export const PAPER_PRESETS: Record<string, string[]> = {
+  debian9: ['Diff-Transformer', 'DiffusionDPO', 'GPS', 'LEN', 'OptimalSteps', 'SISS', 'TabDiff', 'Tanh-Init', 'minp'],
+};
+
+const CONFIGS = ['original', 'cold', 'warm1', 'warmN', 'floor'] as const;
+type Config = (typeof CONFIGS)[number];
 
 interface EvaluationArgs {
   pset: string;
   python: string;
   papers?: string[];
+  rounds: number;
   repeat: number;
   jobs: number;
-  only: Set<string>;
+  only: Set<Config>;
 }
 
 function parseArgs(args: string[]): EvaluationArgs {
   const out: EvaluationArgs = {
     pset: resolve(__dirname, '..', 'examples', 'pset-mini'),
     python: '/usr/bin/python3',
+    rounds: 3,
     repeat: 1,
-    jobs: Math.max(1, cpus().length),
-    only: new Set(['a', 'b', 'c']),
+    jobs: defaultJobs(),
+    only: new Set(CONFIGS),
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -49,16 +67,27 @@ function parseArgs(args: string[]): EvaluationArgs {
     };
     if (arg === '--pset') out.pset = resolve(value());
     else if (arg === '--python') out.python = value();
+    else if (arg === '--rounds') out.rounds = Number(value());
     else if (arg === '--repeat') out.repeat = Number(value());
     else if (arg === '--jobs') out.jobs = Number(value());
-    else if (arg === '--only') out.only = new Set(value().split(','));
-    else if (arg === '--papers') {
+    else if (arg === '--preset') {
+      const name = value();
+      const papers = PAPER_PRESETS[name];
+      if (!papers) throw new Error(`bench evaluation: unknown preset ${name} (known: ${Object.keys(PAPER_PRESETS).join(', ')})`);
+      out.papers = papers;
+    } else if (arg === '--only') {
+      const names = value().split(',');
+      const unknown = names.filter((n) => !(CONFIGS as readonly string[]).includes(n));
+      if (unknown.length) throw new Error(`bench evaluation: --only takes ${CONFIGS.join(',')}; got ${unknown.join(',')}`);
+      out.only = new Set(names as Config[]);
+    } else if (arg === '--papers') {
       out.papers = [];
       while (i + 1 < args.length && !args[i + 1].startsWith('--')) out.papers.push(...args[++i].split(',').filter(Boolean));
     } else throw new Error(`bench evaluation: unknown argument ${arg}`);
   }
-  if (!(Number.isInteger(out.repeat) && out.repeat >= 1)) throw new Error('bench evaluation: --repeat must be a positive integer');
-  if (!(Number.isInteger(out.jobs) && out.jobs >= 1)) throw new Error('bench evaluation: --jobs must be a positive integer');
+  for (const [name, v] of [['--rounds', out.rounds], ['--repeat', out.repeat], ['--jobs', out.jobs]] as const) {
+    if (!(Number.isInteger(v) && v >= 1)) throw new Error(`bench evaluation: ${name} must be a positive integer`);
+  }
   return out;
 }
 
@@ -77,13 +106,14 @@ export function oracleCandidates(psetDir: string, papers: string[] | undefined, 
 }
 
 /** The original harness's way: copy the folder, write the file, run python, apply the pass rule. */
-async function baselineOne(candidate: Candidate, python: string, env: Record<string, string>): Promise<boolean> {
+async function originalOne(candidate: Candidate, python: string, env: Record<string, string>): Promise<boolean> {
   const dir = await mkdtemp(join(tmpdir(), 'rcb-bench-baseline-'));
   try {
     await cp(candidate.paperDir, dir, { recursive: true });
     await writeFile(join(dir, candidate.file), candidate.source);
     return await new Promise<boolean>((resolvePass) => {
-      const child = spawn(python, ['paper2code_test.py'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // detached: a session of its own, as every other configuration's tests have (see floor-harness.py).
+      const child = spawn(python, ['paper2code_test.py'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let output = '';
       child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
       child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
@@ -98,76 +128,202 @@ async function baselineOne(candidate: Candidate, python: string, env: Record<str
   }
 }
 
+/** Runs bench/floor-harness.py with one JSON job on stdin; its JSON answer. */
+function floorHarness<T>(python: string, mode: 'run' | 'learn', job: object, env: Record<string, string>): Promise<T> {
+  return new Promise<T>((resolveRun, reject) => {
+    const child = spawn(python, [join(__dirname, 'floor-harness.py'), mode], { env, cwd: tmpdir(), stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-4000)));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`bench evaluation: floor harness ${mode} exited ${code}: ${err}`));
+      else resolveRun(JSON.parse(out) as T);
+    });
+    child.stdin.end(JSON.stringify(job));
+  });
+}
+
+const wire = (c: Candidate) => ({ dir: c.paperDir, file: c.file, source: c.source });
+
 async function timed<T>(run: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = process.hrtime.bigint();
   const value = await run();
   return { ms: Number(process.hrtime.bigint() - started) / 1e6, value };
 }
 
-const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+export function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Verdicts (original pass rule) and, where known, each test's own time (start to exit), ms. */
+interface Outcome {
+  passes: boolean[];
+  durationsMs?: number[];
+  /** Why the tests that did not pass failed, when known (one line each). */
+  failures?: string[];
+}
+
+const outcomeOf = (raws: RawExecution[]): Outcome => {
+  const passes = raws.map((r) => !r.infraError && officialPass(r));
+  return {
+    passes,
+    durationsMs: raws.map((r) => r.durationMs),
+    failures: raws
+      .filter((_, i) => !passes[i])
+      .map(
+        (r) =>
+          `${r.taskId}: ${r.infraError ?? `exit ${r.exitCode}${r.killedFor ? `, killed for ${r.killedFor}` : ''}, markers ${r.markersSeen.join(',')}: ` +
+            r.stderr.text.trim().split('\n').slice(-2).join(' / ').slice(0, 300)}`,
+      ),
+  };
+};
+
+/** Runs the candidates through an executor as `rcb run` does: told the papers first, so its workers start at once. */
+async function throughExecutor(make: () => Promise<TestExecutor>, candidates: Candidate[]): Promise<Outcome> {
+  const executor = await make();
+  try {
+    executor.expectPapers?.([...new Set(candidates.map((c) => c.paperDir))]);
+    return outcomeOf(await executor.run(candidates));
+  } finally {
+    await executor.close();
+  }
+}
 
 export async function benchEvaluation(args: string[]): Promise<void> {
   const options = parseArgs(args);
   const candidates = oracleCandidates(options.pset, options.papers, options.repeat);
   const env = sandboxEnvironment();
   const quiet = (): void => undefined;
+  const { jobs, python } = options;
   process.stdout.write(
     `evaluation bench: ${candidates.length} oracle candidates from ${options.pset}` +
-      `${options.papers ? ` (papers ${options.papers.join(', ')})` : ''}, python ${options.python}, ` +
-      `${cpus().length} cores, jobs ${options.jobs}\n`,
+      `${options.papers ? ` (papers ${options.papers.join(', ')})` : ''}, python ${python}, ` +
+      `${cpus().length} cores, jobs N = ${jobs}, ${options.rounds} round(s)\n`,
   );
 
-  const rows: { name: string; ms: number; passes: boolean[] }[] = [];
-  const passesOf = (raws: RawExecution[]): boolean[] => raws.map((r) => !r.infraError && officialPass(r));
+  // The executors' run directories in a folder of the bench's own: an rcb process of
+  // another pid namespace sharing /tmp cannot see this process alive and would remove
+  // them as stale (run-dir.ts) in the middle of a round.
+  const tmpDir = await mkdtemp(join(tmpdir(), 'rcb-bench-'));
+  await chmod(tmpDir, 0o711);
+  let floorModules: string[] = [];
+  if (options.only.has('floor')) {
+    // What the papers' tests import, learned from one oracle run per paper (not timed:
+    // the floor is given this knowledge).
+    const firstPerPaper = [...new Map(candidates.map((c) => [c.paper, c])).values()];
+    floorModules = (await floorHarness<{ modules: string[] }>(python, 'learn', { candidates: firstPerPaper.map(wire) }, env)).modules;
+    process.stdout.write(`floor preloads ${floorModules.length} modules learned from one test per paper\n`);
+  }
 
-  if (options.only.has('a')) {
-    const a = await timed(async () => {
+  const runs: Record<Config, () => Promise<Outcome>> = {
+    original: async () => {
       const passes: boolean[] = [];
-      for (const c of candidates) passes.push(await baselineOne(c, options.python, env));
-      return passes;
-    });
-    rows.push({ name: '(a) baseline: sequential, folder copy, cold python, no sandbox', ms: a.ms, passes: a.value });
-  }
-  if (options.only.has('b')) {
-    const b = await timed(async () => {
-      const executor = await createColdExecutor({ python: options.python, jobs: options.jobs, warn: quiet });
-      try {
-        return passesOf(await executor.run(candidates));
-      } finally {
-        await executor.close();
-      }
-    });
-    rows.push({ name: `(b) cold executor, bwrap, jobs ${options.jobs}`, ms: b.ms, passes: b.value });
-  }
-  let preloaded = '';
-  if (options.only.has('c')) {
-    const c = await timed(async () => {
-      const executor = await createWarmExecutor({ python: options.python, jobs: options.jobs, warn: quiet });
-      try {
-        const result = passesOf(await executor.run(candidates));
-        preloaded = executor.lastHello?.preloaded.join(', ') ?? '';
-        return result;
-      } finally {
-        await executor.close();
-      }
-    });
-    rows.push({ name: `(c) warm pool, bwrap, jobs ${options.jobs} (start-up included)`, ms: c.ms, passes: c.value });
+      for (const c of candidates) passes.push(await originalOne(c, python, env));
+      return { passes };
+    },
+    cold: () => throughExecutor(() => createColdExecutor({ python, jobs, tmpDir, warn: quiet }), candidates),
+    warm1: () => throughExecutor(() => createWarmExecutor({ python, jobs: 1, tmpDir, warn: quiet }), candidates),
+    warmN: () => throughExecutor(() => createWarmExecutor({ python, jobs, tmpDir, warn: quiet }), candidates),
+    floor: () =>
+      floorHarness<Outcome>(
+        python,
+        'run',
+        { preload: floorModules, jobs, timeoutSec: DEFAULT_LIMITS.timeoutSec, candidates: candidates.map(wire) },
+        env,
+      ),
+  };
+  const label: Record<Config, string> = {
+    original: 'original loop (copy, splice, cold python, 1 at a time)',
+    cold: `rcb cold, bwrap, ${jobs} job(s)`,
+    warm1: 'rcb warm, bwrap, 1 job',
+    warmN: `rcb warm, bwrap, ${jobs} job(s)`,
+    floor: `floor (preload all, fork per test, ${jobs} at a time)`,
+  };
+
+  const configs = CONFIGS.filter((c) => options.only.has(c));
+  const times = new Map<Config, number[]>(configs.map((c) => [c, []]));
+  const verdicts = new Map<Config, boolean[]>();
+  const durations = new Map<Config, number[][]>(configs.map((c) => [c, candidates.map(() => [])]));
+  let same = true;
+  for (let round = 0; round < options.rounds; round++) {
+    // A different order each round, so no configuration always runs first (or last).
+    const order = configs.map((_, i) => configs[(i + round) % configs.length]);
+    const line: string[] = [];
+    for (const config of order) {
+      const { ms, value: outcome } = await timed(runs[config]);
+      const value = outcome.passes;
+      times.get(config)!.push(ms);
+      outcome.durationsMs?.forEach((d, i) => durations.get(config)![i].push(d));
+      const first = verdicts.get(config) ?? [...verdicts.values()][0];
+      if (first && first.some((p, i) => p !== value[i])) same = false;
+      verdicts.set(config, value);
+      line.push(`${config} ${(ms / 1000).toFixed(1)} s (${value.filter(Boolean).length}/${value.length})`);
+      for (const failure of (outcome.failures ?? []).slice(0, 5)) process.stdout.write(`  ${config} failed ${failure}\n`);
+    }
+    process.stdout.write(`round ${round + 1}: ${line.join(', ')}\n`);
   }
 
-  for (const row of rows) {
-    const passed = row.passes.filter(Boolean).length;
-    process.stdout.write(`${row.name.padEnd(66)} ${seconds(row.ms).padStart(9)}   ${passed}/${row.passes.length} pass\n`);
+  const perRoundRatio = (config: Config, to: Config): number | null => {
+    const a = times.get(to);
+    const b = times.get(config);
+    return a && b ? median(a.map((t, i) => t / b[i])) : null;
+  };
+  const fmt = (x: number | null, suffix = 'x'): string => (x === null ? '-' : `${x.toFixed(2)}${suffix}`);
+  process.stdout.write(`\n| configuration | wall median (s) | spread min-max (s) | original / it | it / floor | pass |\n|---|---|---|---|---|---|\n`);
+  for (const config of configs) {
+    const t = times.get(config)!;
+    const originalOver = perRoundRatio(config, 'original');
+    const overFloor = times.has('floor') ? median(t.map((x, i) => x / times.get('floor')![i])) : null;
+    const passed = verdicts.get(config)!;
+    process.stdout.write(
+      `| ${label[config]} | ${(median(t) / 1000).toFixed(1)} | ${(Math.min(...t) / 1000).toFixed(1)}-${(Math.max(...t) / 1000).toFixed(1)} | ` +
+        `${fmt(originalOver)} | ${fmt(overFloor)} | ${passed.filter(Boolean).length}/${passed.length} |\n`,
+    );
   }
-  if (preloaded) process.stdout.write(`warm pool preloaded: ${preloaded}\n`);
-  const find = (prefix: string) => rows.find((r) => r.name.startsWith(prefix));
-  const [a, b, c] = [find('(a)'), find('(b)'), find('(c)')];
-  if (c && a) process.stdout.write(`a/c = ${(a.ms / c.ms).toFixed(1)}x\n`);
-  if (c && b) process.stdout.write(`b/c = ${(b.ms / c.ms).toFixed(1)}x\n`);
-  if (rows.length > 1) {
-    const same = rows.every((r) => r.passes.every((p, i) => p === rows[0].passes[i]));
-    process.stdout.write(`verdicts identical across runs: ${same ? 'yes' : 'NO'}\n`);
-    if (!same) process.exitCode = 1;
+  process.stdout.write(`ratios: medians of the per-round ratios; verdicts identical across configurations and rounds: ${same ? 'yes' : 'NO'}\n`);
+  printPerPaper(candidates, configs, durations, times, (config) => (config === 'warm1' || config === 'original' ? 1 : jobs));
+  await rm(tmpDir, { recursive: true, force: true });
+  if (!same) process.exitCode = 1;
+}
+
+/**
+ * Per paper, the median time of one test from its start to its exit (all rounds pooled),
+ * for the configurations that know it, and per configuration the wall time per test
+ * beyond that (start-up, hand-off, workspace, waiting for a slot), to see what is left
+ * above the floor and where.
+ */
+function printPerPaper(
+  candidates: Candidate[],
+  configs: Config[],
+  durations: Map<Config, number[][]>,
+  times: Map<Config, number[]>,
+  jobsOf: (config: Config) => number,
+): void {
+  const known = configs.filter((c) => durations.get(c)!.every((d) => d.length > 0));
+  if (!known.length) return;
+  const papers = [...new Set(candidates.map((c) => c.paper))];
+  process.stdout.write(`\nper test, start to exit, median ms (all rounds)\n| paper | tests | ${known.join(' | ')} |\n|---|---|${known.map(() => '---|').join('')}\n`);
+  for (const paper of papers) {
+    const indexes = candidates.flatMap((c, i) => (c.paper === paper ? [i] : []));
+    const cells = known.map((config) => median(indexes.flatMap((i) => durations.get(config)![i])).toFixed(0));
+    process.stdout.write(`| ${paper} | ${indexes.length} | ${cells.join(' | ')} |\n`);
   }
+  const line = known.map((config) => {
+    const inTests = median(candidates.map((_, i) => median(durations.get(config)![i])));
+    const sum = candidates.reduce((n, _, i) => n + median(durations.get(config)![i]), 0);
+    const wall = median(times.get(config)!);
+    // What the slots spent outside the tests themselves: start-up, hand-off, workspaces.
+    const outside = (wall * jobsOf(config) - sum) / candidates.length;
+    return (
+      `${config}: sum of tests ${(sum / 1000).toFixed(1)} s, wall ${(wall / 1000).toFixed(1)} s, median test ${inTests.toFixed(0)} ms, ` +
+      `slot time outside tests ${outside.toFixed(0)} ms per test (start-up included)`
+    );
+  });
+  process.stdout.write(`${line.join('\n')}\n`);
 }
 
 if (require.main === module) {

@@ -10,7 +10,8 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
   evaluation: {
     module: './evaluation',
     exported: 'benchEvaluation',
-    help: 'original-style harness vs cold executor vs warm pool [--pset DIR] [--python PATH] [--papers ID...] [--repeat N] [--jobs N] [--only a,b,c]',
+    help:
+      'original loop, cold, warm 1 and N jobs and the floor, in rounds [--pset DIR] [--papers ID... | --preset debian9] [--python PATH] [--rounds R] [--repeat N] [--jobs N] [--only original,cold,warm1,warmN,floor]',
   },
   report: {
     module: './report',

@@ -26,12 +26,11 @@
  * and, as the image runs as root (with only the capabilities the uid sandbox needs), a
  * separate unprivileged uid per slot, which cannot read this process's /proc entries.
  */
-import { cpus } from 'node:os';
 import { loadRunContext } from '../core/cloud/run-context';
 import { evaluateShard } from '../core/cloud/evaluate-shard';
 import { parsePayload, shardRefSchema, type ShardRef } from '../core/cloud/payloads';
 import { silentProgress, type Progress } from '../core/run/progress';
-import { createLocalExecutor } from '../adapters/local/executor';
+import { createLocalExecutor, defaultJobs } from '../adapters/local/executor';
 import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
 import { loadStorageConfig } from '../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
@@ -103,8 +102,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env, clients: Parame
   // The run (its test time limit) and its pset, read once before the executor starts.
   const ctx = await loadRunContext(storage, shard.runId);
   const executor = await createLocalExecutor({
+    // The local run's executor: the shard's paper is imported once per worker, not per test.
+    warm: true,
     python: env.RCB_PYTHON || 'python3',
-    jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : cpus().length,
+    jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : defaultJobs(),
     timeoutSec: ctx.run.spec.timeoutSec,
     sandbox: shard.sandbox,
     tmpDir: shard.scratch,

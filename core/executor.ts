@@ -95,6 +95,12 @@ export interface TestExecutor {
    * before the batch ends.
    */
   run(candidates: Candidate[], onResult?: (r: RawExecution) => void | Promise<void>): Promise<RawExecution[]>;
+  /**
+   * Says which papers' candidates will come (their folders), before the first one does: an
+   * executor may start its workers and import what these papers' tests need at once,
+   * while the answers are still being generated. Never required before `run`.
+   */
+  expectPapers?(paperDirs: string[]): void;
   /** Release workers and temporary files. */
   close(): Promise<void>;
 }

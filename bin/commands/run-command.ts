@@ -1,13 +1,12 @@
 /** `rcb run`: the whole benchmark on this machine. */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFolderName } from '../../core/ids';
 import { runBenchmark, type RunBenchmarkDeps } from '../../core/run/run-benchmark';
 import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
-import { createLocalExecutor } from '../../adapters/local/executor';
+import { createLocalExecutor, defaultJobs } from '../../adapters/local/executor';
 import { cacheDir, defaultPython, interpreterPath, openRunDir, parseNumber, parsePositiveInt, runIdIn, sandboxFromFlags, UsageError, writeRunId, type SandboxFlags } from './common';
 import { FileEnvironmentCache } from '../../adapters/local/environment-cache';
 import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
@@ -76,7 +75,7 @@ export async function runLocally(
 ): Promise<number> {
   const { pset, template, models, spec, runId, samples, temperature, budgetUsd } = resolved;
   const withPaper = spec.withPaper;
-  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : cpus().length;
+  const jobs = opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : defaultJobs();
   if (opts.executor !== 'warm' && opts.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${opts.executor}")`);
   const sandbox = sandboxFromFlags(opts);
   const paid = models.costs.size > 0;
@@ -167,7 +166,6 @@ export async function runLocally(
         template,
         models: models.info,
         generationConcurrency,
-        evaluationBatch: jobs * 4,
         clearStaleReservations: true,
         environmentCheck: opts.skipEnvCheck ? null : { interpreter: interpreterPath(python) },
         modelBudgets: extras.modelBudgets,

@@ -52,8 +52,6 @@ export interface RunBenchmarkInput {
   models: Record<string, ModelInfo>;
   /** Model calls in flight at once. */
   generationConcurrency: number;
-  /** Candidates handed to the executor at a time (a few per executor worker keeps it busy). */
-  evaluationBatch: number;
   /**
    * Drop budget reservations left by a crashed earlier process. Only for a runner that owns
    * the run alone (local); never in the cloud, where other workers may be in flight.
@@ -132,40 +130,41 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId).filter((id) => runnable.has(id)));
   progress.start('evaluate', tasks.length);
   progress.advance('evaluate', judged.size);
-  const ready: { task: TaskRecord; completion: CompletionRecord }[] = [];
-  let generationDone = false;
-  let wake: (() => void) | null = null;
-  const notify = () => {
-    wake?.();
-    wake = null;
-  };
-  let evaluated = 0;
+  // The executor may start its workers (and their imports) now, while the first answers
+  // are still being generated.
+  const papersToTest = new Set(tasks.filter((t) => !judged.has(t.taskId)).map((t) => t.paper));
+  if (papersToTest.size) deps.executor.expectPapers?.(input.pset.papers.filter((p) => papersToTest.has(p.meta.id)).map((p) => p.dir));
 
-  const evaluation = (async () => {
-    for (;;) {
-      // Interrupted: finish the batch in flight (its verdicts are real) but start no other;
-      // the rest is left for the resumed run.
-      if (input.signal?.aborted) return;
-      if (!ready.length) {
-        if (generationDone) return;
-        await new Promise<void>((resolve) => (wake = resolve));
-        continue;
-      }
-      const batch = ready.splice(0, input.evaluationBatch);
-      const verdicts = await evaluate(
-        { store, executor: deps.executor, progress },
-        { runId, pset: input.pset, items: batch, judged },
-      );
-      evaluated += verdicts.filter((v) => v.executor !== 'none').length;
-    }
-  })();
+  let evaluated = 0;
+  // Every answer goes to the executor as soon as it exists, in a call of its own: calls
+  // overlap (the executor's slots take the next candidate as soon as they are free), so
+  // no answer waits for a batch before it to finish.
+  const evaluations = new Set<Promise<void>>();
+  let evaluationFailure: { error: unknown } | undefined;
+  const evaluateNow = (item: { task: TaskRecord; completion: CompletionRecord }) => {
+    // Interrupted: the tests in flight finish (their verdicts are real), no other starts;
+    // the rest is left for the resumed run.
+    if (evaluationFailure || input.signal?.aborted) return;
+    const running = evaluate({ store, executor: deps.executor, progress }, { runId, pset: input.pset, items: [item], judged }).then(
+      (verdicts) => {
+        evaluated += verdicts.filter((v) => v.executor !== 'none').length;
+      },
+      (error: unknown) => {
+        evaluationFailure ??= { error };
+      },
+    );
+    evaluations.add(running);
+    void running.finally(() => evaluations.delete(running));
+  };
+  const evaluationsDone = async () => {
+    while (evaluations.size) await Promise.all([...evaluations]);
+    if (evaluationFailure) throw evaluationFailure.error;
+  };
 
   let generation: GenerateResult;
   let batch: BatchGenerateResult | undefined;
   const onCompletion = (task: TaskRecord, completion: CompletionRecord) => {
-    if (judged.has(task.taskId)) return;
-    ready.push({ task, completion });
-    notify();
+    if (!judged.has(task.taskId)) evaluateNow({ task, completion });
   };
   const batchModels = input.batch?.models ?? new Set<string>();
   if (batchModels.size && !deps.batch) throw new Error('batch-mode models need batch clients (deps.batch)');
@@ -215,11 +214,9 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
     }
     await store.setRunStatus(runId, 'evaluating');
   } finally {
-    generationDone = true;
-    notify();
-    await evaluation.catch(() => undefined);
+    await evaluationsDone().catch(() => undefined);
   }
-  await evaluation;
+  await evaluationsDone();
   progress.end('evaluate');
 
   const complete = tasks.every((t) => judged.has(t.taskId));

@@ -235,7 +235,6 @@ describe('evaluateShard and aggregateRun', () => {
         template: loadTemplate(resourcePath('prompt-template.txt')),
         models: f.input.models,
         generationConcurrency: 8,
-        evaluationBatch: 16,
         clearStaleReservations: true,
       },
     );

@@ -25,6 +25,10 @@ describe('sandboxEnvironment', () => {
       OMP_NUM_THREADS: '1',
       MKL_NUM_THREADS: '1',
       OPENBLAS_NUM_THREADS: '1',
+      BLIS_NUM_THREADS: '1',
+      GOTO_NUM_THREADS: '1',
+      VECLIB_MAXIMUM_THREADS: '1',
+      NUMEXPR_NUM_THREADS: '1',
       MPLBACKEND: 'Agg',
     });
   });

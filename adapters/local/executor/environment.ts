@@ -9,6 +9,22 @@ const SYSTEM_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin
 /** Names that may hold credentials; refused even when a caller asks for them. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^AWS_/i;
 
+/**
+ * One thread for every BLAS and OpenMP runtime a test may load (OpenBLAS, MKL, BLIS, GotoBLAS,
+ * Accelerate, numexpr; torch follows OMP_NUM_THREADS). Tests run `jobs` at a time on the
+ * machine's cores, so a second thread per test only oversubscribes them: on the 9 real
+ * papers one thread was the fastest for every paper (OpenBLAS alone defaults to one per core).
+ */
+export const ONE_THREAD: Readonly<Record<string, string>> = {
+  OMP_NUM_THREADS: '1',
+  MKL_NUM_THREADS: '1',
+  OPENBLAS_NUM_THREADS: '1',
+  BLIS_NUM_THREADS: '1',
+  GOTO_NUM_THREADS: '1',
+  VECLIB_MAXIMUM_THREADS: '1',
+  NUMEXPR_NUM_THREADS: '1',
+};
+
 const VALID_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function isSecretName(name: string): boolean {
@@ -41,9 +57,7 @@ export function sandboxEnvironment(options: SandboxEnvironmentOptions = {}): Rec
     LC_ALL: 'C.UTF-8',
     PYTHONUNBUFFERED: '1',
     PYTHONDONTWRITEBYTECODE: '1',
-    OMP_NUM_THREADS: '1',
-    MKL_NUM_THREADS: '1',
-    OPENBLAS_NUM_THREADS: '1',
+    ...ONE_THREAD,
     MPLBACKEND: 'Agg',
   };
   for (const name of options.allow ?? []) {

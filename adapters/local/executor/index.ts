@@ -5,6 +5,7 @@ import { createWarmExecutor, WarmExecutor, type WarmExecutorOptions } from './wa
 export { ColdExecutor, createColdExecutor, type ColdExecutorOptions } from './cold-executor';
 export { WarmExecutor, createWarmExecutor, type WarmExecutorOptions } from './warm-executor';
 export { detectPreloadModules } from './warm-preload';
+export { defaultJobs } from './executor-options';
 
 export interface LocalExecutorOptions extends ColdExecutorOptions, WarmExecutorOptions {
   /** Shorthand for `limits.timeoutSec`. @default DEFAULT_LIMITS.timeoutSec (60) */

@@ -31,11 +31,11 @@ import { SlotWorkspace } from './warm-workspace';
 export interface WarmExecutorOptions extends ColdExecutorOptions {
   /**
    * Modules every worker imports before forking, on top of those found in the papers'
-   * files (see `detectPreload`). Names that are stdlib or fail to import are skipped.
+   * files (see `detectPreload`). Names that fail to import are skipped.
    * @default []
    */
   readonly preload?: readonly string[];
-  /** Find the third-party modules the papers import and preload them. @default true */
+  /** Find the modules the papers import (those announced by `expectPapers`, else the first candidates') and preload them. @default true */
   readonly detectPreload?: boolean;
   /** Paper ids whose candidates always run cold (fresh interpreter per candidate). @default [] */
   readonly coldOnly?: readonly string[];
@@ -63,6 +63,8 @@ export class WarmExecutor implements TestExecutor {
   private readonly lifecycle = new ExecutorLifecycle('warm', () => this.setUp());
   private readonly coldOnly: Set<string>;
   private preloadList: string[] | null = null;
+  /** Paper folders announced by `expectPapers`: what the workers preload for. */
+  private readonly expected = new Set<string>();
   private cold: ColdExecutor | undefined;
   /** What the latest worker said it preloaded (for logs and the bench). */
   lastHello: WarmHello | null = null;
@@ -76,6 +78,20 @@ export class WarmExecutor implements TestExecutor {
   /** Checks the host (bubblewrap, interpreter) and sets up the run directory; workers start with the first run. */
   prepare(): Promise<void> {
     return this.lifecycle.prepare().then(() => undefined);
+  }
+
+  /**
+   * Starts every slot's worker now, preloading what the papers in `paperDirs` import, so
+   * that the first candidates find them ready (their imports take seconds).
+   */
+  expectPapers(paperDirs: string[]): void {
+    for (const dir of paperDirs) this.expected.add(dir);
+    this.lifecycle.prepare().then(
+      (setup) => {
+        if (!this.lifecycle.closed) this.startWorkers(setup, []);
+      },
+      () => undefined, // run() reports a set-up that failed
+    );
   }
 
   async run(candidates: Candidate[], onResult?: (r: RawExecution) => void | Promise<void>): Promise<RawExecution[]> {
@@ -150,7 +166,9 @@ export class WarmExecutor implements TestExecutor {
   /** Starts a worker in every slot that has none (or a broken one), all at once. */
   private startWorkers(setup: Prepared, candidates: Candidate[]): void {
     if (this.preloadList === null) {
-      const detected = this.options.detectPreload === false ? [] : detectPreloadModules(candidates.map((c) => c.paperDir));
+      // The papers announced, else those of the first candidates: a worker imports once.
+      const dirs = [...this.expected, ...candidates.map((c) => c.paperDir)];
+      const detected = this.options.detectPreload === false ? [] : detectPreloadModules(dirs);
       this.preloadList = [...new Set([...(this.options.preload ?? []), ...detected])];
     }
     for (let i = 0; i < this.slots.length; i++) this.ensureWorker(setup, i);
