@@ -15,7 +15,7 @@
  * the same verdicts (original pass rule, SPEC 7).
  *
  *   npm run bench -- evaluation [--pset DIR] [--papers ID... | --preset debian9] [--python PATH]
- *       [--rounds R] [--repeat N] [--jobs N] [--only original,cold,warm1,warmN,floor]
+ *       [--rounds R] [--repeat N] [--jobs N] [--sandbox auto|bwrap|uid|none] [--only original,cold,warm1,warmN,floor]
  */
 import { spawn } from 'node:child_process';
 import { chmod, cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -28,6 +28,7 @@ import { originalBody } from '../core/prompt/mask';
 import { candidateFor } from '../core/run/evaluate';
 import { loadPset } from '../core/pset/read-pset';
 import { createColdExecutor, createWarmExecutor } from '../adapters/local/executor';
+import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
 import { defaultJobs } from '../adapters/local/executor/executor-options';
 import { sandboxEnvironment } from '../adapters/local/executor/environment';
 
@@ -47,6 +48,8 @@ interface EvaluationArgs {
   repeat: number;
   jobs: number;
   only: Set<Config>;
+  /** The sandbox of rcb's configurations (the floor and the original loop have none). */
+  sandbox: SandboxMode;
 }
 
 function parseArgs(args: string[]): EvaluationArgs {
@@ -57,6 +60,7 @@ function parseArgs(args: string[]): EvaluationArgs {
     repeat: 1,
     jobs: defaultJobs(),
     only: new Set(CONFIGS),
+    sandbox: 'auto',
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -70,6 +74,7 @@ function parseArgs(args: string[]): EvaluationArgs {
     else if (arg === '--rounds') out.rounds = Number(value());
     else if (arg === '--repeat') out.repeat = Number(value());
     else if (arg === '--jobs') out.jobs = Number(value());
+    else if (arg === '--sandbox') out.sandbox = parseSandboxMode(value(), 'bench evaluation: --sandbox');
     else if (arg === '--preset') {
       const name = value();
       const papers = PAPER_PRESETS[name];
@@ -198,16 +203,15 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   const candidates = oracleCandidates(options.pset, options.papers, options.repeat);
   const env = sandboxEnvironment();
   const quiet = (): void => undefined;
-  const { jobs, python } = options;
+  const { jobs, python, sandbox } = options;
   process.stdout.write(
     `evaluation bench: ${candidates.length} oracle candidates from ${options.pset}` +
       `${options.papers ? ` (papers ${options.papers.join(', ')})` : ''}, python ${python}, ` +
-      `${cpus().length} cores, jobs N = ${jobs}, ${options.rounds} round(s)\n`,
+      `${cpus().length} cores, jobs N = ${jobs}, rcb's sandbox ${sandbox}, ${options.rounds} round(s)\n`,
   );
 
-  // The executors' run directories in a folder of the bench's own: an rcb process of
-  // another pid namespace sharing /tmp cannot see this process alive and would remove
-  // them as stale (run-dir.ts) in the middle of a round.
+  // The executors' run directories in a folder of the bench's own, out of other rcb
+  // processes' way (run-dir.ts now leaves owners of other pid namespaces alone too).
   const tmpDir = await mkdtemp(join(tmpdir(), 'rcb-bench-'));
   await chmod(tmpDir, 0o711);
   let floorModules: string[] = [];
@@ -225,9 +229,9 @@ export async function benchEvaluation(args: string[]): Promise<void> {
       for (const c of candidates) passes.push(await originalOne(c, python, env));
       return { passes };
     },
-    cold: () => throughExecutor(() => createColdExecutor({ python, jobs, tmpDir, warn: quiet }), candidates),
-    warm1: () => throughExecutor(() => createWarmExecutor({ python, jobs: 1, tmpDir, warn: quiet }), candidates),
-    warmN: () => throughExecutor(() => createWarmExecutor({ python, jobs, tmpDir, warn: quiet }), candidates),
+    cold: () => throughExecutor(() => createColdExecutor({ python, jobs, tmpDir, sandbox, warn: quiet }), candidates),
+    warm1: () => throughExecutor(() => createWarmExecutor({ python, jobs: 1, tmpDir, sandbox, warn: quiet }), candidates),
+    warmN: () => throughExecutor(() => createWarmExecutor({ python, jobs, tmpDir, sandbox, warn: quiet }), candidates),
     floor: () =>
       floorHarness<Outcome>(
         python,
