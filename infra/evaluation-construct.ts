@@ -10,6 +10,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from './rcb-function';
 import { ARTIFACT_PREFIXES, EVALUATION_OUTPUT_PATTERN, StorageConstruct, TABLE_KEYS } from './storage-construct';
+import { COUNTER_ATTRIBUTES, TABLE_ATTRIBUTES } from '../core/cloud/storage-layout';
 
 /** Name of the evaluator container: the orchestrator's containerOverrides refer to it. */
 export const EVALUATOR_CONTAINER_NAME = 'evaluator';
@@ -212,6 +213,11 @@ export class EvaluationConstruct extends Construct {
     storage.grantTable(this.taskRole, ['dynamodb:BatchGetItem'], { leadingKeys: ['TASK#*'] });
     // What it writes: verdict items (first write wins) under the run's partition, nothing else.
     storage.grantTable(this.taskRole, ['dynamodb:PutItem'], { leadingKeys: ['RUN#*'] });
+    // And the run's count of verdicts (ADD on the run item): that one attribute, no other.
+    storage.grantTable(this.taskRole, ['dynamodb:UpdateItem'], {
+      leadingKeys: ['RUN#*'],
+      attributes: [TABLE_ATTRIBUTES.partitionKey, TABLE_ATTRIBUTES.sortKey, COUNTER_ATTRIBUTES.judged],
+    });
     storage.grantArtifacts(this.taskRole, {
       read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
       list: [`${ARTIFACT_PREFIXES.psets}*`],
@@ -333,7 +339,7 @@ export class EvaluationConstruct extends Construct {
         sid: 'RcbTable',
         principals: [new iam.AnyPrincipal()],
         // What the task role may do, and no more: the endpoint holds even a role granted more.
-        actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem'],
+        actions: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [storage.table.tableArn],
         conditions: thisAccount,
       }),

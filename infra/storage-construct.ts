@@ -41,6 +41,12 @@ export interface TableGrantOptions {
    * @default - any partition key
    */
   readonly leadingKeys?: string[];
+  /**
+   * Restrict the attributes the request may name (`dynamodb:Attributes`, every one of them
+   * in this list, key attributes included), e.g. for an UpdateItem of one counter.
+   * @default - any attribute
+   */
+  readonly attributes?: string[];
 }
 
 export interface ArtifactGrantOptions {
@@ -168,8 +174,11 @@ export class StorageConstruct extends Construct {
       grantee,
       actions,
       resourceArns: resources,
-      conditions: options.leadingKeys
-        ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': options.leadingKeys } }
+      conditions: options.leadingKeys || options.attributes
+        ? {
+            ...(options.leadingKeys ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': options.leadingKeys } } : {}),
+            ...(options.attributes ? { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': options.attributes } } : {}),
+          }
         : undefined,
     });
   }

@@ -43,7 +43,7 @@ import type { RunCounters, RunCountValues } from '../../core/cloud/ports';
 import { mapLimit } from './map-limit';
 
 import { RUN_TABLE_KEYS } from './run-table-keys';
-import { KEY_PREFIXES, RUNS_INDEX_PARTITION, runTableKey } from '../../core/cloud/storage-layout';
+import { COUNTER_ATTRIBUTES, KEY_PREFIXES, RUNS_INDEX_PARTITION, runTableKey } from '../../core/cloud/storage-layout';
 
 export { RUN_TABLE_KEYS };
 
@@ -53,7 +53,6 @@ export { RUNS_INDEX_PARTITION, runTableKey };
 type Key = { pk: string; sk: string };
 
 /** Attributes of the run item's progress counters. */
-const COUNTER_ATTRIBUTES = { total: 'countTotal', settled: 'countSettled', failed: 'countFailed', judged: 'countJudged' } as const;
 
 /** Tolerance for float sums of dollar amounts when comparing with the budget (as in SQLite). */
 const EPSILON = 1e-9;

@@ -24,6 +24,9 @@ export const TABLE_ATTRIBUTES = {
   ttlAttribute: 'expiresAt',
 } as const;
 
+/** The progress counters on a run's item (atomic ADD; see RunCounters in ports.ts). */
+export const COUNTER_ATTRIBUTES = { total: 'countTotal', settled: 'countSettled', failed: 'countFailed', judged: 'countJudged' } as const;
+
 /** Prefixes of the table's partition and sort keys. */
 export const KEY_PREFIXES = {
   /** Partition of a run's items (run, tasks, verdicts). */

@@ -49,7 +49,7 @@ describe('EvaluationConstruct', () => {
       const dynamoStatements = byService.dynamodb.Properties?.PolicyDocument.Statement as Statement[];
       // The table alone (no index), with the task role's actions and no more, for this account's principals.
       expect(dynamoStatements.map((s) => flatten(s.Resource))).toEqual([`\${${table}.Arn}`]);
-      expect(actionsOf(dynamoStatements[0]).sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query']);
+      expect(actionsOf(dynamoStatements[0]).sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
       expect(dynamoStatements[0].Condition).toEqual(THIS_ACCOUNT);
     });
 
@@ -273,6 +273,7 @@ describe('EvaluationConstruct', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
+        'dynamodb:UpdateItem',
         's3:GetObject',
         's3:ListBucket',
         's3:PutObject',
@@ -281,7 +282,7 @@ describe('EvaluationConstruct', () => {
       const writes = statements.filter((s) => actionsOf(s).includes('s3:PutObject'));
       expect(writes.map((s) => flatten(s.Resource))).toEqual([expect.stringMatching(/\/runs\/\*\/evaluation\/\*$/)]);
       // Every table action confined by its leading key, on the table alone (no index: gsi1 lists every run):
-      // GetItem, Query and PutItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>.
+      // GetItem, Query, PutItem and the counter's UpdateItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>.
       const leading = (s: Statement) => (s.Condition as { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': string[] } })['ForAllValues:StringLike']['dynamodb:LeadingKeys'];
       const byAction = Object.fromEntries(
         statements.filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:'))).flatMap((s) => actionsOf(s).map((a) => [a, [leading(s), flatten(s.Resource)]])),
@@ -292,7 +293,11 @@ describe('EvaluationConstruct', () => {
         'dynamodb:Query': [['RUN#*'], table],
         'dynamodb:PutItem': [['RUN#*'], table],
         'dynamodb:BatchGetItem': [['TASK#*'], table],
+        'dynamodb:UpdateItem': [['RUN#*'], table],
       });
+      // The update is the run's verdict counter and nothing else.
+      const update = statements.find((s) => actionsOf(s).includes('dynamodb:UpdateItem'));
+      expect((update?.Condition as Record<string, unknown>)['ForAllValues:StringEquals']).toEqual({ 'dynamodb:Attributes': ['pk', 'sk', 'countJudged'] });
       const listing = statements.find((s) => actionsOf(s).includes('s3:ListBucket'));
       expect(listing?.Condition).toEqual({ StringLike: { 's3:prefix': ['psets/*'] } });
     });
