@@ -32,7 +32,10 @@ export interface DeployedFunction {
 /** Every Lambda function of the template with a bundled asset (CDK's own custom-resource providers aside). */
 export function deployedFunctions(template: CfnTemplate, assemblyDir: string): DeployedFunction[] {
   return Object.entries(template.Resources)
+    // rcb's own functions (RcbFunction names its Powertools service rcb-<dir>), not the
+    // CDK's (the AwsCustomResource provider that looks up the endpoints' prefix lists).
     .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['aws:asset:path'] && r.Properties?.Handler === 'index.handler')
+    .filter(([, r]) => /^rcb-/.test(String(r.Properties?.Environment?.Variables?.POWERTOOLS_SERVICE_NAME ?? '')))
     .map(([logicalId, r]) => ({
       logicalId,
       assetDir: join(assemblyDir, String(r.Metadata!['aws:asset:path'])),

@@ -167,6 +167,7 @@ export async function runLocally(
         models: models.info,
         generationConcurrency,
         clearStaleReservations: true,
+        evaluationsInFlight: jobs * 2,
         environmentCheck: opts.skipEnvCheck ? null : { interpreter: interpreterPath(python) },
         modelBudgets: extras.modelBudgets,
         batch: extras.batch && {

@@ -72,6 +72,12 @@ export interface RunBenchmarkInput {
   modelBudgets?: Record<string, number>;
   /** Models whose tasks go through batch APIs; the others are asked interactively. */
   batch?: RunBatchSettings;
+  /**
+   * Tests handed to the executor at once (a few more than its slots keeps them busy); the
+   * other answers wait in the run, so an interrupted run starts no more of them.
+   * @default no limit
+   */
+  evaluationsInFlight?: number;
   signal?: AbortSignal;
 }
 
@@ -136,15 +142,23 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   if (papersToTest.size) deps.executor.expectPapers?.(input.pset.papers.filter((p) => papersToTest.has(p.meta.id)).map((p) => p.dir));
 
   let evaluated = 0;
-  // Every answer goes to the executor as soon as it exists, in a call of its own: calls
-  // overlap (the executor's slots take the next candidate as soon as they are free), so
-  // no answer waits for a batch before it to finish.
+  // Every answer goes to the executor as soon as it exists and a place is free, in a call
+  // of its own: calls overlap (the executor's slots take the next candidate as soon as they
+  // are free), so no answer waits for a batch before it to finish. Beyond
+  // evaluationsInFlight the answers wait here, where an interrupt can still hold them back.
+  type Item = { task: TaskRecord; completion: CompletionRecord };
   const evaluations = new Set<Promise<void>>();
+  const waiting: Item[] = [];
+  const inFlightLimit = input.evaluationsInFlight ?? Infinity;
   let evaluationFailure: { error: unknown } | undefined;
-  const evaluateNow = (item: { task: TaskRecord; completion: CompletionRecord }) => {
+  const evaluateNow = (item: Item) => {
     // Interrupted: the tests in flight finish (their verdicts are real), no other starts;
     // the rest is left for the resumed run.
     if (evaluationFailure || input.signal?.aborted) return;
+    if (evaluations.size >= inFlightLimit) {
+      waiting.push(item);
+      return;
+    }
     const running = evaluate({ store, executor: deps.executor, progress }, { runId, pset: input.pset, items: [item], judged }).then(
       (verdicts) => {
         evaluated += verdicts.filter((v) => v.executor !== 'none').length;
@@ -154,7 +168,11 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
       },
     );
     evaluations.add(running);
-    void running.finally(() => evaluations.delete(running));
+    void running.finally(() => {
+      evaluations.delete(running);
+      const next = waiting.shift();
+      if (next) evaluateNow(next);
+    });
   };
   const evaluationsDone = async () => {
     while (evaluations.size) await Promise.all([...evaluations]);

@@ -118,7 +118,7 @@ describe('a batch-mode sweep over examples/pset-mini', () => {
     expect(openai.log).toContain(`POST /v1/batches/${openai.backend.batches[before + 1].id}/cancel`);
     expect(openai.backend.batches[before + 1].endedAs).toBe('cancelled');
     expect(cancelled.stderr).toContain('cancel requested');
-    expect(cancelled.stdout).toMatch(/run cancelled/);
+    expect(cancelled.stderr).toMatch(/run cancelled/);
     const status = await startRcb(['sweep', 'status', cancelFile], { env: e }).done;
     const n = pset.papers.find((p) => p.meta.id === 'grouprms')!.snippets.length;
     expect(status.stdout).toContain(`fake-gpt (batch): ${Math.ceil(n / 2)}/${n} answered`);
