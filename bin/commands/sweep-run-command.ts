@@ -103,7 +103,8 @@ async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promis
     {
       python: opts.python ?? defaultPython(),
       jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
-      hosted: () => loaded.hosted,
+      // The deployed bundles carry the registry: the sweep's models file is synthesized into them.
+      modelsFile: loaded.sweep.modelsFile ?? undefined,
       onState: (state) => process.stderr.write(`${state}\n`),
     },
   );

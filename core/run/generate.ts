@@ -263,9 +263,11 @@ export async function generate(deps: GenerateDeps, input: GenerateInput): Promis
             active--;
             bump(task.model, -1);
             releaseGroup?.();
-            onSettle();
           },
         );
+        // Only a call that held a reservation frees budget. A refused one waking the others
+        // would let two refused workers wake each other for ever (no I/O between them).
+        if (done.outcome !== 'budget_exhausted') onSettle();
         if (done.outcome !== 'budget_exhausted' || runExhausted || input.signal?.aborted) break;
         const inFlight = done.scope === 'model' ? (activeByModel.get(task.model) ?? 0) : active;
         if (inFlight === 0 || exhaustedModels.has(task.model)) break;
