@@ -116,7 +116,11 @@ describe('rcb cloud run --emulate', () => {
     expect(r.stderr).toContain(`run ${reference.runId} (emulated)`);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe('\n' + readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
-    expect(r.stderr).toMatch(/run succeeded \(emulated\) in [\d.]+s: 56 message\(s\) sent, 56 delivered, 8 container run\(s\) \(0 failed\)/);
+    // SQS delivers at least once: a message may come again (a generator that stopped at its
+    // deadline hands it back), and the task's claim makes the second delivery change nothing.
+    const summary = /run succeeded \(emulated\) in [\d.]+s: 56 message\(s\) sent, (\d+) delivered, 8 container run\(s\) \(0 failed\)/.exec(r.stderr);
+    expect(summary).not.toBeNull();
+    expect(Number(summary![1])).toBeGreaterThanOrEqual(56);
     expect(JSON.parse(readFileSync(join(out, 'overall_stats.json'), 'utf8'))).toEqual(
       JSON.parse(readFileSync(join(reference.dir, 'overall_stats.json'), 'utf8')),
     );
