@@ -2,7 +2,7 @@
  * Creating the run table with the layout of infra's StorageConstruct, for the local
  * stand-ins (the emulator and the integration tests); deployed tables come from the stack.
  */
-import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, waitUntilTableExists, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { RUN_TABLE_KEYS } from './run-table-keys';
 
 export async function createRunTable(client: DynamoDBClient, tableName: string): Promise<void> {
@@ -28,4 +28,7 @@ export async function createRunTable(client: DynamoDBClient, tableName: string):
       ],
     }),
   );
+  // A table answers item requests once ACTIVE; dynalite gets there on a timer, which a
+  // loaded machine delays past the first write (ResourceNotFoundException).
+  await waitUntilTableExists({ client, maxWaitTime: 60, minDelay: 0.05, maxDelay: 0.5 }, { TableName: tableName });
 }
