@@ -17,7 +17,7 @@ import { providerModule } from '../../adapters/models/providers';
 import { envKeySource } from '../../core/keys';
 import { openRunDir, parseReportFlags, UsageError } from './common';
 import { loadEntries, promptGroups } from './model-commands';
-import { resolveRun, type ResolvedRun } from './resolve-run';
+import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 
 /** A sweep file read and resolved: its models as registry entries, its run. */
 export interface LoadedSweep {
@@ -73,16 +73,7 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
   // The sweep's entries over the registry's, so that a name equal to a registry id takes the sweep's parameters.
   const hosted = new HostedModels([...registry.filter((e) => !entries.has(e.id)), ...entries.values()], keys);
   const run = resolveRun(
-    {
-      pset: sweep.pset ?? undefined,
-      model: sweep.models.map((m) => m.name),
-      samples: String(sweep.samples),
-      paper: sweep.withPaper,
-      papers: sweep.papers?.join(','),
-      timeout: String(sweep.timeoutSec),
-      promptTemplate: sweep.promptTemplate ?? undefined,
-      budget: sweep.budgetUsd === null ? undefined : String(sweep.budgetUsd),
-    },
+    sweepRunFlags(sweep),
     hosted,
   );
   return { sweep, entries, hosted, run };
@@ -266,4 +257,18 @@ export async function sweepReportCommand(file: string, opts: { format: string; j
     process.stdout.write(reports.map((r) => `== run ${r.runId} (${r.dir}) ==\n${r.text}`).join('\n'));
   }
   return 0;
+}
+
+/** A sweep's run as `rcb run` flags: the same spec, so the same run and task ids. */
+export function sweepRunFlags(sweep: Sweep): RunSpecFlags {
+  return {
+    pset: sweep.pset ?? undefined,
+    model: sweep.models.map((m) => m.name),
+    samples: String(sweep.samples),
+    paper: sweep.withPaper,
+    papers: sweep.papers?.join(','),
+    timeout: String(sweep.timeoutSec),
+    promptTemplate: sweep.promptTemplate ?? undefined,
+    budget: sweep.budgetUsd === null ? undefined : String(sweep.budgetUsd),
+  };
 }

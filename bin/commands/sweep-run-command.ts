@@ -6,7 +6,7 @@
 import type { RunOptions } from './run-command';
 import type { RunRecord, RunStore } from '../../core/store';
 import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
-import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, type LoadedSweep } from './sweep-commands';
+import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';
 
 export interface SweepRunOptions {
   emulate?: boolean;
@@ -69,14 +69,7 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
   if (opts.emulate) return emulatedSweep(loaded, opts);
   const cloud = require('./cloud-commands') as typeof import('./cloud-commands');
   const flags = {
-    pset: sweep.pset ?? undefined,
-    model: sweep.models.map((m) => m.name),
-    samples: String(sweep.samples),
-    paper: sweep.withPaper,
-    papers: sweep.papers?.join(','),
-    timeout: String(sweep.timeoutSec),
-    promptTemplate: sweep.promptTemplate ?? undefined,
-    budget: sweep.budgetUsd === null ? undefined : String(sweep.budgetUsd),
+    ...sweepRunFlags(sweep),
     jobs: opts.jobs,
     python: opts.python,
     unsafeNoSandbox: opts.unsafeNoSandbox,
