@@ -25,27 +25,25 @@ def sleeper(tag, close_fds=False):
 def ready(pipe_r, what):
     os.read(pipe_r, 1)
     print("READY " + what, flush=True)
+def left_behind(case, tag, new_session=False, close_fds=False):
+    """A sleeper left through a double fork: an orphan, or a daemon in a session of its own."""
+    r, w = os.pipe()
+    if os.fork() == 0:
+        if new_session:
+            os.setsid()
+        if os.fork() == 0:
+            os.write(w, b"x")
+            sleeper(tag, close_fds)
+        os._exit(0)
+    ready(r, case)
 `;
 
 const CASES: Record<string, string> = {
   orphan: `
-r, w = os.pipe()
-if os.fork() == 0:
-    if os.fork() == 0:
-        os.write(w, b"x")
-        sleeper("orphan")
-    os._exit(0)
-ready(r, "orphan")
+left_behind("orphan", "orphan")
 `,
   daemon: `
-r, w = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.write(w, b"x")
-        sleeper("daemon", close_fds=True)
-    os._exit(0)
-ready(r, "daemon")
+left_behind("daemon", "daemon", new_session=True, close_fds=True)
 `,
   'process-group': `
 r, w = os.pipe()
@@ -63,14 +61,7 @@ time.sleep(1)
 print("READY fork-bomb", flush=True)
 `,
   'overruns-with-daemon': `
-r, w = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.write(w, b"x")
-        sleeper("overrun")
-    os._exit(0)
-ready(r, "overruns-with-daemon")
+left_behind("overruns-with-daemon", "overrun", new_session=True)
 time.sleep(600)
 `,
   ...(ROOT
@@ -78,28 +69,14 @@ time.sleep(600)
         // As root the tests run as slot users: -1 reaches only the slot's own uid, the parent
         // (a root supervisor, or the sandbox's own processes) is out of reach or takes the sandbox with it.
         'signals-everyone': `
-r, w = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.write(w, b"x")
-        sleeper("before-kill-all", close_fds=True)
-    os._exit(0)
-ready(r, "signals-everyone")
+left_behind("signals-everyone", "before-kill-all", new_session=True, close_fds=True)
 try:
     os.kill(-1, 9)
 except OSError as e:
     print("KILL-ALL " + type(e).__name__, flush=True)
 `,
         'signals-parent': `
-r, w = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.write(w, b"x")
-        sleeper("before-kill-parent", close_fds=True)
-    os._exit(0)
-ready(r, "signals-parent")
+left_behind("signals-parent", "before-kill-parent", new_session=True, close_fds=True)
 try:
     os.kill(os.getppid(), 9)
     print("PARENT-KILLED", flush=True)
