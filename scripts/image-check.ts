@@ -39,7 +39,7 @@ import { generateTask } from '../core/cloud/generate-task';
 import { loadRunContext } from '../core/cloud/run-context';
 import { EmptyModel, OracleModel } from '../adapters/models/offline';
 import type { ModelClient } from '../core/model';
-import { startLocalAws } from '../adapters/emulate/local-aws';
+import { startLocalAws } from '../emulator/local-aws';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 import {
   capabilityNames,

@@ -286,7 +286,7 @@ async function watchRun(deps: CloudDeps, arn: string, store: RunStore, blobs: im
 }
 
 async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
-  const { emulateCloudRun } = require('../../adapters/emulate/emulated-run') as typeof import('../../adapters/emulate/emulated-run');
+  const { emulateCloudRun } = require('../../emulator/emulated-run') as typeof import('../../emulator/emulated-run');
   const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
   const { defaultPython } = require('./common') as typeof import('./common');
   const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);

@@ -87,7 +87,7 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
  * report` read it like a local run.
  */
 async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
-  const { emulateCloudRun } = require('../../adapters/emulate/emulated-run') as typeof import('../../adapters/emulate/emulated-run');
+  const { emulateCloudRun } = require('../../emulator/emulated-run') as typeof import('../../emulator/emulated-run');
   const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
   const { pset, template, spec, models, runId } = loaded.run;
   const started = Date.now();

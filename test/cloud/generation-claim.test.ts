@@ -13,7 +13,7 @@ import { generateTask, GenerationInFlightError } from '../../core/cloud/generate
 import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
-import { SimulatedLanes } from '../../adapters/emulate/sqs-lanes';
+import { SimulatedLanes } from '../../emulator/sqs-lanes';
 import { createHandler as createGenerate } from '../../functions/generate/handler';
 import { startDynalite, type LocalDynamo } from '../aws/local-servers';
 import { cloudFixture, type CloudFixture } from './cloud-fixture';

@@ -13,11 +13,11 @@ import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { BUNDLED_RESOURCES, DEPLOYED_MODELS_FILE } from '../../core/cloud/bundle-resources';
 import { CONTEXT_KEYS } from '../../infra/config';
-import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../adapters/emulate/workflow-definition';
-import { emulateCloudRun } from '../../adapters/emulate/emulated-run';
+import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
+import { emulateCloudRun } from '../../emulator/emulated-run';
 import { resolveRun } from '../../bin/commands/resolve-run';
 import { hostedModels } from '../../bin/commands/model-commands';
-import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../adapters/emulate/deployed-functions';
+import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../emulator/deployed-functions';
 import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
 import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
 

@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Verdict } from '../../core/store';
-import { emulateCloudRun, type EmulatedRun } from '../../adapters/emulate/emulated-run';
+import { emulateCloudRun, type EmulatedRun } from '../../emulator/emulated-run';
 import { resolveRun } from '../../bin/commands/resolve-run';
 import { rcb, REPO, tempDir } from '../helpers/cli';
 

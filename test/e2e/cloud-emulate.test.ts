@@ -17,7 +17,7 @@ import { resourcePath } from '../../core/util/package-root';
 import { buildReport } from '../../core/report/build-report';
 import { cloudKeys } from '../../core/cloud/payloads';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
-import { emulateCloudRun, type EmulatedRun, type EmulatorOptions } from '../../adapters/emulate/emulated-run';
+import { emulateCloudRun, type EmulatedRun, type EmulatorOptions } from '../../emulator/emulated-run';
 import { rcb, PSET_MINI, tempDir } from '../helpers/cli';
 import { counting } from '../cloud/cloud-fixture';
 

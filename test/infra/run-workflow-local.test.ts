@@ -5,7 +5,7 @@
  * cannot show.
  */
 // Before the library: it calls Promise.withResolvers (Node 22), and the project runs on 20.
-import '../../adapters/emulate/promise-polyfill';
+import '../../emulator/promise-polyfill';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { STATE_NAMES } from '../../infra/orchestrator-construct';
 import { buildStack, stateMachineDefinition } from './helpers';

@@ -10,7 +10,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../container/entry';
-import { startLocalAws, type LocalAws } from '../../adapters/emulate/local-aws';
+import { startLocalAws, type LocalAws } from '../../emulator/local-aws';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../core/util/package-root';
+import { packageRoot } from '../core/util/package-root';
 
 /** An Amazon States Language document (the parts the emulator reads). */
 export interface StateMachineDefinition {
@@ -121,8 +121,8 @@ export function synthesizeWorkflow(opts: SynthesizeOptions = {}): SynthesizedWor
   } catch {
     throw new Error('the emulator synthesizes the CDK stack and needs aws-cdk-lib (a dev dependency): run it from a checkout with `npm ci` done');
   }
-  const { configFromContext } = require('../../infra/config') as typeof import('../../infra/config');
-  const { RcbStack, stackPropsFromConfig } = require('../../infra/rcb-stack') as typeof import('../../infra/rcb-stack');
+  const { configFromContext } = require('../infra/config') as typeof import('../infra/config');
+  const { RcbStack, stackPropsFromConfig } = require('../infra/rcb-stack') as typeof import('../infra/rcb-stack');
   const cdkJson = JSON.parse(readFileSync(join(packageRoot(), 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> };
   const app = new cdk.App({
     // With bundling, the asset metadata (set by the CDK CLI, not by a bare App) names each function's bundle folder.

@@ -15,7 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { QueuedGeneration, TaskQueue } from '../../core/cloud/ports';
+import type { QueuedGeneration, TaskQueue } from '../core/cloud/ports';
 
 export interface SimulatedLanesOptions {
   /** Records per batch (the lane's event source batch size). @default 10 */

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../core/util/package-root';
+import { packageRoot } from '../core/util/package-root';
 
 /** Error name of a `.sync` ECS task that stopped with a non-zero exit code. */
 export const TASK_FAILED = 'States.TaskFailed';
@@ -33,7 +33,7 @@ export function containerOverrideEnv(parameters: RunTaskParameters): Record<stri
 
 /** How to start the entry point: the compiled one when running from dist/, else the source through tsx. */
 export function containerCommand(): string[] {
-  const compiled = join(__dirname, '..', '..', 'container', 'entry.js');
+  const compiled = join(__dirname, '..', 'container', 'entry.js');
   if (__filename.endsWith('.js') && existsSync(compiled)) return [compiled];
   return ['-r', 'tsx/cjs', join(packageRoot(), 'container', 'entry.ts')];
 }

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../aws/clients';
-import { createRunTable } from '../aws/run-table';
-import type { StorageConfig } from '../aws/runtime/cloud-config';
+import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../adapters/aws/clients';
+import { createRunTable } from '../adapters/aws/run-table';
+import type { StorageConfig } from '../adapters/aws/runtime/cloud-config';
 
 /** s3rver checks request signatures against its one built-in account; dynalite accepts any. */
 export const LOCAL_CREDENTIALS: AwsStaticCredentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
