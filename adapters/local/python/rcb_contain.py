@@ -31,7 +31,7 @@ same signal when one ended it). With ``--status-fd``, it writes ``{"exit-code": 
 ``{"exit-signal": S}`` there the moment COMMAND ends, before the clean-up, so that the
 caller's time limit covers the test and not rcb's clean-up (COMMAND never has that fd).
 SIGTERM to the wrapper ends COMMAND and everything it started, then the wrapper itself
-with SIGKILL.
+with SIGKILL. The death of the wrapper's parent (rcb) sends it that SIGTERM.
 """
 
 import os
@@ -39,6 +39,7 @@ import signal
 import sys
 import time
 
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
@@ -422,10 +423,21 @@ class Containment:
         self.seccomp = SeccompFilter(seccomp_program()) if seccomp else None
 
     def start(self):
+        self.parent = os.getppid()
         become_subreaper()
         # The supervisor runs as root beside the tests' uid: keep its memory and fds out
         # of reach even of a process that got its uid.
         prctl(PR_SET_DUMPABLE, 0)
+        # rcb enforces the tests' time limits and ends this supervisor. If rcb dies
+        # (SIGKILL, the OOM killer, a killed terminal) the tests would run on for good, a
+        # fork bomb filling the user's process limit: its death sends SIGTERM here, whose
+        # handler ends every descendant. A caller checks parent_gone() once the handler is
+        # in place, for a death before this prctl.
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    def parent_gone(self):
+        """Whether the process that started this supervisor has already died."""
+        return os.getppid() != self.parent
 
     def end_all(self):
         """Ends everything the tests started; returns (processes found alive, all gone)."""
@@ -494,6 +506,8 @@ def main(argv):
 
     # Before the fork: a SIGTERM that comes early must still end the command.
     signal.signal(signal.SIGTERM, stop)
+    if contain.parent_gone():
+        stop(signal.SIGTERM, None)
     pid = os.fork()
     if pid == 0:
         try:

@@ -28,7 +28,8 @@ rcb replaces this whole worker. What it may signal depends on ``--contain``:
   processes are ended after it; ``--seccomp`` puts each child under rcb_contain's filter
   (no_new_privs first). It never looks at another process of the machine.
 
-SIGTERM ends the running child and everything it started, then the server.
+SIGTERM ends the running child and everything it started, then the server. In tree mode
+the death of the server's parent (rcb) sends it that SIGTERM.
 
 Command line::
 
@@ -187,6 +188,8 @@ class _Strays:
         else:
             self.tree.start()
         signal.signal(signal.SIGTERM, self._on_term)
+        if self.tree is not None and self.tree.parent_gone():
+            self._on_term(signal.SIGTERM, None)
 
     def end(self):
         """Kills everything the last child left; returns how many processes were alive."""

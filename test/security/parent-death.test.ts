@@ -1,0 +1,81 @@
+/**
+ * rcb killed mid-test (SIGKILL, the OOM killer, a closed terminal) leaves no process of
+ * the test behind: without a pid namespace, the supervisor (rcb_contain.py for a cold
+ * test, the warm server) gets SIGTERM when rcb dies and ends every descendant; with
+ * bubblewrap the namespace goes with bwrap (--die-with-parent). Before, a fork bomb whose
+ * rcb was killed by a timeout filled the machine's process table until someone noticed.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
+import { REPO } from '../helpers/cli';
+import { processesWith } from '../fixtures/executor/tiny-paper';
+
+jest.setTimeout(120_000);
+
+const NOBODY = 65534;
+const CONFIGS: { executor: string; warm: boolean; unsafeNoSandbox: boolean; user: 'rcb’s' | 'nobody' }[] = [
+  { executor: 'warm', warm: true, unsafeNoSandbox: true, user: 'rcb’s' },
+  { executor: 'cold', warm: false, unsafeNoSandbox: true, user: 'rcb’s' },
+  { executor: 'warm', warm: true, unsafeNoSandbox: false, user: 'rcb’s' },
+  { executor: 'cold', warm: false, unsafeNoSandbox: false, user: 'rcb’s' },
+  // As root, also rcb run by an unprivileged user (a laptop: no slot users, whose uid
+  // could be swept later): only the supervisor can end what the test left.
+  ...(runningAsRoot()
+    ? [
+        { executor: 'warm', warm: true, unsafeNoSandbox: true, user: 'nobody' as const },
+        { executor: 'cold', warm: false, unsafeNoSandbox: true, user: 'nobody' as const },
+      ]
+    : []),
+];
+
+async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return check();
+}
+
+describe.each(CONFIGS)('$executor executor, unsafeNoSandbox $unsafeNoSandbox, as $user user', ({ warm, unsafeNoSandbox, user }) => {
+  let home: string | undefined;
+  afterEach(() => home && rmSync(home, { recursive: true, force: true }));
+
+  it('ends the test and the daemon it left when rcb is SIGKILLed mid-test', async () => {
+    const mark = `rcb-parent-death-${randomBytes(6).toString('hex')}`;
+    const asNobody = user === 'nobody';
+    if (asNobody) {
+      home = mkdtempSync(join(tmpdir(), 'rcb-parent-death-'));
+      chmodSync(home, 0o777);
+    }
+    const rcb = spawn(
+      process.execPath,
+      // tsx as a loader in this one process (its cli would leave a child that outlives the kill).
+      ['-r', join(REPO, 'node_modules', 'tsx', 'dist', 'cjs', 'index.cjs'), join(__dirname, 'support', 'die-mid-test.ts'), JSON.stringify({ warm, unsafeNoSandbox })],
+      // The marker travels in the environment, so that only the candidate's processes carry it in argv.
+      {
+        cwd: REPO,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: asNobody
+          ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home, RCB_TEST_MARK: mark }
+          : { ...process.env, RCB_TEST_MARK: mark },
+        ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}),
+      },
+    );
+    let stderr = '';
+    rcb.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise((resolve) => rcb.once('exit', resolve));
+    // Both the test and its daemon are up.
+    const started = await until(() => processesWith(mark).length >= 2 || rcb.exitCode !== null, 60_000);
+    expect({ started, stderr }).toEqual({ started: true, stderr: expect.any(String) });
+    expect(rcb.exitCode).toBeNull();
+    rcb.kill('SIGKILL');
+    await exited;
+    const gone = await until(() => processesWith(mark).length === 0, 20_000);
+    expect({ left: processesWith(mark), gone }).toEqual({ left: [], gone: true });
+  });
+});
