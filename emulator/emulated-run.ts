@@ -4,8 +4,8 @@
  * state name to the functions as deployed: each function's esbuild bundle from the
  * synthesized cloud assembly, staged alone and run in its own process with the template's
  * environment (deployed-functions.ts), against dynalite and s3rver and a local SQS and
- * Secrets Manager (local-aws-api.ts). The EvaluateShard states run the container entry
- * point as a child process, and the SQS lanes are a simulation that delivers PlanRun's
+ * Secrets Manager (local-aws-api.ts). The EvaluateShard states run the image's command as
+ * a child process in the image's /app as the Dockerfile lays it out (container-app.ts), and the SQS lanes are a simulation that delivers PlanRun's
  * messages to the generator in SQS-shaped batches while the workflow waits.
  *
  * `functions: 'source'` binds the states to the handlers' createHandler in this process
@@ -46,6 +46,7 @@ import { STATE_NAMES } from '../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
+import { containerApp } from './container-app';
 import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
 
 export interface EmulatedRunRequest {
@@ -96,6 +97,8 @@ export interface EmulatorOptions {
   clients?: Map<string, ModelClient>;
   /** A definition already synthesized (tests reuse one; with `deployment` for bundles). @default synthesized now */
   workflow?: SynthesizedWorkflow;
+  /** Folder of the cached image layouts, by digest. @default defaultLayoutCache() (~/.cache/rcb/container-app) */
+  containerAppCache?: string;
   /** Told of each Task state's end (its result, or `{ error }` with the error's name), for progress output. */
   onState?: (state: string, result: unknown) => void;
 }
@@ -117,6 +120,8 @@ export interface EmulatedRun {
   blobs: BlobStore;
   lanes: LaneStats;
   shardRuns: ShardRunOutcome[];
+  /** The image's /app every container run started in (container-app.ts). */
+  containerApp: string;
   /** Invocations of each deployed function, by logical id (`functions: 'bundles'`). */
   invocations: Record<string, number>;
   /**
@@ -388,7 +393,10 @@ async function execute(
   const maxConcurrency = Number(workflow.definition.States[STATE_NAMES.evaluateShards]?.MaxConcurrency ?? 1) || 1;
   const shardsAtOnce = Math.min(maxConcurrency, Math.max(1, request.pset.papers.length));
   const shardRuns: ShardRunOutcome[] = [];
+  if (!workflow.imageContext) throw new Error('emulator: the workflow carries no image build context (synthesize it with synthesizeWorkflow)');
+  const app = containerApp(workflow.imageContext, options.containerAppCache);
   const evaluateShard = shardContainerHandler({
+    app,
     baseEnv: {
       ...aws.childEnv(),
       RCB_PYTHON: options.python ?? (process.env.RCB_PYTHON || 'python3'),
@@ -457,6 +465,7 @@ async function execute(
       blobs: storage.blobs,
       lanes: lanes.stats,
       shardRuns,
+      containerApp: app.appDir,
       invocations: bindings.invocations(),
       runAgain: (next = {}) => executeOnce(next),
       close: closeAll,

@@ -1,11 +1,11 @@
 /**
  * The cloud flow on this machine (`rcb cloud run --emulate`) against a local run of the same
  * flags: the synthesized state machine on aws-local-stepfunctions, the functions' handlers,
- * dynalite and s3rver, the container entry point as a child process. Same run id, same
+ * dynalite and s3rver, the container started from the image's /app as the Dockerfile lays it out. Same run id, same
  * verdicts, same leaderboard; and the same again when every SQS message arrives twice and a
  * shard container dies once, and when both copies of every message are handled at once.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Verdict } from '../../core/store';
@@ -13,7 +13,7 @@ import type { ModelClient } from '../../core/model';
 import type { Pset } from '../../core/types';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
-import { resourcePath } from '../../core/util/package-root';
+import { packageRoot, resourcePath } from '../../core/util/package-root';
 import { buildReport } from '../../core/report/build-report';
 import { cloudKeys } from '../../core/cloud/payloads';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
@@ -148,6 +148,28 @@ describe('rcb cloud run --emulate', () => {
       // Four papers x two models, one shard run twice; the retry of the failed shard succeeded.
       expect(run.shardRuns).toHaveLength(9);
       expect(run.shardRuns.filter((s) => s.paper === failed[0].paper).map((s) => s.code !== 0).sort()).toEqual([false, false, true]);
+    });
+
+    it('started every shard container in the image\'s /app as the Dockerfile lays it out, which holds no path into the checkout', () => {
+      const app = run.containerApp;
+      expect(run.shardRuns.map((s) => [s.cwd, s.command])).toEqual(run.shardRuns.map(() => [app, ['--enable-source-maps', join(app, 'dist', 'container', 'entry.js')]]));
+      const checkout = packageRoot();
+      expect(app.startsWith(checkout + '/')).toBe(false);
+      expect(readdirSync(app).sort()).toEqual(['dist', 'examples', 'package.json', 'resources']);
+      // No link out, no package folder, no source: the bundle and the files the image copies.
+      const files: string[] = [];
+      const walk = (dir: string): void => {
+        for (const entry of readdirSync(dir, { withFileTypes: true })) {
+          const path = join(dir, entry.name);
+          expect({ path, link: entry.isSymbolicLink() }).toEqual({ path, link: false });
+          if (entry.isDirectory()) walk(path);
+          else files.push(path);
+        }
+      };
+      walk(app);
+      expect(files.filter((f) => f.includes('node_modules') || (f.endsWith('.ts') && !f.includes('/examples/')))).toEqual([]);
+      expect(files.filter((f) => readFileSync(f, 'latin1').includes(checkout))).toEqual([]);
+      expect(files).toEqual(expect.arrayContaining([join(app, 'dist', 'python', 'rcb_driver.py'), join(app, 'dist', 'python', 'rcb_warm_server.py')]));
     });
 
     it('delivered every message twice but called each model once per task', () => {
