@@ -19,6 +19,27 @@ export interface ExecutionPort {
   status(name: string): Promise<ExecutionStatus | null>;
 }
 
+/** What Step Functions says of one execution (DescribeExecution's fields that rcb prints). */
+export interface ExecutionDescription {
+  status: ExecutionStatus;
+  startDate?: Date;
+  stopDate?: Date;
+  /** Error name and cause of an execution that failed. */
+  error?: string;
+  cause?: string;
+}
+
+/**
+ * A run's executions for the commands that follow, report on and stop a run: the SDK in
+ * AWS, the emulator's records of its executions locally (emulator/emulator-state.ts).
+ */
+export interface RunExecutions extends ExecutionPort {
+  /** The execution `name`, or null when there is none. */
+  describe(name: string): Promise<ExecutionDescription | null>;
+  /** Stops the execution `name` at once (StopExecution), with the error and cause it then carries. */
+  stop(name: string, error: string, cause: string): Promise<void>;
+}
+
 /** Attempts at most; far beyond any restart by hand, it only stops a runaway loop. */
 export const MAX_ATTEMPTS = 100;
 

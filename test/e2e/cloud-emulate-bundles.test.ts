@@ -177,7 +177,7 @@ describe('rcb cloud run --emulate with a hosted model', () => {
     const failedBefore = proxy.failed;
 
     // Act
-    const cloud = await run(['cloud', 'run', '--emulate', ...common, '--out', join(work, 'cloud')], env);
+    const cloud = await run(['cloud', 'run', '--emulate', '--state-dir', join(work, 'emulator'), ...common, '--out', join(work, 'cloud')], env);
 
     // Assess
     expect([cloud.status, cloud.stderr.slice(-1500)]).toEqual([0, expect.any(String)]);

@@ -38,6 +38,8 @@ function scores(text: string): unknown {
 }
 
 let reference: Reference;
+/** The emulated cloud's state folder of the CLI tests. */
+const stateDir = tempDir('rcb-emulate-state-');
 
 /** A client that answers `ms` later, so that a copy handled at the same time finds its call in flight. */
 function slow(client: ModelClient, ms: number): ModelClient {
@@ -110,7 +112,7 @@ describe('rcb cloud run --emulate', () => {
     const out = tempDir('rcb-emulate-out-');
 
     // Act
-    const r = rcb(['cloud', 'run', '--emulate', '--model', 'oracle', '--model', 'empty', '--out', out]);
+    const r = rcb(['cloud', 'run', '--emulate', '--state-dir', stateDir, '--model', 'oracle', '--model', 'empty', '--out', out]);
 
     // Assess
     expect(r.stderr).toContain(`run ${reference.runId} (emulated)`);
@@ -124,6 +126,42 @@ describe('rcb cloud run --emulate', () => {
     expect(JSON.parse(readFileSync(join(out, 'overall_stats.json'), 'utf8'))).toEqual(
       JSON.parse(readFileSync(join(reference.dir, 'overall_stats.json'), 'utf8')),
     );
+  });
+
+  it('keeps the run in its state folder: status and results read it there after the command ended, through the cloud\'s adapters', () => {
+    // Act
+    const status = rcb(['cloud', 'status', reference.runId, '--emulate', '--state-dir', stateDir]);
+    const json = rcb(['cloud', 'results', reference.runId, '--emulate', '--state-dir', stateDir, '--format', 'json']);
+    const official = rcb(['cloud', 'results', reference.runId, '--emulate', '--state-dir', stateDir, '--format', 'json', '--judge', 'official']);
+    const csv = rcb(['cloud', 'results', reference.runId, '--emulate', '--state-dir', stateDir, '--format', 'csv']);
+
+    // Assess
+    expect([status.status, status.stderr]).toEqual([0, expect.any(String)]);
+    const [head, execution, progress, ...rest] = status.stdout.split('\n');
+    expect([head, progress, rest]).toEqual([`run ${reference.runId}`, 'progress: succeeded: 56/56 answered, 56/56 judged', ['']]);
+    expect(execution).toMatch(/^execution: SUCCEEDED \(started \S+Z, stopped \S+Z\)$/);
+    expect(json.status).toBe(0);
+    expect(scores(json.stdout)).toEqual(reference.json.strict);
+    // Computed from the table (no stored report has this judge), as rcb cloud results does for a deployed stack.
+    expect(official.status).toBe(0);
+    expect(scores(official.stdout)).toEqual(reference.json.official);
+    expect(csv.stdout).toBe(rcb(['report', reference.dir, '--format', 'csv']).stdout);
+  });
+
+  it('answers a second rcb cloud run of the same flags from the state folder: the execution had succeeded, nothing runs again', () => {
+    const r = rcb(['cloud', 'run', '--emulate', '--state-dir', stateDir, '--model', 'oracle', '--model', 'empty']);
+
+    expect(r.status).toBe(0);
+    expect(r.stderr).toContain(`run ${reference.runId} succeeded before (execution ${reference.runId}); its stored results:`);
+    expect(r.stderr).toContain('0 message(s) sent, 0 delivered, 0 container run(s)');
+    expect(r.stdout).toBe('\n' + readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+  });
+
+  it('says where emulated runs are kept when the state folder holds none', () => {
+    const empty = tempDir('rcb-emulate-state-');
+    const r = rcb(['cloud', 'status', reference.runId, '--emulate', '--state-dir', empty]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(`no emulated runs in ${empty}: \`rcb cloud run --emulate\` keeps its runs there`);
   });
 
   describe('with every SQS message delivered twice and the first shard container failing once', () => {
