@@ -33,6 +33,7 @@ import { once } from '../adapters/aws/runtime/cloud-config';
 import { isOfflineSpec, resolveRunModels, runModelCosts } from '../adapters/aws/runtime/run-models';
 import { keyEnvFor } from '../adapters/models/create-model-client';
 import type { GenerationMessage } from '../core/cloud/payloads';
+import type { RunCounters } from '../core/cloud/ports';
 import { CONTEXT_KEYS } from '../infra/config';
 import { LOCAL_ACCOUNT, startLocalAwsApi } from './local-aws-api';
 import { deployedFunctions, functionsByState, FunctionProcesses, queueConsumers, resolveValue, type TokenValues } from './deployed-functions';
@@ -49,7 +50,8 @@ import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
 import { containerApp } from './container-app';
 import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
 import { EmulatorState } from './emulator-state';
-import { startOrFollow, type Attempt } from '../core/cloud/execution-attempts';
+import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
+import { retryableFailedTasks } from '../core/cloud/failed-tasks';
 
 export interface EmulatedRunRequest {
   pset: Pset;
@@ -131,6 +133,8 @@ export interface EmulatedRun {
   error?: { name: string; message: string };
   succeeded: boolean;
   store: RunStore;
+  /** The run item's progress counters (the same table). */
+  counters?: RunCounters;
   blobs: BlobStore;
   lanes: LaneStats;
   shardRuns: ShardRunOutcome[];
@@ -178,7 +182,7 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
     closers.push(() => aws.close());
     const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
     const { runId, input } = await uploadRunInputs(storage, request);
-    const first = await startOrFollow(state, runId);
+    const first = await startOrFollow(state, runId, restartWithFailures(storage.store, runId));
     // The run's latest execution succeeded (a state folder kept it): nothing to run again.
     if (!first.started) return await followed(state, storage, runId, input, first, closeAll);
     const workflow =
@@ -194,6 +198,11 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
     await closeAll();
     throw err;
   }
+}
+
+/** As `rcb cloud run`: a succeeded run with failed tasks under their cap starts again (core/cloud/failed-tasks.ts). */
+function restartWithFailures(store: RunStore, runId: string): StartOrFollowOptions {
+  return { restartSucceeded: async () => (await retryableFailedTasks(store, runId)).length > 0 };
 }
 
 /** What `rcb cloud run` does before StartExecution: upload the inputs, name the run. */
@@ -224,6 +233,7 @@ async function followed(
     succeeded: execution?.status === 'SUCCEEDED',
     ...(execution?.error ? { error: { name: execution.error, message: execution.cause ?? '' } } : {}),
     store: storage.store,
+    counters: storage.counters,
     blobs: storage.blobs,
     lanes: { sent: 0, delivered: 0, failedRecords: 0, deadLettered: [] },
     shardRuns: [],
@@ -490,7 +500,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   const machine = new StateMachine(workflow.definition as never, { validationOptions: { checkArn: false } });
   const executeOnce = async (these: ExecutionFaults, given?: Attempt): Promise<EmulatedRun> => {
     // A new execution name per attempt, as `rcb cloud run` starts one (core/cloud/execution-attempts.ts).
-    const attempt = given ?? (await startOrFollow(state, runId));
+    const attempt = given ?? (await startOrFollow(state, runId, restartWithFailures(storage.store, runId)));
     if (!attempt.started) return followed(state, storage, runId, input, attempt, closeAll);
     faults = these;
     const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
@@ -522,6 +532,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       error,
       succeeded: !error,
       store: storage.store,
+      counters: storage.counters,
       blobs: storage.blobs,
       lanes: lanes.stats,
       shardRuns,

@@ -152,7 +152,7 @@ describe('rcb cloud run --emulate', () => {
     const r = rcb(['cloud', 'run', '--emulate', '--state-dir', stateDir, '--model', 'oracle', '--model', 'empty']);
 
     expect(r.status).toBe(0);
-    expect(r.stderr).toContain(`run ${reference.runId} succeeded before (execution ${reference.runId}); its stored results:`);
+    expect(r.stderr).toContain(`run ${reference.runId} succeeded before (execution ${reference.runId}) and has no failed task to ask again; its stored results:`);
     expect(r.stderr).toContain('0 message(s) sent, 0 delivered, 0 container run(s)');
     expect(r.stdout).toBe('\n' + readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
   });

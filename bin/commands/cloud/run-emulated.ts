@@ -49,7 +49,7 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
     if (execution.started && execution.earlier.length) {
       deps.err(`execution ${execution.name} (attempt ${execution.attempt}; earlier: ${execution.earlier.join(', ')}) resumed from what is stored\n`);
     }
-    if (!execution.started) deps.err(`run ${runId} succeeded before (execution ${execution.name}); its stored results:\n`);
+    if (!execution.started) deps.err(`run ${runId} succeeded before (execution ${execution.name}) and has no failed task to ask again; its stored results:\n`);
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     const runRecord = await run.store.getRun(run.runId);
     if (run.succeeded) {

@@ -65,7 +65,9 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
     'run workflow input',
   );
   const executions = stackExecutions(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
-  const attempt = await startOrFollow(executions, runId);
+  const { retryableFailedTasks } = require('../../../core/cloud/failed-tasks') as typeof import('../../../core/cloud/failed-tasks');
+  // A succeeded run whose failed tasks a new attempt would ask again is started again, as `rcb run` resumes one.
+  const attempt = await startOrFollow(executions, runId, { restartSucceeded: async () => (await retryableFailedTasks(store, runId)).length > 0 });
   if (attempt.started) {
     const again = attempt.earlier.length ? ` again (attempt ${attempt.attempt}; earlier: ${attempt.earlier.join(', ')}), resuming from what is stored` : '';
     deps.err(`run ${runId} started${again}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${executionArn(outputs.stateMachineArn, attempt.name)}\n`);
