@@ -62,6 +62,8 @@ export class StateInUseError extends Error {
 
 export class EmulatorState implements RunExecutions {
   private readonly memory = new Map<string, ExecutionRecord>();
+  /** Executions this process started and has not finished. */
+  private readonly open = new Set<string>();
   private released = false;
 
   private constructor(readonly dir: string | undefined) {}
@@ -135,6 +137,7 @@ export class EmulatorState implements RunExecutions {
   async start(name: string): Promise<boolean> {
     if (this.read(name)) return false;
     this.write({ name, status: 'RUNNING', startDate: new Date().toISOString() });
+    this.open.add(name);
     return true;
   }
 
@@ -159,6 +162,7 @@ export class EmulatorState implements RunExecutions {
     const record = this.read(name);
     if (!record) throw new Error(`emulator: no execution ${name} to finish`);
     this.write({ ...record, ...outcome, stopDate: new Date().toISOString() });
+    this.open.delete(name);
   }
 
   /**
@@ -170,10 +174,18 @@ export class EmulatorState implements RunExecutions {
     if (status === 'RUNNING') throw new Error(`emulator: execution ${name} runs in the process that holds this state; stop that command (Ctrl-C)`);
   }
 
-  /** Releases the folder for the next command. */
+  /**
+   * Releases the folder for the next command. An execution this process started and did not
+   * finish (the emulator failed around it) is ABORTED, so the next command starts it again.
+   */
   close(): void {
-    if (this.released || !this.dir) return;
+    if (this.released) return;
     this.released = true;
-    rmSync(join(this.dir, 'lock'), { force: true });
+    for (const name of this.open) {
+      const record = this.read(name);
+      if (record?.status === 'RUNNING') this.write({ ...record, status: 'ABORTED', stopDate: new Date().toISOString(), error: 'EmulatorError', cause: 'the emulator stopped before the execution ended' });
+    }
+    this.open.clear();
+    if (this.dir) rmSync(join(this.dir, 'lock'), { force: true });
   }
 }

@@ -73,6 +73,18 @@ describe('EmulatorState', () => {
     next.close();
   });
 
+  it('aborts on close an execution this process started and did not finish', async () => {
+    const root = dir();
+    const state = EmulatorState.open(root);
+    await state.start('run1');
+    state.close();
+
+    const next = EmulatorState.open(root);
+    expect(await next.describe('run1')).toMatchObject({ status: 'ABORTED', error: 'EmulatorError' });
+    expect(await startOrFollow(next, 'run1')).toMatchObject({ name: 'run1-2', started: true });
+    next.close();
+  });
+
   it('keeps records in memory without a folder', async () => {
     const state = EmulatorState.open();
     expect(await state.start('r')).toBe(true);
