@@ -274,7 +274,7 @@ async function main(argv: string[]): Promise<number> {
     });
 
   // Loaded at registration, but the module defers its AWS SDK and emulator imports to its actions.
-  const { registerCloudCommands } = require('./commands/cloud-commands') as typeof import('./commands/cloud-commands');
+  const { registerCloudCommands } = require('./commands/cloud/register-cloud-commands') as typeof import('./commands/cloud/register-cloud-commands');
   registerCloudCommands(program, (c) => {
     code = c;
   });

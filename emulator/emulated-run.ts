@@ -4,8 +4,8 @@
  * state name to the functions as deployed: each function's esbuild bundle from the
  * synthesized cloud assembly, staged alone and run in its own process with the template's
  * environment (deployed-functions.ts), against dynalite and s3rver and a local SQS and
- * Secrets Manager (local-aws-api.ts). The EvaluateShard states run the container entry
- * point as a child process, and the SQS lanes are a simulation that delivers PlanRun's
+ * Secrets Manager (local-aws-api.ts). The EvaluateShard states run the image's command as
+ * a child process in the image's /app as the Dockerfile lays it out (container-app.ts), and the SQS lanes are a simulation that delivers PlanRun's
  * messages to the generator in SQS-shaped batches while the workflow waits.
  *
  * `functions: 'source'` binds the states to the handlers' createHandler in this process
@@ -33,6 +33,7 @@ import { once } from '../adapters/aws/runtime/cloud-config';
 import { isOfflineSpec, resolveRunModels, runModelCosts } from '../adapters/aws/runtime/run-models';
 import { keyEnvFor } from '../adapters/models/create-model-client';
 import type { GenerationMessage } from '../core/cloud/payloads';
+import type { RunCounters } from '../core/cloud/ports';
 import { CONTEXT_KEYS } from '../infra/config';
 import { LOCAL_ACCOUNT, startLocalAwsApi } from './local-aws-api';
 import { deployedFunctions, functionsByState, FunctionProcesses, queueConsumers, resolveValue, type TokenValues } from './deployed-functions';
@@ -46,7 +47,11 @@ import { STATE_NAMES } from '../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
+import { containerApp } from './container-app';
 import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
+import { EmulatorState } from './emulator-state';
+import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
+import { retryableFailedTasks } from '../core/cloud/failed-tasks';
 
 export interface EmulatedRunRequest {
   pset: Pset;
@@ -96,6 +101,14 @@ export interface EmulatorOptions {
   clients?: Map<string, ModelClient>;
   /** A definition already synthesized (tests reuse one; with `deployment` for bundles). @default synthesized now */
   workflow?: SynthesizedWorkflow;
+  /** Folder of the cached image layouts, by digest. @default defaultLayoutCache() (~/.cache/rcb/container-app) */
+  containerAppCache?: string;
+  /**
+   * Folder that keeps the table, the bucket and the executions' records between commands
+   * (emulator-state.ts); a run whose latest execution there failed starts its next attempt.
+   * @default none: everything goes with close()
+   */
+  stateDir?: string;
   /** Told of each Task state's end (its result, or `{ error }` with the error's name), for progress output. */
   onState?: (state: string, result: unknown) => void;
 }
@@ -109,14 +122,24 @@ export interface ExecutionFaults {
 export interface EmulatedRun {
   runId: string;
   input: RunWorkflowInput;
+  /**
+   * The execution of this outcome: its name (`<runId>`, `<runId>-2`, ...), and whether it was
+   * started (false: the run's latest execution, kept in the state folder, had succeeded, and
+   * this outcome is what it stored).
+   */
+  execution: Attempt;
   /** The execution's output, or the error that failed it. */
   output?: unknown;
   error?: { name: string; message: string };
   succeeded: boolean;
   store: RunStore;
+  /** The run item's progress counters (the same table). */
+  counters?: RunCounters;
   blobs: BlobStore;
   lanes: LaneStats;
   shardRuns: ShardRunOutcome[];
+  /** The image's /app every container run started in (container-app.ts). */
+  containerApp: string;
   /** Invocations of each deployed function, by logical id (`functions: 'bundles'`). */
   invocations: Record<string, number>;
   /**
@@ -145,13 +168,23 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
   if (mode === 'bundles' && (options.clients || options.hosted)) {
     throw new Error("emulator: model clients and hosted models can be handed in only with functions: 'source'; deployed bundles build their own from the registry they carry");
   }
+  const state = EmulatorState.open(options.stateDir);
   const scratchDir = mkdtempSync(join(tmpdir(), 'rcb-emulate-'));
-  const closers: Array<() => Promise<void>> = [];
+  // Run last by closeAll (closers run in reverse): the state is released once the servers have stopped.
+  const closers: Array<() => Promise<void>> = [async () => state.close()];
   const closeAll = async (): Promise<void> => {
     for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
     rmSync(scratchDir, { recursive: true, force: true });
   };
   try {
+    const keep = state.dynamoDir && state.s3Dir ? { dynamoDir: state.dynamoDir, s3Dir: state.s3Dir } : undefined;
+    const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions'), keep });
+    closers.push(() => aws.close());
+    const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
+    const { runId, input } = await uploadRunInputs(storage, request);
+    const first = await startOrFollow(state, runId, restartWithFailures(storage.store, runId));
+    // The run's latest execution succeeded (a state folder kept it): nothing to run again.
+    if (!first.started) return await followed(state, storage, runId, input, first, closeAll);
     const workflow =
       options.workflow && (mode === 'source' || options.workflow.deployment)
         ? options.workflow
@@ -160,13 +193,56 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
             outdir: join(scratchDir, 'cdk.out'),
             context: options.modelsFile ? { [CONTEXT_KEYS.modelsFile]: options.modelsFile } : {},
           });
-    const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions') });
-    closers.push(() => aws.close());
-    return await execute(aws, scratchDir, workflow, request, options, closers, closeAll, faults);
+    return await execute({ aws, storage, state, scratchDir, workflow, request, runId, input, options, closers, closeAll }, first, faults);
   } catch (err) {
     await closeAll();
     throw err;
   }
+}
+
+/** As `rcb cloud run`: a succeeded run with failed tasks under their cap starts again (core/cloud/failed-tasks.ts). */
+function restartWithFailures(store: RunStore, runId: string): StartOrFollowOptions {
+  return { restartSucceeded: async () => (await retryableFailedTasks(store, runId)).length > 0 };
+}
+
+/** What `rcb cloud run` does before StartExecution: upload the inputs, name the run. */
+async function uploadRunInputs(storage: StorageAdapters, request: EmulatedRunRequest): Promise<{ runId: string; input: RunWorkflowInput }> {
+  const psetKey = await uploadPsetBundle(storage.blobs, request.pset);
+  await uploadPromptTemplate(storage.blobs, request.templateText);
+  await uploadReplayFiles(storage.blobs, request.spec, request.models);
+  const spec: RunSpec = { ...request.spec, psetRoot: psetKey };
+  const runId = computeRunId(spec);
+  const input = parsePayload(runWorkflowInputSchema, { runId, spec, models: request.models, ...(request.force ? { force: true } : {}) }, 'run workflow input');
+  return { runId, input };
+}
+
+/** The outcome of a run whose latest execution had already succeeded: what is stored, nothing run. */
+async function followed(
+  state: EmulatorState,
+  storage: StorageAdapters,
+  runId: string,
+  input: RunWorkflowInput,
+  attempt: Attempt,
+  closeAll: () => Promise<void>,
+): Promise<EmulatedRun> {
+  const execution = await state.describe(attempt.name);
+  const run: EmulatedRun = {
+    runId,
+    input,
+    execution: attempt,
+    succeeded: execution?.status === 'SUCCEEDED',
+    ...(execution?.error ? { error: { name: execution.error, message: execution.cause ?? '' } } : {}),
+    store: storage.store,
+    counters: storage.counters,
+    blobs: storage.blobs,
+    lanes: { sent: 0, delivered: 0, failedRecords: 0, deadLettered: [] },
+    shardRuns: [],
+    containerApp: '',
+    invocations: {},
+    runAgain: async () => run,
+    close: closeAll,
+  };
+  return run;
 }
 
 /** The Lambda states and the lanes' consumer, bound to code. */
@@ -349,30 +425,24 @@ async function bundleBindings(
   };
 }
 
-async function execute(
-  aws: LocalAws,
-  scratchDir: string,
-  workflow: SynthesizedWorkflow,
-  request: EmulatedRunRequest,
-  options: EmulatorOptions,
-  closers: Array<() => Promise<void>>,
-  closeAll: () => Promise<void>,
-  firstFaults: ExecutionFaults,
-): Promise<EmulatedRun> {
-  const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
-  const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
+interface Prepared {
+  aws: LocalAws;
+  storage: StorageAdapters;
+  state: EmulatorState;
+  scratchDir: string;
+  workflow: SynthesizedWorkflow;
+  request: EmulatedRunRequest;
+  runId: string;
+  input: RunWorkflowInput;
+  options: EmulatorOptions;
+  closers: Array<() => Promise<void>>;
+  closeAll: () => Promise<void>;
+}
 
-  // What `rcb cloud run` does before StartExecution: upload the inputs, name the run.
-  const psetKey = await uploadPsetBundle(storage.blobs, request.pset);
-  await uploadPromptTemplate(storage.blobs, request.templateText);
-  await uploadReplayFiles(storage.blobs, request.spec, request.models);
-  const spec: RunSpec = { ...request.spec, psetRoot: psetKey };
-  const runId = computeRunId(spec);
-  const input = parsePayload(
-    runWorkflowInputSchema,
-    { runId, spec, models: request.models, ...(request.force ? { force: true } : {}) },
-    'run workflow input',
-  );
+async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: ExecutionFaults): Promise<EmulatedRun> {
+  const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
+  const { aws, storage, state, scratchDir, workflow, request, runId, input, options, closers, closeAll } = prepared;
+  const spec = input.spec as RunSpec;
 
   const bindings =
     (options.functions ?? 'bundles') === 'bundles'
@@ -388,7 +458,10 @@ async function execute(
   const maxConcurrency = Number(workflow.definition.States[STATE_NAMES.evaluateShards]?.MaxConcurrency ?? 1) || 1;
   const shardsAtOnce = Math.min(maxConcurrency, Math.max(1, request.pset.papers.length));
   const shardRuns: ShardRunOutcome[] = [];
+  if (!workflow.imageContext) throw new Error('emulator: the workflow carries no image build context (synthesize it with synthesizeWorkflow)');
+  const app = containerApp(workflow.imageContext, options.containerAppCache);
   const evaluateShard = shardContainerHandler({
+    app,
     baseEnv: {
       ...aws.childEnv(),
       RCB_PYTHON: options.python ?? (process.env.RCB_PYTHON || 'python3'),
@@ -425,7 +498,10 @@ async function execute(
     }),
   };
   const machine = new StateMachine(workflow.definition as never, { validationOptions: { checkArn: false } });
-  const executeOnce = async (these: ExecutionFaults): Promise<EmulatedRun> => {
+  const executeOnce = async (these: ExecutionFaults, given?: Attempt): Promise<EmulatedRun> => {
+    // A new execution name per attempt, as `rcb cloud run` starts one (core/cloud/execution-attempts.ts).
+    const attempt = given ?? (await startOrFollow(state, runId, restartWithFailures(storage.store, runId)));
+    if (!attempt.started) return followed(state, storage, runId, input, attempt, closeAll);
     faults = these;
     const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
       overrides: {
@@ -443,6 +519,7 @@ async function execute(
       const e = err as Error & { cause?: { name?: string; message?: string } };
       error = { name: e.cause?.name ?? e.name, message: e.cause?.message ?? e.message };
     }
+    state.finish(attempt.name, error ? { status: 'FAILED', error: error.name, cause: error.message } : { status: 'SUCCEEDED' });
     // Deliveries still in flight (duplicates of settled tasks) and containers of aborted Map
     // iterations finish before the outcome is read (or the servers stop).
     await lanes.drained().catch(() => undefined);
@@ -450,19 +527,22 @@ async function execute(
     return {
       runId,
       input,
+      execution: attempt,
       output,
       error,
       succeeded: !error,
       store: storage.store,
+      counters: storage.counters,
       blobs: storage.blobs,
       lanes: lanes.stats,
       shardRuns,
+      containerApp: app.appDir,
       invocations: bindings.invocations(),
       runAgain: (next = {}) => executeOnce(next),
       close: closeAll,
     };
   };
-  return executeOnce(firstFaults);
+  return executeOnce(firstFaults, firstAttempt);
 }
 
 /** Names of the states with a Retry, those of Map item processors and Parallel branches included. */

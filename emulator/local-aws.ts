@@ -3,13 +3,13 @@
  * random ports, with a table laid out as infra's StorageConstruct lays it out and one bucket.
  * Clients use fake credentials, never the environment's.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../adapters/aws/clients';
 import { createRunTable } from '../adapters/aws/run-table';
@@ -25,7 +25,7 @@ interface S3rverServer {
 }
 
 // Neither server ships type declarations; these are the calls used.
-type DynaliteFactory = (options: { createTableMs?: number }) => Server;
+type DynaliteFactory = (options: { createTableMs?: number; path?: string }) => Server;
 type S3rverClass = new (options: { port: number; address: string; silent: boolean; directory: string }) => S3rverServer;
 
 export interface LocalAws {
@@ -38,13 +38,29 @@ export interface LocalAws {
   close(): Promise<void>;
 }
 
-export async function startLocalAws(options: { scratchDir: string; table?: string; bucket?: string }): Promise<LocalAws> {
+export interface LocalAwsOptions {
+  scratchDir: string;
+  table?: string;
+  bucket?: string;
+  /**
+   * Folders that keep the table (dynalite's on-disk store) and the bucket (s3rver's files)
+   * after close (emulator-state.ts); the table and bucket are made only if missing.
+   * @default both in memory or a temporary folder, gone at close
+   */
+  keep?: { dynamoDir: string; s3Dir: string };
+}
+
+export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws> {
   const dynalite = require('dynalite') as DynaliteFactory;
   const S3rver = require('s3rver') as S3rverClass;
-  const dynamoServer = dynalite({ createTableMs: 0 });
+  if (options.keep) {
+    mkdirSync(options.keep.dynamoDir, { recursive: true });
+    mkdirSync(options.keep.s3Dir, { recursive: true });
+  }
+  const dynamoServer = dynalite({ createTableMs: 0, ...(options.keep ? { path: options.keep.dynamoDir } : {}) });
   await new Promise<void>((resolve) => dynamoServer.listen(0, '127.0.0.1', resolve));
   const dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
-  const s3Directory = mkdtempSync(join(tmpdir(), 'rcb-emulate-s3-'));
+  const s3Directory = options.keep?.s3Dir ?? mkdtempSync(join(tmpdir(), 'rcb-emulate-s3-'));
   const s3Server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Directory });
   const { port } = await s3Server.run();
   const s3Endpoint = `http://127.0.0.1:${port}`;
@@ -54,8 +70,10 @@ export async function startLocalAws(options: { scratchDir: string; table?: strin
   const raw = new DynamoDBClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
   const doc = createDynamoDocumentClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
   const s3 = createS3Client({ region: REGION, endpoint: s3Endpoint, credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
-  await createRunTable(raw, table);
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  const tableExists = options.keep ? await raw.send(new DescribeTableCommand({ TableName: table })).then(() => true, () => false) : false;
+  if (!tableExists) await createRunTable(raw, table);
+  const bucketExists = options.keep ? await s3.send(new HeadBucketCommand({ Bucket: bucket })).then(() => true, () => false) : false;
+  if (!bucketExists) await s3.send(new CreateBucketCommand({ Bucket: bucket }));
 
   const storage: StorageConfig = { region: REGION, table, bucket, dynamoEndpoint, s3Endpoint, scratchDir: options.scratchDir };
   return {
@@ -78,7 +96,7 @@ export async function startLocalAws(options: { scratchDir: string; table?: strin
       s3.destroy();
       await new Promise<void>((resolve, reject) => dynamoServer.close((err) => (err ? reject(err) : resolve())));
       await s3Server.close();
-      rmSync(s3Directory, { recursive: true, force: true });
+      if (!options.keep) rmSync(s3Directory, { recursive: true, force: true });
     },
   };
 }

@@ -1,14 +1,15 @@
 /**
- * The EvaluateShard state's ECS task, emulated: the container entry point run as a child
- * process with the environment the task definition and the workflow's containerOverrides
- * give it, pointed at the emulator's servers. A non-zero exit becomes the error a `.sync`
+ * The EvaluateShard state's ECS task, emulated: the image's command run as a child process
+ * in the image's /app as container-app.ts lays it out (nothing of the checkout), with the
+ * environment the task definition and the workflow's containerOverrides give it, pointed
+ * at the emulator's servers. A non-zero exit becomes the error a `.sync`
  * RunTask raises for a stopped task (States.TaskFailed), which the definition's Retry
  * matches. Asynchronous: the servers live in this process and must keep answering.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../core/util/package-root';
+import type { ContainerApp } from './container-app';
 
 /** Error name of a `.sync` ECS task that stopped with a non-zero exit code. */
 export const TASK_FAILED = 'States.TaskFailed';
@@ -31,16 +32,13 @@ export function containerOverrideEnv(parameters: RunTaskParameters): Record<stri
   return Object.fromEntries((override.Environment ?? []).map((e) => [e.Name, e.Value]));
 }
 
-/** How to start the entry point: the compiled one when running from dist/, else the source through tsx. */
-export function containerCommand(): string[] {
-  const compiled = join(__dirname, '..', 'container', 'entry.js');
-  if (__filename.endsWith('.js') && existsSync(compiled)) return [compiled];
-  return ['-r', 'tsx/cjs', join(packageRoot(), 'container', 'entry.ts')];
-}
 
 export interface ShardRunOutcome {
   runId: string;
   paper: string;
+  /** Working directory and node arguments the container was started with (the image's /app and CMD). */
+  cwd: string;
+  command: string[];
   code: number | null;
   signal: NodeJS.Signals | null;
   /** The fault injector stopped it. */
@@ -49,6 +47,8 @@ export interface ShardRunOutcome {
 }
 
 export interface ShardContainerOptions {
+  /** The image's /app and its command (container-app.ts): each container run starts there. */
+  app: ContainerApp;
   /** Environment of the task definition (storage, endpoints, python, jobs, sandbox). */
   baseEnv: Record<string, string>;
   /**
@@ -77,7 +77,7 @@ export function shardContainerHandler(
     const scratch = mkdtempSync(join(options.scratchRoot, 'task-'));
     // Test users (when this runs as root) must traverse it, as the image's user owns /scratch.
     chmodSync(scratch, 0o755);
-    const run = runContainer({ ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
+    const run = runContainer(options.app, { ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
     running.add(run);
     const outcome = await run.finally(() => running.delete(run));
     options.onExit?.(outcome);
@@ -95,11 +95,12 @@ export function shardContainerHandler(
   });
 }
 
-function runContainer(env: Record<string, string>, inject: boolean): Promise<ShardRunOutcome> {
+function runContainer(app: ContainerApp, env: Record<string, string>, inject: boolean): Promise<ShardRunOutcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, containerCommand(), {
-      cwd: packageRoot(),
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    // The image's WORKDIR and CMD; this process's node flags (ts-jest, tsx) are not passed on.
+    const child = spawn(process.execPath, app.command, {
+      cwd: app.appDir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'production', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -111,7 +112,7 @@ function runContainer(env: Record<string, string>, inject: boolean): Promise<Sha
     if (inject) child.once('spawn', () => child.kill('SIGTERM'));
     child.once('error', reject);
     child.once('close', (code, signal) =>
-      resolve({ runId: env.RCB_RUN_ID ?? '', paper: env.RCB_SHARD ?? '', code, signal, injected: inject, stderr }),
+      resolve({ runId: env.RCB_RUN_ID ?? '', paper: env.RCB_SHARD ?? '', cwd: app.appDir, command: app.command, code, signal, injected: inject, stderr }),
     );
   });
 }

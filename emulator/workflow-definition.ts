@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../core/util/package-root';
+import { imageContextOf, type ImageContext } from './container-app';
 
 /** An Amazon States Language document (the parts the emulator reads). */
 export interface StateMachineDefinition {
@@ -25,6 +26,8 @@ export interface SynthesizedWorkflow {
   maxReceiveCount?: number;
   /** The template and the cloud assembly holding the Lambda bundles, when synthesized with bundling. */
   deployment?: { template: CfnTemplate; assemblyDir: string };
+  /** The evaluation image's build context as the assembly stages it (synthesizeWorkflow). */
+  imageContext?: ImageContext;
 }
 
 export type CfnTemplate = { Resources: Record<string, { Type: string; Properties?: Record<string, any>; Metadata?: Record<string, any> }> };
@@ -134,6 +137,6 @@ export function synthesizeWorkflow(opts: SynthesizeOptions = {}): SynthesizedWor
   const stack = new RcbStack(app, config.stackName, { ...stackPropsFromConfig(config), analyticsReporting: false });
   const assembly = opts.bundle ? quietly(() => app.synth()) : app.synth();
   const template = assembly.getStackArtifact(stack.artifactId).template as CfnTemplate;
-  const workflow = workflowFromTemplate(template);
+  const workflow = { ...workflowFromTemplate(template), imageContext: imageContextOf(assembly.directory, stack.artifactId) };
   return opts.bundle ? { ...workflow, deployment: { template, assemblyDir: assembly.directory } } : workflow;
 }

@@ -118,6 +118,8 @@ export class OrchestratorConstruct extends Construct {
       'dynamodb:PutItem',
       'dynamodb:UpdateItem',
     ]);
+    // A restarted run reopens the tasks whose answer was an error: their completion and verdict go.
+    storage.grantTable(this.planRun.role, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task), leadingKeys(KEY_PREFIXES.run)] });
     storage.grantArtifacts(this.planRun.role, {
       read: [`${ARTIFACT_PREFIXES.psets}*`],
       list: [`${ARTIFACT_PREFIXES.psets}*`],

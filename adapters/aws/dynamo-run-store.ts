@@ -379,6 +379,28 @@ export class DynamoRunStore implements RunStore, RunCounters {
     return out;
   }
 
+  /**
+   * Deletes the task's completion when it is an error, and the task's verdict in the run: the
+   * RunStore contract a restarted run uses to ask again. The delete is conditional on the
+   * record read, so an answer stored meanwhile is never lost.
+   */
+  async reopenTask(runId: string, taskId: string): Promise<boolean> {
+    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.completion(taskId), ConsistentRead: true }));
+    if (!res.Item || !parseRecord<CompletionRecord>(res.Item, 'completion').error) return false;
+    const deleted = await this.sendConditional(
+      new DeleteCommand({
+        TableName: this.table,
+        Key: runTableKey.completion(taskId),
+        ConditionExpression: '#record = :record',
+        ExpressionAttributeNames: { '#record': 'record' },
+        ExpressionAttributeValues: { ':record': res.Item.record as string },
+      }),
+    );
+    if (!deleted) return false;
+    await this.doc.send(new DeleteCommand({ TableName: this.table, Key: runTableKey.verdict(runId, taskId) }));
+    return true;
+  }
+
   // ---- verdicts ----
 
   async putVerdict(runId: string, v: Verdict): Promise<boolean> {

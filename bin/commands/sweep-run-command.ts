@@ -67,7 +67,7 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
   ]);
   if (problems.length) throw new UsageError(problems.join('\n'));
   if (opts.emulate) return emulatedSweep(loaded, opts);
-  const cloud = require('./cloud-commands') as typeof import('./cloud-commands');
+  const cloud = { ...(require('./cloud/run') as typeof import('./cloud/run')), ...(require('./cloud/cloud-deps') as typeof import('./cloud/cloud-deps')) };
   const flags = {
     ...sweepRunFlags(sweep),
     jobs: opts.jobs,

@@ -3,9 +3,10 @@
  * that failed, timed out or was aborted cannot start again under its run id: each attempt
  * gets its own name, `<runId>`, then `<runId>-2`, `<runId>-3`, ... The run id stays the
  * identity (tables and bucket keys); the attempt only names the execution, and the new one
- * resumes from what is stored (PlanRun re-sends only unanswered tasks, shards judge only
- * unjudged candidates). Starting a run whose latest attempt is running or succeeded starts
- * nothing and follows that one.
+ * resumes from what is stored (PlanRun re-sends only unanswered tasks and those whose
+ * answer was an error, shards judge only unjudged candidates). Starting a run whose latest
+ * attempt is running starts nothing and follows that one; one whose latest attempt
+ * succeeded too, unless the caller says the run has failed tasks to ask again.
  */
 
 /** Status of an execution, as Step Functions names it. */
@@ -17,6 +18,27 @@ export interface ExecutionPort {
   start(name: string): Promise<boolean>;
   /** Status of the execution `name`, or null when there is none. */
   status(name: string): Promise<ExecutionStatus | null>;
+}
+
+/** What Step Functions says of one execution (DescribeExecution's fields that rcb prints). */
+export interface ExecutionDescription {
+  status: ExecutionStatus;
+  startDate?: Date;
+  stopDate?: Date;
+  /** Error name and cause of an execution that failed. */
+  error?: string;
+  cause?: string;
+}
+
+/**
+ * A run's executions for the commands that follow, report on and stop a run: the SDK in
+ * AWS, the emulator's records of its executions locally (emulator/emulator-state.ts).
+ */
+export interface RunExecutions extends ExecutionPort {
+  /** The execution `name`, or null when there is none. */
+  describe(name: string): Promise<ExecutionDescription | null>;
+  /** Stops the execution `name` at once (StopExecution), with the error and cause it then carries. */
+  stop(name: string, error: string, cause: string): Promise<void>;
 }
 
 /** Attempts at most; far beyond any restart by hand, it only stops a runaway loop. */
@@ -39,15 +61,28 @@ export interface Attempt {
   earlier: ExecutionStatus[];
 }
 
+export interface StartOrFollowOptions {
+  /**
+   * Asked when the latest execution succeeded: true starts the next attempt anyway (the run
+   * has failed tasks a new attempt would ask again, as `rcb run` of a finished local run
+   * does). @default never
+   */
+  restartSucceeded?: () => Promise<boolean>;
+}
+
 /** Starts the run's next attempt, or finds the one running or succeeded. */
-export async function startOrFollow(port: ExecutionPort, runId: string): Promise<Attempt> {
+export async function startOrFollow(port: ExecutionPort, runId: string, options: StartOrFollowOptions = {}): Promise<Attempt> {
   const earlier: ExecutionStatus[] = [];
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const name = attemptName(runId, attempt);
     if (await port.start(name)) return { name, attempt, started: true, earlier };
     const status = await port.status(name);
     if (status === null) throw new Error(`execution ${name} could not be started, yet does not exist`);
-    if (!RESTARTABLE.has(status)) return { name, attempt, started: false, earlier };
+    if (!RESTARTABLE.has(status)) {
+      // A succeeded attempt is passed over when a later one exists (a restart of it) or the caller wants one.
+      const passed = status === 'SUCCEEDED' && ((await port.status(attemptName(runId, attempt + 1))) !== null || !!(await options.restartSucceeded?.()));
+      if (!passed) return { name, attempt, started: false, earlier };
+    }
     earlier.push(status);
   }
   throw new Error(`run ${runId} has ${MAX_ATTEMPTS} executions; start it under a new spec`);

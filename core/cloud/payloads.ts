@@ -88,6 +88,12 @@ export const generationMessageSchema = z
     runId: z.string().min(1),
     /** The task to answer; looked up in the run's plan manifest. */
     taskId: z.string().min(1),
+    /**
+     * Answers the task had before, all errors, when a restarted run reopened it (PlanRun,
+     * reopenFailedAnswers); recorded on the new answer, so the cap on attempts holds across
+     * restarts. Absent: the task's first answer.
+     */
+    priorAttempts: z.number().int().positive().optional(),
   })
   .strict();
 export type GenerationMessage = z.infer<typeof generationMessageSchema>;

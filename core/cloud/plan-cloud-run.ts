@@ -2,11 +2,12 @@
  * PlanRun: a run spec and its uploaded inputs become the run record, its tasks and one
  * generation message per task still to answer. Planning the same run again (a retried
  * Lambda, a resumed run) writes nothing new and re-sends only unanswered tasks, which the
- * idempotent generator ignores if a first copy got there.
+ * idempotent generator ignores if a first copy got there, and the tasks whose answer was an
+ * error, reopened while under their cap of attempts.
  */
 import type { BlobStore, RunStore, TaskRecord } from '../store';
 import type { Prompt } from '../model';
-import type { CostModel } from '../run/generate';
+import { MAX_ANSWER_ATTEMPTS, reopenFailedAnswers, type CostModel } from '../run/generate';
 import { openRun, planTasks } from '../run/plan';
 import { runId as computeRunId } from '../ids';
 import { buildPrompt } from '../prompt/template';
@@ -27,6 +28,8 @@ export interface PlanCloudRunDeps {
   counters?: RunCounters;
   /** How shards are sized. @default DEFAULT_SHARD_SIZING */
   shardSizing?: ShardSizing;
+  /** Answers a task may get in all when the earlier ones were errors (as a local run). @default MAX_ANSWER_ATTEMPTS */
+  maxAnswerAttempts?: number;
   now?: () => Date;
 }
 
@@ -78,6 +81,9 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const tasks = planTasks(pset, spec);
   const existing = await openRun(deps.store, { runId: input.runId, spec, pset, models: input.models }, now);
 
+  // A restarted run asks again for the answers that were errors (dead-lettered, provider
+  // failures), under the same cap per task as a local run; an answer is never asked again.
+  const reopened = await reopenFailedAnswers(deps.store, input.runId, tasks, deps.maxAnswerAttempts ?? MAX_ANSWER_ATTEMPTS);
   const answered = await deps.store.getCompletions(tasks.map((t) => t.taskId));
   const papers = new Map(pset.papers.map((p) => [p.meta.id, p]));
   const todo = tasks.filter((t) => !answered.has(t.taskId));
@@ -98,11 +104,18 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
     await deps.counters.setTotal(input.runId, tasks.length);
     const stored = await deps.counters.getCounts(input.runId);
     const failed = [...answered.values()].filter((c) => c.error).length;
-    await deps.counters.addCounts(input.runId, { settled: answered.size - (stored?.settled ?? 0), failed: failed - (stored?.failed ?? 0) });
+    // Reopening dropped those tasks' verdicts too: the judged count follows (restarts only).
+    const judged = reopened.size ? { judged: (await deps.store.listVerdicts(input.runId)).length - (stored?.judged ?? 0) } : {};
+    await deps.counters.addCounts(input.runId, { settled: answered.size - (stored?.settled ?? 0), failed: failed - (stored?.failed ?? 0), ...judged });
   }
   await deps.store.setRunStatus(input.runId, 'generating');
   // Messages go last: a generator may start at once and needs the manifest and the run.
-  await deps.queue.send(todo.map((t) => ({ message: { runId: input.runId, taskId: t.taskId }, model: t.model })));
+  await deps.queue.send(
+    todo.map((t) => {
+      const priorAttempts = reopened.get(t.taskId);
+      return { message: { runId: input.runId, taskId: t.taskId, ...(priorAttempts ? { priorAttempts } : {}) }, model: t.model };
+    }),
+  );
 
   const shards = planShards(tasks, deps.shardSizing);
   return { runId: input.runId, taskCount: tasks.length, enqueued: todo.length, estimatedCostUsd, shards };

@@ -22,7 +22,7 @@ export interface SettleDeadLetterDeps {
 }
 
 /** The failed completion a dead-lettered task gets. */
-export function deadLetterCompletion(task: TaskRecord, receiveCount: number | undefined, now: Date): CompletionRecord {
+export function deadLetterCompletion(task: TaskRecord, receiveCount: number | undefined, now: Date, priorAttempts?: number): CompletionRecord {
   const deliveries = receiveCount ? `${receiveCount} deliveries` : 'its deliveries';
   return {
     taskId: task.taskId,
@@ -34,6 +34,8 @@ export function deadLetterCompletion(task: TaskRecord, receiveCount: number | un
     error: { kind: 'dead_lettered', message: `the generation message was dead-lettered after ${deliveries} that did not settle the task (generator crash or timeout)` },
     latencyMs: 0,
     createdAt: now.toISOString(),
+    // Counted as an answer: a restart reopens it only while the task is under its cap.
+    ...(priorAttempts ? { attempt: priorAttempts + 1 } : {}),
   };
 }
 
@@ -46,7 +48,7 @@ export async function settleDeadLetter(deps: SettleDeadLetterDeps, message: Gene
     await deps.counters?.addCounts(message.runId, { settled: 1, failed: existing.error ? 1 : 0 });
     return 'already_settled';
   }
-  const stored = await deps.store.putCompletion(deadLetterCompletion(task, receiveCount, (deps.now ?? (() => new Date()))()));
+  const stored = await deps.store.putCompletion(deadLetterCompletion(task, receiveCount, (deps.now ?? (() => new Date()))(), message.priorAttempts));
   await deps.counters?.addCounts(message.runId, { settled: 1, failed: 1 });
   return stored ? 'settled' : 'already_settled';
 }

@@ -21,16 +21,12 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
 import { envKeySource } from '../../core/keys';
 import { UsageError } from '../../bin/commands/common';
-import {
-  cloudCancel,
-  cloudPush,
-  cloudResults,
-  cloudRun,
-  cloudStatus,
-  executionArn,
-  type CloudDeps,
-  type CloudRunOptions,
-} from '../../bin/commands/cloud-commands';
+import { executionArn, type CloudDeps } from '../../bin/commands/cloud/cloud-deps';
+import { cloudPush } from '../../bin/commands/cloud/push';
+import { cloudRun, type CloudRunOptions } from '../../bin/commands/cloud/run';
+import { cloudStatus } from '../../bin/commands/cloud/status';
+import { cloudResults } from '../../bin/commands/cloud/results';
+import { cloudCancel } from '../../bin/commands/cloud/cancel';
 import { EXAMPLE } from './cloud-fixture';
 import { makeRun } from '../aws/records';
 

@@ -19,6 +19,7 @@ import { resolveRun } from '../../bin/commands/resolve-run';
 import { hostedModels } from '../../bin/commands/model-commands';
 import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../emulator/deployed-functions';
 import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
+import { CLAIM_LEASE_MARGIN_MS } from '../../functions/generate/handler';
 import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
 
 const KEY_ENV = 'RCB_BUNDLE_TEST_KEY';
@@ -177,7 +178,7 @@ describe('rcb cloud run --emulate with a hosted model', () => {
     const failedBefore = proxy.failed;
 
     // Act
-    const cloud = await run(['cloud', 'run', '--emulate', ...common, '--out', join(work, 'cloud')], env);
+    const cloud = await run(['cloud', 'run', '--emulate', '--state-dir', join(work, 'emulator'), ...common, '--out', join(work, 'cloud')], env);
 
     // Assess
     expect([cloud.status, cloud.stderr.slice(-1500)]).toEqual([0, expect.any(String)]);
@@ -195,7 +196,7 @@ describe('rcb cloud run --emulate with a hosted model', () => {
 });
 
 describe('a generation message dead-lettered in the emulated cloud', () => {
-  it('settles its task as a failed completion, so the run goes on to evaluation and succeeds instead of waiting for its deadline', async () => {
+  it('settles its task as a failed completion, so the run goes on to evaluation and succeeds instead of waiting for its deadline; started again, the run asks for that task only, once', async () => {
     // Prepare: one prompt is never answered; the generator times out (10 s) on each delivery.
     const paper = pset.papers[0];
     const stuck = paper.snippets[0];
@@ -216,6 +217,7 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
       { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info },
       { workflow: short, modelsFile, keys: { [KEY_ENV]: 'fake-key' }, python: '/usr/bin/python3' },
     );
+    const firstEnded = Date.now();
     try {
       // Assess
       expect([run.succeeded, run.error]).toEqual([true, undefined]);
@@ -230,6 +232,35 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
       expect(verdicts).toHaveLength(tasks.length);
       expect(verdicts.find((v) => v.taskId === stuckTask.taskId)?.failureClass).toBe('generation_error');
       expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
+
+      // Act: the endpoint answers it now, and the run is started again (rcb cloud run of the same run id).
+      proxy.hang = undefined;
+      // The generator the runtime killed at its timeout left its generation claim, whose lease
+      // is its remaining time plus a margin; SQS's visibility timeout outlasts that lease, the
+      // emulated lanes' does not wait in time: the restart comes once the lease has run out.
+      // Every claim was taken before the first execution ended, with a lease of at most the
+      // generator's 10 s plus the margin.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstEnded + 10_000 + CLAIM_LEASE_MARGIN_MS + 1_000 - Date.now())));
+      const judgedBefore = new Map(verdicts.map((v) => [v.taskId, v.createdAt]));
+      endpoint.reset();
+      const again = await run.runAgain();
+
+      // Assess: a new attempt, because the run had a failed task under its cap; only that task
+      // is asked again (paid once), answered as its second attempt, and judged; nothing else is
+      // called or tested again.
+      expect([again.succeeded, again.error, again.execution]).toEqual([true, undefined, { name: `${run.runId}-2`, attempt: 2, started: true, earlier: ['SUCCEEDED'] }]);
+      const calls = endpoint.reset();
+      expect(Object.fromEntries(calls.answered)).toEqual({ [promptKey(paper.meta.id, stuck.file, stuck.name)]: 1 });
+      const after = await again.store.getCompletions(tasks.map((t) => t.taskId));
+      expect(after.get(stuckTask.taskId)).toMatchObject({ attempt: 2 });
+      expect(after.get(stuckTask.taskId)?.error).toBeUndefined();
+      expect([...after.values()].filter((c) => c.error)).toEqual([]);
+      const verdictsAfter = await again.store.listVerdicts(again.runId);
+      expect(verdictsAfter).toHaveLength(tasks.length);
+      expect(verdictsAfter.find((v) => v.taskId === stuckTask.taskId)?.failureClass).not.toBe('generation_error');
+      for (const v of verdictsAfter) if (v.taskId !== stuckTask.taskId) expect([v.taskId, v.createdAt]).toEqual([v.taskId, judgedBefore.get(v.taskId)]);
+      expect((await again.store.getRun(again.runId))?.status).toBe('succeeded');
+      expect(await again.counters?.getCounts(again.runId)).toEqual({ total: tasks.length, settled: tasks.length, failed: 0, judged: tasks.length });
     } finally {
       proxy.hang = undefined;
       proxy.failEvery = 3;

@@ -1,11 +1,11 @@
 /**
  * The cloud flow on this machine (`rcb cloud run --emulate`) against a local run of the same
  * flags: the synthesized state machine on aws-local-stepfunctions, the functions' handlers,
- * dynalite and s3rver, the container entry point as a child process. Same run id, same
+ * dynalite and s3rver, the container started from the image's /app as the Dockerfile lays it out. Same run id, same
  * verdicts, same leaderboard; and the same again when every SQS message arrives twice and a
  * shard container dies once, and when both copies of every message are handled at once.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Verdict } from '../../core/store';
@@ -13,7 +13,7 @@ import type { ModelClient } from '../../core/model';
 import type { Pset } from '../../core/types';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
-import { resourcePath } from '../../core/util/package-root';
+import { packageRoot, resourcePath } from '../../core/util/package-root';
 import { buildReport } from '../../core/report/build-report';
 import { cloudKeys } from '../../core/cloud/payloads';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
@@ -38,6 +38,8 @@ function scores(text: string): unknown {
 }
 
 let reference: Reference;
+/** The emulated cloud's state folder of the CLI tests. */
+const stateDir = tempDir('rcb-emulate-state-');
 
 /** A client that answers `ms` later, so that a copy handled at the same time finds its call in flight. */
 function slow(client: ModelClient, ms: number): ModelClient {
@@ -110,7 +112,7 @@ describe('rcb cloud run --emulate', () => {
     const out = tempDir('rcb-emulate-out-');
 
     // Act
-    const r = rcb(['cloud', 'run', '--emulate', '--model', 'oracle', '--model', 'empty', '--out', out]);
+    const r = rcb(['cloud', 'run', '--emulate', '--state-dir', stateDir, '--model', 'oracle', '--model', 'empty', '--out', out]);
 
     // Assess
     expect(r.stderr).toContain(`run ${reference.runId} (emulated)`);
@@ -124,6 +126,42 @@ describe('rcb cloud run --emulate', () => {
     expect(JSON.parse(readFileSync(join(out, 'overall_stats.json'), 'utf8'))).toEqual(
       JSON.parse(readFileSync(join(reference.dir, 'overall_stats.json'), 'utf8')),
     );
+  });
+
+  it('keeps the run in its state folder: status and results read it there after the command ended, through the cloud\'s adapters', () => {
+    // Act
+    const status = rcb(['cloud', 'status', reference.runId, '--emulate', '--state-dir', stateDir]);
+    const json = rcb(['cloud', 'results', reference.runId, '--emulate', '--state-dir', stateDir, '--format', 'json']);
+    const official = rcb(['cloud', 'results', reference.runId, '--emulate', '--state-dir', stateDir, '--format', 'json', '--judge', 'official']);
+    const csv = rcb(['cloud', 'results', reference.runId, '--emulate', '--state-dir', stateDir, '--format', 'csv']);
+
+    // Assess
+    expect([status.status, status.stderr]).toEqual([0, expect.any(String)]);
+    const [head, execution, progress, ...rest] = status.stdout.split('\n');
+    expect([head, progress, rest]).toEqual([`run ${reference.runId}`, 'progress: succeeded: 56/56 answered, 56/56 judged', ['']]);
+    expect(execution).toMatch(/^execution: SUCCEEDED \(started \S+Z, stopped \S+Z\)$/);
+    expect(json.status).toBe(0);
+    expect(scores(json.stdout)).toEqual(reference.json.strict);
+    // Computed from the table (no stored report has this judge), as rcb cloud results does for a deployed stack.
+    expect(official.status).toBe(0);
+    expect(scores(official.stdout)).toEqual(reference.json.official);
+    expect(csv.stdout).toBe(rcb(['report', reference.dir, '--format', 'csv']).stdout);
+  });
+
+  it('answers a second rcb cloud run of the same flags from the state folder: the execution had succeeded, nothing runs again', () => {
+    const r = rcb(['cloud', 'run', '--emulate', '--state-dir', stateDir, '--model', 'oracle', '--model', 'empty']);
+
+    expect(r.status).toBe(0);
+    expect(r.stderr).toContain(`run ${reference.runId} succeeded before (execution ${reference.runId}) and has no failed task to ask again; its stored results:`);
+    expect(r.stderr).toContain('0 message(s) sent, 0 delivered, 0 container run(s)');
+    expect(r.stdout).toBe('\n' + readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+  });
+
+  it('says where emulated runs are kept when the state folder holds none', () => {
+    const empty = tempDir('rcb-emulate-state-');
+    const r = rcb(['cloud', 'status', reference.runId, '--emulate', '--state-dir', empty]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(`no emulated runs in ${empty}: \`rcb cloud run --emulate\` keeps its runs there`);
   });
 
   describe('with every SQS message delivered twice and the first shard container failing once', () => {
@@ -148,6 +186,28 @@ describe('rcb cloud run --emulate', () => {
       // Four papers x two models, one shard run twice; the retry of the failed shard succeeded.
       expect(run.shardRuns).toHaveLength(9);
       expect(run.shardRuns.filter((s) => s.paper === failed[0].paper).map((s) => s.code !== 0).sort()).toEqual([false, false, true]);
+    });
+
+    it('started every shard container in the image\'s /app as the Dockerfile lays it out, which holds no path into the checkout', () => {
+      const app = run.containerApp;
+      expect(run.shardRuns.map((s) => [s.cwd, s.command])).toEqual(run.shardRuns.map(() => [app, ['--enable-source-maps', join(app, 'dist', 'container', 'entry.js')]]));
+      const checkout = packageRoot();
+      expect(app.startsWith(checkout + '/')).toBe(false);
+      expect(readdirSync(app).sort()).toEqual(['dist', 'examples', 'package.json', 'resources']);
+      // No link out, no package folder, no source: the bundle and the files the image copies.
+      const files: string[] = [];
+      const walk = (dir: string): void => {
+        for (const entry of readdirSync(dir, { withFileTypes: true })) {
+          const path = join(dir, entry.name);
+          expect({ path, link: entry.isSymbolicLink() }).toEqual({ path, link: false });
+          if (entry.isDirectory()) walk(path);
+          else files.push(path);
+        }
+      };
+      walk(app);
+      expect(files.filter((f) => f.includes('node_modules') || (f.endsWith('.ts') && !f.includes('/examples/')))).toEqual([]);
+      expect(files.filter((f) => readFileSync(f, 'latin1').includes(checkout))).toEqual([]);
+      expect(files).toEqual(expect.arrayContaining([join(app, 'dist', 'python', 'rcb_driver.py'), join(app, 'dist', 'python', 'rcb_warm_server.py')]));
     });
 
     it('delivered every message twice but called each model once per task', () => {

@@ -206,6 +206,7 @@ describe('OrchestratorConstruct', () => {
       const { template } = buildStack();
       expect(roleActions(template, roleOf('PlanRun'))).toEqual([
         'dynamodb:BatchGetItem',
+        'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',

@@ -1,0 +1,74 @@
+/**
+ * `rcb cloud push | run | status | results | cancel`: a deployed stack driven from this
+ * machine, and `--emulate`, the same flow with no AWS account. Each subcommand is a file of
+ * this folder; what they decide (attempts, progress, exit codes, cancel) is in core/cloud.
+ * Heavy modules are loaded inside the actions: registering costs `rcb validate` nothing.
+ */
+import { Option, type Command } from 'commander';
+import { addRunSpecOptions } from '../run-options';
+import { consoleOutput, defaultCloudDeps, DEFAULT_STACK_NAME, type CloudDeps, type StackFlags } from './cloud-deps';
+import { cloudPush } from './push';
+import { cloudRun } from './run';
+import { cloudStatus } from './status';
+import { cloudResults } from './results';
+import { cloudCancel } from './cancel';
+
+/** Adds `rcb cloud ...`; `onExit` receives each command's exit code (default: process.exitCode). */
+export function registerCloudCommands(program: Command, onExit: (code: number) => void = (c) => void (process.exitCode = c)): void {
+  const cloud = program.command('cloud').description('run in your AWS account (the stack of `npx cdk deploy`), or emulate that flow here');
+  const stackFlags = (c: Command): Command =>
+    c
+      .option('--stack-name <name>', 'CloudFormation stack of rcb', DEFAULT_STACK_NAME)
+      .option('--region <region>', 'AWS region (default: the SDK\'s: AWS_REGION, your profile)');
+  const emulateFlags = (c: Command, what: string): Command =>
+    c
+      .option('--emulate', what)
+      .option('--state-dir <dir>', 'folder of the emulated cloud\'s table, bucket and executions (--emulate; default ~/.rcb/emulator)');
+  const deps = (o: StackFlags & { emulate?: boolean }): CloudDeps => (o.emulate ? localOnlyDeps() : defaultCloudDeps(o.region));
+
+  stackFlags(cloud.command('push').description('upload a pset as a content-addressed bundle (psets/<digest>.json) and the prompt template'))
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .option('--papers <ids>', 'only these papers, comma-separated')
+    .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
+    .action(async (o) => onExit(await cloudPush(o, deps(o))));
+
+  const run = addRunSpecOptions(stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')), {
+    model: 'model: oracle, empty or a registry id (repeatable)',
+    budget: 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)',
+  })
+    .option('--force', 'start even when the cost estimate exceeds the budget (spend stays capped)')
+    .option('--detach', 'print the run id and return once the execution has started')
+    .option('--out <dir>', 'also write leaderboard.txt and overall_stats.json here (--emulate)')
+    .option('--jobs <n>', 'tests at once per shard container (--emulate only)')
+    .option('--python <path>', 'Python interpreter for the tests (--emulate only)')
+    .option('--concurrency <n>', 'ignored: lane concurrency is set at deploy time (rcb:lanes)', '16')
+    .option('--models-file <file>', 'registry entries merged over the shipped ones (--emulate; the cloud uses the deployed registry)')
+    .option('--executor <kind>', 'ignored: shard containers use the warm executor', 'warm')
+    .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (--emulate only)'));
+  emulateFlags(run, 'run the cloud flow on this machine: local DynamoDB and S3, the synthesized state machine, the container from the image layout; no AWS account')
+    .addOption(new Option('--emulate-deliver-twice', 'emulator fault: deliver every SQS message twice').hideHelp())
+    .addOption(new Option('--emulate-fail-shard-once', 'emulator fault: the first shard container exits non-zero once').hideHelp())
+    .action(async (o) => {
+      const { hostedModels } = require('../model-commands') as typeof import('../model-commands');
+      onExit(await cloudRun(o, hostedModels(o.modelsFile), deps(o)));
+    });
+
+  emulateFlags(stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
+    .action(async (id, o) => onExit(await cloudStatus(id, o, deps(o))));
+
+  emulateFlags(stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
+    .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
+    .option('--judge <judge>', 'strict or official (default: strict; official for --format official)')
+    .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .action(async (id, o) => onExit(await cloudResults(id, o, deps(o))));
+
+  stackFlags(cloud.command('cancel').description('stop a run\'s model calls; what is answered is still evaluated and reported').argument('<run>', 'run id'))
+    .option('--now', 'also stop the execution at once (no evaluation or reports of what finished)')
+    .action(async (id, o) => onExit(await cloudCancel(id, o, deps(o))));
+}
+
+/** The emulator talks to no AWS service: only the output functions of CloudDeps are used. */
+function localOnlyDeps(): CloudDeps {
+  const unused = new Proxy({}, { get: () => { throw new Error('the emulator uses no AWS client'); } }) as never;
+  return { cfn: unused, s3: unused, doc: unused, sfn: unused, ...consoleOutput(), pollMs: 0 };
+}

@@ -1,0 +1,94 @@
+/**
+ * `rcb cloud run --emulate`: the cloud flow on this machine (emulator/emulated-run.ts),
+ * keeping its table, bucket and executions in the state folder (--state-dir, default
+ * ~/.rcb/emulator) for `rcb cloud status|results --emulate`. A run whose latest execution
+ * there failed starts its next attempt, resuming from what is stored; one that succeeded
+ * prints its stored leaderboard.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { HostedModels } from '../../../adapters/models/hosted-models';
+import { parsePositiveInt, UsageError } from '../common';
+import type { CloudDeps } from './cloud-deps';
+import { resolveCloudRun, type CloudRunOptions } from './run';
+
+/** The state folder of --state-dir, else the default one. */
+export function emulatorStateDir(flag: string | undefined): string {
+  const { defaultStateDir } = require('../../../emulator/emulator-state') as typeof import('../../../emulator/emulator-state');
+  return flag ? resolve(flag) : defaultStateDir();
+}
+
+export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
+  const { emulateCloudRun } = require('../../../emulator/emulated-run') as typeof import('../../../emulator/emulated-run');
+  const { StateInUseError } = require('../../../emulator/emulator-state') as typeof import('../../../emulator/emulator-state');
+  const { buildReport } = require('../../../core/report/build-report') as typeof import('../../../core/report/build-report');
+  const { exitCodeOf } = require('../../../core/cloud/run-progress') as typeof import('../../../core/cloud/run-progress');
+  const { defaultPython } = require('../common') as typeof import('../common');
+  const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
+  const stateDir = emulatorStateDir(opts.stateDir);
+  const started = Date.now();
+  deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); state in ${stateDir}\n`);
+  const run = await emulateCloudRun(
+    { pset, templateText: template.text, spec, models: models.info, force: opts.force },
+    {
+      stateDir,
+      deliverTwice: opts.emulateDeliverTwice,
+      failFirstShardOnce: opts.emulateFailShardOnce,
+      python: opts.python ?? defaultPython(),
+      jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
+      unsafeNoSandbox: opts.unsafeNoSandbox,
+      // The deployed bundles carry the registry: --models-file is synthesized into them.
+      modelsFile: opts.modelsFile ? resolve(opts.modelsFile) : undefined,
+      onState: (state, result) => deps.err(`${describeState(state, result)}\n`),
+    },
+  ).catch((e: Error) => {
+    throw e instanceof StateInUseError ? new UsageError(e.message) : e;
+  });
+  try {
+    const { execution } = run;
+    if (execution.started && execution.earlier.length) {
+      deps.err(`execution ${execution.name} (attempt ${execution.attempt}; earlier: ${execution.earlier.join(', ')}) resumed from what is stored\n`);
+    }
+    if (!execution.started) deps.err(`run ${runId} succeeded before (execution ${execution.name}) and has no failed task to ask again; its stored results:\n`);
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const runRecord = await run.store.getRun(run.runId);
+    if (run.succeeded) {
+      const { text } = await buildReport(run.store, run.runId, { format: 'table', judge: 'strict', subset: 'all' });
+      deps.out('\n' + text);
+      if (opts.out) {
+        const official = await buildReport(run.store, run.runId, { format: 'official', judge: 'official', subset: 'all' });
+        const dir = resolve(opts.out);
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'leaderboard.txt'), text);
+        writeFileSync(join(dir, 'overall_stats.json'), official.text);
+      }
+    }
+    const l = run.lanes;
+    const failedShards = run.shardRuns.filter((s) => s.code !== 0).length;
+    deps.err(
+      `\nrun ${runRecord?.status ?? 'unknown'} (emulated) in ${seconds}s: ${l.sent} message(s) sent, ${l.delivered} delivered, ` +
+        `${run.shardRuns.length} container run(s) (${failedShards} failed)` +
+        (l.deadLettered.length ? `, ${l.deadLettered.length} dead-lettered` : '') +
+        (run.error ? `\nexecution failed: ${run.error.name}: ${run.error.message}` : '') +
+        '\n',
+    );
+    deps.err(`read it again with \`rcb cloud status ${runId} --emulate\` or \`rcb cloud results ${runId} --emulate\`${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`);
+    return exitCodeOf(run.succeeded ? 'SUCCEEDED' : 'FAILED', runRecord?.status);
+  } finally {
+    await run.close();
+  }
+}
+
+function describeState(state: string, result: unknown): string {
+  const r = (result ?? {}) as Record<string, any>;
+  switch (state) {
+    case 'PlanRun':
+      return `PlanRun: ${r.taskCount} task(s), ${r.enqueued} enqueued, ${r.shards?.length} shard(s)`;
+    case 'CheckProgress':
+      return `CheckProgress: ${r.settled}/${r.total} answered${r.failed ? ` (${r.failed} failed)` : ''}${r.done ? ', generation done' : ''}`;
+    case 'Aggregate':
+      return `Aggregate: ${r.status}`;
+    default:
+      return `${state}: ${r.error ? `failed (${r.error})` : 'done'}`;
+  }
+}

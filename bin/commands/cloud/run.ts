@@ -1,0 +1,83 @@
+/**
+ * `rcb cloud run`: start a run in the stack (the next attempt of a run that failed) and
+ * follow it to its leaderboard; `--emulate` runs the same flow here (run-emulated.ts). The
+ * run spec is built by the code `rcb run` uses, so a cloud run of the same flags has the same id.
+ */
+import type { HostedModels } from '../../../adapters/models/hosted-models';
+import { UsageError } from '../common';
+import type { RunOptions } from '../run-command';
+import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps, type StackFlags } from './cloud-deps';
+
+export interface CloudRunOptions extends RunOptions, StackFlags {
+  detach?: boolean;
+  force?: boolean;
+  emulate?: boolean;
+  /** Folder of the emulated cloud's state (--emulate). @default ~/.rcb/emulator */
+  stateDir?: string;
+  emulateDeliverTwice?: boolean;
+  emulateFailShardOnce?: boolean;
+}
+
+/** Flags of `rcb run` that only this machine's evaluation reads. */
+const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
+  ['jobs', '--jobs'],
+  ['python', '--python'],
+  ['unsafeNoSandbox', '--unsafe-no-sandbox'],
+  ['stateDir', '--state-dir'],
+];
+
+/** The run of the flags, refused when a model is one the cloud cannot rebuild from the spec. */
+export function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
+  const { resolveRun } = require('../resolve-run') as typeof import('../resolve-run');
+  const resolved = resolveRun(opts, hosted);
+  // The cloud rebuilds model clients from the spec: offline ones by name, replayed ones from
+  // the file uploaded with the run, the rest from the deployed registry.
+  const unknown = resolved.spec.models.filter(
+    (m) => !['oracle', 'empty'].includes(m.id) && typeof resolved.models.info[m.id]?.config.replay !== 'string' && !hosted.resolve(m.id, { temperature: resolved.temperature }),
+  );
+  if (unknown.length) throw new UsageError(`the cloud runs oracle, empty, replay:FILE and registry models only; not ${unknown.map((m) => m.id).join(', ')}`);
+  return resolved;
+}
+
+export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
+  if (opts.emulate) {
+    const { emulatedRun } = require('./run-emulated') as typeof import('./run-emulated');
+    return emulatedRun(opts, hosted, deps);
+  }
+  const { StartExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
+  const { uploadPsetBundle, uploadPromptTemplate, uploadReplayFiles } = require('../../../core/cloud/pset-bundle') as typeof import('../../../core/cloud/pset-bundle');
+  const { parsePayload, runWorkflowInputSchema } = require('../../../core/cloud/payloads') as typeof import('../../../core/cloud/payloads');
+  const { startOrFollow } = require('../../../core/cloud/execution-attempts') as typeof import('../../../core/cloud/execution-attempts');
+  const { watchRun } = require('../../../core/cloud/watch-run') as typeof import('../../../core/cloud/watch-run');
+  const ignored = LOCAL_ONLY_FLAGS.filter(([k]) => opts[k] !== undefined && opts[k] !== false).map(([, flag]) => flag);
+  if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
+  if (ignored.length) deps.err(`note: ignored in the cloud: ${ignored.join(', ')}\n`);
+
+  const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
+  const outputs = await findStackOutputs(deps.cfn, opts.stackName);
+  const { blobs, store, counters } = stackAdapters(deps, outputs);
+  const psetKey = await uploadPsetBundle(blobs, pset);
+  await uploadPromptTemplate(blobs, template.text);
+  await uploadReplayFiles(blobs, spec, models.info);
+  const input = parsePayload(
+    runWorkflowInputSchema,
+    { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}) },
+    'run workflow input',
+  );
+  const executions = stackExecutions(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
+  const { retryableFailedTasks } = require('../../../core/cloud/failed-tasks') as typeof import('../../../core/cloud/failed-tasks');
+  // A succeeded run whose failed tasks a new attempt would ask again is started again, as `rcb run` resumes one.
+  const attempt = await startOrFollow(executions, runId, { restartSucceeded: async () => (await retryableFailedTasks(store, runId)).length > 0 });
+  if (attempt.started) {
+    const again = attempt.earlier.length ? ` again (attempt ${attempt.attempt}; earlier: ${attempt.earlier.join(', ')}), resuming from what is stored` : '';
+    deps.err(`run ${runId} started${again}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${executionArn(outputs.stateMachineArn, attempt.name)}\n`);
+  } else {
+    deps.err(`run ${runId} was started before (execution ${attempt.name}); watching it\n`);
+  }
+  if (opts.detach) {
+    deps.out(`${runId}\n`);
+    deps.err(`watch it with \`rcb cloud status ${runId}\`; read it with \`rcb cloud results ${runId}\`\n`);
+    return 0;
+  }
+  return watchRun({ executions, store, counters, blobs, note: deps.err, print: deps.out, sleep: deps.sleep, pollMs: deps.pollMs }, runId, attempt.name);
+}

@@ -1,0 +1,18 @@
+/** `rcb cloud status RUN [--emulate]`: the run's latest execution and its progress. */
+import { UsageError } from '../common';
+import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps, type StackFlags } from './cloud-deps';
+import { withEmulatedStack, type EmulateFlags } from './emulated-stack-flags';
+
+export async function cloudStatus(runId: string, opts: StackFlags & EmulateFlags, deps: CloudDeps): Promise<number> {
+  const { describeRunStatus } = require('../../../core/cloud/run-status') as typeof import('../../../core/cloud/run-status');
+  const report = async (ports: Parameters<typeof describeRunStatus>[0], where: string): Promise<number> => {
+    const lines = await describeRunStatus(ports, runId);
+    if (!lines) throw new UsageError(`no run ${runId} in ${where}`);
+    deps.out(lines.join('\n') + '\n');
+    return 0;
+  };
+  if (opts.emulate) return withEmulatedStack(opts, (stack, where) => report(stack, where));
+  const outputs = await findStackOutputs(deps.cfn, opts.stackName);
+  const { store, counters } = stackAdapters(deps, outputs);
+  return report({ store, counters, executions: stackExecutions(deps, outputs) }, `stack ${opts.stackName}`);
+}

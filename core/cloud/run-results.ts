@@ -1,0 +1,35 @@
+/**
+ * `rcb cloud results RUN`: the report Aggregate stored when it fits the flags (each format
+ * with its default judge over every paper), else one built from the table.
+ */
+import type { BlobStore, RunStore } from '../store';
+import type { Judge } from '../types';
+import type { Subset } from '../scoring';
+import type { ReportFormat } from '../report/format';
+import { buildReport } from '../report/build-report';
+import { CLOUD_REPORTS } from './aggregate-run';
+import { cloudKeys } from './payloads';
+
+export interface RunResultsDeps {
+  store: RunStore;
+  blobs: BlobStore;
+}
+
+export interface RunResults {
+  text: string;
+  /** Said when the run has not succeeded: the results are those so far. */
+  note?: string;
+}
+
+/** The report, or null when the run does not exist. Errors of the report itself (a judge a run lacks) are thrown. */
+export async function readRunResults(deps: RunResultsDeps, runId: string, opts: { format: ReportFormat; judge?: Judge; subset: Subset }): Promise<RunResults | null> {
+  const stored = CLOUD_REPORTS.find((r) => r.format === opts.format);
+  if (stored && opts.subset === 'all' && (opts.judge === undefined || opts.judge === stored.judge)) {
+    const body = await deps.blobs.get(cloudKeys.reportPrefix(runId) + stored.file);
+    if (body) return { text: body.toString('utf8') };
+  }
+  const run = await deps.store.getRun(runId);
+  if (!run) return null;
+  const { text } = await buildReport(deps.store, runId, opts);
+  return { text, ...(run.status !== 'succeeded' ? { note: `run ${runId} is ${run.status}; these are the results so far` } : {}) };
+}

@@ -1,0 +1,28 @@
+/** `rcb cloud status RUN`: the run's latest execution and its progress, deployed or emulated. */
+import type { RunStore } from '../store';
+import { latestAttempt, type RunExecutions } from './execution-attempts';
+import type { RunCounters } from './ports';
+import { progressLine } from './run-progress';
+
+export interface RunStatusDeps {
+  executions: Pick<RunExecutions, 'status' | 'describe'>;
+  store: RunStore;
+  counters?: RunCounters;
+}
+
+/** The lines of the run's status, or null when neither the run nor an execution of it exists. */
+export async function describeRunStatus(deps: RunStatusDeps, runId: string): Promise<string[] | null> {
+  const run = await deps.store.getRun(runId);
+  const latest = await latestAttempt(deps.executions, runId);
+  const execution = latest ? await deps.executions.describe(latest.name) : null;
+  if (!run && !execution) return null;
+  const lines = [`run ${runId}`];
+  if (execution) {
+    const when = `started ${execution.startDate?.toISOString() ?? '?'}${execution.stopDate ? `, stopped ${execution.stopDate.toISOString()}` : ''}`;
+    const attempt = latest && latest.attempt > 1 ? ` attempt ${latest.attempt}` : '';
+    lines.push(`execution${attempt}: ${execution.status} (${when})${execution.error ? `, error ${execution.error}` : ''}`);
+  } else lines.push('execution: none');
+  lines.push(`progress: ${await progressLine(deps.store, deps.counters, run)}`);
+  if (run?.error) lines.push(`error: ${run.error}`);
+  return lines;
+}
