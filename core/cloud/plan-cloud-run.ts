@@ -2,7 +2,9 @@
  * PlanRun: a run spec and its uploaded inputs become the run record, its tasks and one
  * generation message per task still to answer. Planning the same run again (a retried
  * Lambda, a resumed run) writes nothing new and re-sends only unanswered tasks, which the
- * idempotent generator ignores if a first copy got there.
+ * idempotent generator ignores if a first copy got there. The tasks of batch-mode models
+ * (`input.batch`) are not enqueued: the plan manifest names those models and the batch lane
+ * (core/cloud/batch-round.ts) answers them.
  */
 import type { BlobStore, RunStore, TaskRecord } from '../store';
 import type { Prompt } from '../model';
@@ -22,6 +24,8 @@ export interface PlanCloudRunDeps {
   queue: TaskQueue;
   /** Prices of the paid models, by model id; offline models have none. */
   costs?: Map<string, CostModel>;
+  /** Batch prices of the batch-mode models: their worst case is priced with these. @default their interactive prices */
+  batchCosts?: Map<string, CostModel>;
   scratchDir: string;
   /** Progress counters on the run item, set from what is stored. @default none (CheckProgress scans) */
   counters?: RunCounters;
@@ -74,6 +78,9 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   ]);
   const missing = spec.models.filter((m) => !input.models[m.id]).map((m) => m.id);
   if (missing.length) throw new RunInputError(`no model info for ${missing.join(', ')}`);
+  const batchModels = new Set(input.batch?.models ?? []);
+  const strangers = [...batchModels].filter((id) => !spec.models.some((m) => m.id === id));
+  if (strangers.length) throw new RunInputError(`batch mode names ${strangers.join(', ')}, which the run spec does not`);
 
   const tasks = planTasks(pset, spec);
   const existing = await openRun(deps.store, { runId: input.runId, spec, pset, models: input.models }, now);
@@ -81,7 +88,12 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const answered = await deps.store.getCompletions(tasks.map((t) => t.taskId));
   const papers = new Map(pset.papers.map((p) => [p.meta.id, p]));
   const todo = tasks.filter((t) => !answered.has(t.taskId));
-  const estimatedCostUsd = worstCaseOfTasks(todo, deps.costs, (t) => {
+  const costs = new Map(deps.costs ?? []);
+  for (const id of batchModels) {
+    const batchCost = deps.batchCosts?.get(id);
+    if (batchCost) costs.set(id, batchCost);
+  }
+  const estimatedCostUsd = worstCaseOfTasks(todo, costs, (t) => {
     const paper = papers.get(t.paper)!;
     return buildPrompt(template, paper, findSnippet(paper, t.snippet, t.file), spec.withPaper);
   });
@@ -91,7 +103,7 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   }
 
   await deps.store.putTasks(input.runId, tasks);
-  const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks };
+  const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks, ...(input.batch ? { batch: input.batch } : {}) };
   await deps.blobs.put(cloudKeys.planManifest(input.runId), JSON.stringify(manifest), 'application/json');
   if (deps.counters) {
     // Absolute, from the completions read above: a restarted run's counters start true.
@@ -102,8 +114,9 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   }
   await deps.store.setRunStatus(input.runId, 'generating');
   // Messages go last: a generator may start at once and needs the manifest and the run.
-  await deps.queue.send(todo.map((t) => ({ message: { runId: input.runId, taskId: t.taskId }, model: t.model })));
+  const lanes = todo.filter((t) => !batchModels.has(t.model));
+  await deps.queue.send(lanes.map((t) => ({ message: { runId: input.runId, taskId: t.taskId }, model: t.model })));
 
   const shards = planShards(tasks, deps.shardSizing);
-  return { runId: input.runId, taskCount: tasks.length, enqueued: todo.length, estimatedCostUsd, shards };
+  return { runId: input.runId, taskCount: tasks.length, enqueued: lanes.length, estimatedCostUsd, batchTasks: todo.length - lanes.length, shards };
 }
