@@ -9,6 +9,7 @@ import { DEFAULT_LANES, type LaneConfig, validateLanes } from './config';
 import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
+import { DEFAULT_BATCH_POLL_SCHEDULE } from '../core/cloud/generation-polling';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 
 /** One provider lane as built: its queue, its dead-letter queue and its configuration. */
@@ -57,7 +58,21 @@ export interface GenerationConstructProps {
    * @default - the shipped registry only
    */
   readonly modelsFile?: string;
+  /**
+   * Shortest pause between two rounds of the batch lane (a young execution's).
+   * @default Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec) (1 minute)
+   */
+  readonly batchPollInterval?: Duration;
+  /**
+   * Longest pause between two rounds: the pause grows with the execution's age up to this,
+   * which bounds the lane's history events over the providers' 24 h window.
+   * @default Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec) (15 minutes)
+   */
+  readonly batchPollMaxInterval?: Duration;
 }
+
+/** Timeout of the batch round function: one submit (upload and create), one poll per pending batch, the results of those that ended. */
+const BATCH_ROUND_TIMEOUT = Duration.minutes(5);
 
 /** Timeout of the dead-letter function: a batch of store writes. */
 const DEAD_LETTER_TIMEOUT = Duration.minutes(1);
@@ -73,6 +88,11 @@ export class GenerationConstruct extends Construct {
   public readonly deadLetter: RcbFunction;
   /** Provider API keys, a JSON object `{ "OPENAI_API_KEY": "...", ... }`. */
   public readonly keysSecret: secretsmanager.Secret;
+  /**
+   * One round of the batch lane (functions/batch-round): submit, poll once, ingest. Invoked by
+   * the workflow's batch lane (BatchLaneConstruct); the state machine waits between rounds.
+   */
+  public readonly batchRound: RcbFunction;
 
   constructor(scope: Construct, id: string, props: GenerationConstructProps) {
     super(scope, id);
@@ -134,18 +154,52 @@ export class GenerationConstruct extends Construct {
       );
     }
 
+    this.batchRound = new RcbFunction(this, 'BatchRound', {
+      functionDir: 'batch-round',
+      description: 'rcb: one round of the batch lane: submits batches, polls each pending one once, ingests those that ended',
+      timeout: BATCH_ROUND_TIMEOUT,
+      memorySize: 512,
+      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
+      environment: {
+        RCB_TABLE: storage.table.tableName,
+        RCB_BUCKET: storage.bucket.bucketName,
+        RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
+        RCB_BATCH_POLL_MIN_SEC: String((props.batchPollInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec)).toSeconds()),
+        RCB_BATCH_POLL_MAX_SEC: String((props.batchPollMaxInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec)).toSeconds()),
+      },
+    });
+    // The run item (budget reservations, counters, status), the run's batch items
+    // (RUN#<runId>/BATCH#..., the ledger: Query and UpdateItem) and the tasks' completions
+    // (TASK#<taskId>/COMPLETION, first write wins). No claim, no delete.
+    storage.grantTable(this.batchRound.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], {
+      leadingKeys: [leadingKeys(KEY_PREFIXES.run), leadingKeys(KEY_PREFIXES.task)],
+    });
+    storage.grantArtifacts(this.batchRound.role, { read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`] });
+    NagSuppressions.addResourceSuppressions(
+      this.batchRound.role,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: 'Object-key wildcards: the batch round reads psets/* and runs/* (run ids are only known at run time); it writes no object.',
+          appliesTo: [{ regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' }],
+        },
+      ],
+      true,
+    );
+
     this.keysSecret.grantRead(generatorRole);
-    // "Only the generator": an explicit deny for every other principal of the account, so
-    // that a later broad grant (an admin role, another function) cannot read the keys either.
-    // Writing the secret (PutSecretValue) stays with IAM administrators.
+    this.keysSecret.grantRead(this.batchRound.role);
+    // "Only the generator and the batch round": an explicit deny for every other principal of
+    // the account, so that a later broad grant (an admin role, another function) cannot read
+    // the keys either. Writing the secret (PutSecretValue) stays with IAM administrators.
     this.keysSecret.addToResourcePolicy(
       new iam.PolicyStatement({
-        sid: 'OnlyTheGeneratorReadsProviderKeys',
+        sid: 'OnlyTheModelCallersReadProviderKeys',
         effect: iam.Effect.DENY,
         principals: [new iam.AnyPrincipal()],
         actions: ['secretsmanager:GetSecretValue'],
         resources: ['*'],
-        conditions: { StringNotEquals: { 'aws:PrincipalArn': generatorRole.roleArn } },
+        conditions: { StringNotEquals: { 'aws:PrincipalArn': [generatorRole.roleArn, this.batchRound.role.roleArn] } },
       }),
     );
     NagSuppressions.addResourceSuppressions(this.keysSecret, [

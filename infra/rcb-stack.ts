@@ -67,6 +67,7 @@ export class RcbStack extends Stack {
       functions: [
         { name: 'generate', fn: this.generation.generator },
         { name: 'dead-letter', fn: this.generation.deadLetter },
+        { name: 'batch-round', fn: this.generation.batchRound },
         { name: 'plan-run', fn: this.orchestrator.planRun },
         { name: 'check-progress', fn: this.orchestrator.checkProgress },
         { name: 'aggregate', fn: this.orchestrator.aggregate },

@@ -21,7 +21,9 @@ import { generateBatches, type BatchEvent } from '../run/generate-batch';
 import type { BatchRoundResult } from './payloads';
 import type { RunContext } from './run-context';
 import type { RunCounters } from './ports';
-import { pollWaitSec, type PollSchedule } from './generation-polling';
+import { BATCH_CANCEL_GRACE_SEC, DEFAULT_BATCH_POLL_SCHEDULE, pollWaitSec, type PollSchedule } from './generation-polling';
+
+export { DEFAULT_BATCH_POLL_SCHEDULE };
 
 export interface BatchRoundDeps {
   store: RunStore;
@@ -37,14 +39,23 @@ export interface BatchRoundDeps {
   schedule?: PollSchedule;
   onEvent?: (e: BatchEvent) => void;
   now?: () => Date;
+  /**
+   * The generation deadline, seconds from the execution's start (CheckProgress's): past it the
+   * lane cancels its pending batches, and past it by BATCH_CANCEL_GRACE_SEC with batches still
+   * pending it fails (BatchLaneTimeoutError), so the lane's life and history are bounded.
+   * @default none
+   */
+  deadlineSec?: number;
 }
 
-/**
- * Pauses between two rounds: every minute while the execution is young (most batches end
- * within the hour), a tenth of its age later, at most 15 minutes. Over the providers' 24 h
- * window that is about 120 rounds (test/infra/history-bound.test.ts counts their events).
- */
-export const DEFAULT_BATCH_POLL_SCHEDULE: PollSchedule = { minSec: 60, maxSec: 900 };
+/** The batch lane outlived the generation deadline and the grace its cancels had. */
+export class BatchLaneTimeoutError extends Error {
+  constructor(runId: string, pending: number) {
+    super(`run ${runId}: the batch lane passed its deadline with ${pending} batch(es) still pending at the provider (cancel requested); a restarted run polls them again`);
+    this.name = 'BatchLaneTimeoutError';
+  }
+}
+
 
 /**
  * Requests in one cloud batch at most: its ledger item lists the task ids and must stay
@@ -82,8 +93,15 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
     await deps.counters?.addCounts(runId, { settled: 1, failed: c.error ? 1 : 0 });
   };
   const counting: Promise<void>[] = [];
-  // A cancelled run submits nothing more and cancels what is pending, keeping what it answered.
-  const cancel = run.status === 'cancelled';
+  // A cancelled run, or one past its deadline, submits nothing more and cancels what is
+  // pending, keeping what it answered.
+  const pastDeadline = deps.deadlineSec !== undefined && ageSec > deps.deadlineSec;
+  const cancel = run.status === 'cancelled' || pastDeadline;
+  // A run that stopped generating (budget spent by the lanes, failed) submits nothing new but
+  // collects what its pending batches answer: only their tasks are handed to the round.
+  const generating = run.status === 'planned' || run.status === 'generating';
+  const pendingTasks = new Set((await deps.ledger.listBatches(runId)).filter((b) => b.state === 'pending').flatMap((b) => b.taskIds));
+  const roundTasks = generating || cancel ? tasks : tasks.filter((t) => pendingTasks.has(t.taskId));
   let moved = false;
   const onEvent = (e: BatchEvent): void => {
     if (e.type === 'submitted' || e.type === 'ingested') moved = true;
@@ -102,7 +120,7 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
         pset: ctx.pset,
         template: ctx.template,
         withPaper: run.spec.withPaper,
-        tasks,
+        tasks: roundTasks,
         pollMs: 0,
         maxRounds: settings?.maxRounds,
         maxBatchRequests: CLOUD_MAX_BATCH_REQUESTS,
@@ -116,9 +134,12 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
   }
   await Promise.all(counting);
   result.pendingBatches = last!.pendingBatches;
-  result.open = last!.open;
+  result.open = tasks.filter((t) => !stored.has(t.taskId)).length;
+  if (result.pendingBatches > 0 && deps.deadlineSec !== undefined && ageSec > deps.deadlineSec + BATCH_CANCEL_GRACE_SEC) {
+    throw new BatchLaneTimeoutError(runId, result.pendingBatches);
+  }
 
-  if (result.pendingBatches === 0 && result.open > 0 && !cancel) {
+  if (result.pendingBatches === 0 && result.open > 0 && !cancel && generating) {
     if (last!.budgetExhausted) {
       // What is left does not fit the budget: the run stops generating, as a lane's refused reservation stops it.
       if (run.status === 'planned' || run.status === 'generating') await deps.store.setRunStatus(runId, 'budget_exhausted');

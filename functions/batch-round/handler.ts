@@ -6,7 +6,7 @@
  * keys secret. Returns at once: the state machine waits between rounds, no Lambda does.
  *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_KEYS_SECRET_ARN, RCB_BATCH_POLL_MIN_SEC,
- * RCB_BATCH_POLL_MAX_SEC (RCB_SECRETS_ENDPOINT, like the storage endpoints, only for the
+ * RCB_BATCH_POLL_MAX_SEC, RCB_GENERATION_TIMEOUT_SEC (RCB_SECRETS_ENDPOINT, like the storage endpoints, only for the
  * emulator's local servers).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -34,6 +34,8 @@ export interface BatchRoundConfig {
   secretsEndpoint?: string;
   /** RCB_BATCH_POLL_MIN_SEC, RCB_BATCH_POLL_MAX_SEC: pauses between rounds (default DEFAULT_BATCH_POLL_SCHEDULE). */
   schedule: PollSchedule;
+  /** RCB_GENERATION_TIMEOUT_SEC: the generation deadline, past which pending batches are cancelled. */
+  deadlineSec?: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): BatchRoundConfig {
@@ -45,12 +47,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): BatchRoundConf
       minSec: env.RCB_BATCH_POLL_MIN_SEC ? positiveNumberEnv(env, 'RCB_BATCH_POLL_MIN_SEC') : DEFAULT_BATCH_POLL_SCHEDULE.minSec,
       maxSec: env.RCB_BATCH_POLL_MAX_SEC ? positiveNumberEnv(env, 'RCB_BATCH_POLL_MAX_SEC') : DEFAULT_BATCH_POLL_SCHEDULE.maxSec,
     },
+    deadlineSec: env.RCB_GENERATION_TIMEOUT_SEC ? positiveNumberEnv(env, 'RCB_GENERATION_TIMEOUT_SEC') : undefined,
   };
 }
 
 export interface BatchRoundHandlerDeps extends StorageAdapters {
   keys: KeySource;
   schedule?: PollSchedule;
+  deadlineSec?: number;
   logger: Logger;
   metrics: Metrics;
   /** Batch clients of a run (built once per run and warm instance). @default from the deployed registry and `keys` */
@@ -62,6 +66,7 @@ function defaultDeps(config: BatchRoundConfig): BatchRoundHandlerDeps {
     ...createStorageAdapters(config.storage),
     keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), { secretId: config.keysSecretArn }),
     schedule: config.schedule,
+    deadlineSec: config.deadlineSec,
     logger: new Logger({ serviceName: 'rcb-batch-round' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'batch-round' }),
   };
@@ -91,6 +96,7 @@ export function createHandler(getDeps: () => BatchRoundHandlerDeps): (event: unk
           cache: deps.cache,
           counters: deps.counters,
           schedule: deps.schedule,
+          deadlineSec: deps.deadlineSec,
           ...runModels,
           onEvent: (e) => deps.logger.info(`batch ${e.type}`, { ...e }),
         },

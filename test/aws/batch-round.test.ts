@@ -157,4 +157,49 @@ describe('the cloud batch lane', () => {
     expect((await r.store.getRun(r.input.runId))!.status).toBe('budget_exhausted');
     expect((await checkProgress(r.store, r.input.runId, { counters: r.store })).done).toBe(true);
   });
+
+  it('past the generation deadline cancels its pending batch, and fails once the cancel grace is spent too', async () => {
+    // Prepare: a held batch; then the clock moves past the 1 h deadline, then past the hour of grace.
+    server.backend.plans = [{ hold: true }];
+    const r = await plannedRun();
+    const start = Date.parse(r.ctx.run.createdAt);
+    let now = start;
+    const deps: BatchRoundDeps = { ...r.deps, deadlineSec: 3600, now: () => new Date(now) };
+    await batchRound(deps, r.ctx);
+    // The provider is slow to cancel: the batch stays in progress.
+    const cancel = server.backend.cancel;
+    server.backend.cancel = (id) => server.backend.find(id);
+
+    // Act
+    let pastDeadline, afterGrace;
+    try {
+      now = start + 2 * 3600_000;
+      pastDeadline = await batchRound(deps, r.ctx);
+      now = start + 3 * 3600_000;
+      afterGrace = await batchRound(deps, r.ctx).catch((e: Error) => e);
+    } finally {
+      server.backend.cancel = cancel;
+    }
+
+    // Assess
+    expect(server.log).toContain(`POST /v1/batches/${server.backend.batches[0].id}/cancel`);
+    expect(pastDeadline).toMatchObject({ pendingBatches: 1, submitted: 0, waitSec: 720 });
+    expect(afterGrace).toBeInstanceOf(Error);
+    expect((afterGrace as Error).message).toMatch(/the batch lane passed its deadline with 1 batch\(es\) still pending/);
+    expect(server.backend.batches).toHaveLength(1);
+  });
+
+  it('submits nothing new for a run that stopped generating, but collects what its pending batch answers', async () => {
+    server.backend.plans = [{ hold: true }];
+    const r = await plannedRun();
+    await batchRound(r.deps, r.ctx);
+    // The lanes spent the budget meanwhile: the run is budget_exhausted.
+    await r.store.setRunStatus(r.input.runId, 'budget_exhausted');
+    server.backend.release(server.backend.batches[0].id);
+
+    const round = await batchRound(r.deps, r.ctx);
+
+    expect(round).toMatchObject({ pendingBatches: 0, submitted: 0, settled: r.tasks, open: 0 });
+    expect(server.backend.batches).toHaveLength(1);
+  });
 });

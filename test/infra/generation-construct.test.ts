@@ -174,19 +174,55 @@ describe('GenerationConstruct', () => {
     });
   });
 
+  describe('batch round function', () => {
+    it('has exactly what a round of the batch lane needs: the run and task partitions, reads of the run inputs, the keys; no queue, no delete, no write to the bucket', () => {
+      const { template } = buildStack();
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
+      expect(roleActions(template, role)).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        's3:GetObject',
+        'secretsmanager:DescribeSecret',
+        'secretsmanager:GetSecretValue',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+      ]);
+      const table = roleStatements(template, role).filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
+      expect(table).toHaveLength(1);
+      expect(table[0].Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RUN#*', 'TASK#*'] } });
+      expect(flatten(table[0].Resource)).not.toMatch(/index/);
+    });
+
+    it('knows the generation deadline and the pauses between rounds, and lives at most five minutes a round', () => {
+      const { template } = buildStack();
+      const fn = logicalIdStartingWith(template, 'AWS::Lambda::Function', 'GenerationBatchRoundFunction');
+      const props = resourcesOfType(template, 'AWS::Lambda::Function')[fn].Properties!;
+      expect(props.Timeout).toBe(300);
+      expect(props.Environment.Variables).toMatchObject({ RCB_GENERATION_TIMEOUT_SEC: '86400', RCB_BATCH_POLL_MIN_SEC: '60', RCB_BATCH_POLL_MAX_SEC: '1200' });
+      expect(props.Environment.Variables.RCB_KEYS_SECRET_ARN).toBeDefined();
+    });
+  });
+
   describe('provider keys secret', () => {
-    it('is readable by the generator role and by no other role of the stack', () => {
+    it('is readable by the generator and batch round roles (the model callers) and by no other role of the stack', () => {
       const { template } = buildStack();
       const generatorRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      const batchRoundRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
       const readers = Object.keys(resourcesOfType(template, 'AWS::IAM::Role')).filter((role) =>
         roleActions(template, role).includes('secretsmanager:GetSecretValue'),
       );
-      expect(readers).toEqual([generatorRole]);
+      expect(readers.sort()).toEqual([generatorRole, batchRoundRole].sort());
     });
 
-    it('denies GetSecretValue to every principal but the generator role in its resource policy', () => {
+    it('denies GetSecretValue to every principal but the generator and batch round roles in its resource policy', () => {
       const { template } = buildStack();
       const generatorRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      const batchRoundRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
       template.hasResourceProperties('AWS::SecretsManager::ResourcePolicy', {
         ResourcePolicy: {
           Statement: [
@@ -195,8 +231,8 @@ describe('GenerationConstruct', () => {
               Principal: { AWS: '*' },
               Action: 'secretsmanager:GetSecretValue',
               Resource: '*',
-              Condition: { StringNotEquals: { 'aws:PrincipalArn': { 'Fn::GetAtt': [generatorRole, 'Arn'] } } },
-              Sid: 'OnlyTheGeneratorReadsProviderKeys',
+              Condition: { StringNotEquals: { 'aws:PrincipalArn': [{ 'Fn::GetAtt': [generatorRole, 'Arn'] }, { 'Fn::GetAtt': [batchRoundRole, 'Arn'] }] } },
+              Sid: 'OnlyTheModelCallersReadProviderKeys',
             },
           ],
         },
