@@ -6,7 +6,7 @@
  * providers/, one line in providers/index.ts and its entries in resources/models.yaml.
  */
 import type { CacheMode } from '../../core/cost';
-import type { BatchClient } from '../../core/batch';
+import type { BatchClient, BatchLimits } from '../../core/batch';
 import type { ModelClient } from '../../core/model';
 import type { ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
@@ -37,8 +37,18 @@ export interface ProviderModule {
   batchRequirement?(entry: ModelEntry): string | undefined;
   /** The interactive client; `key` is set whenever keyEnv (or the entry's api_key_env) names a variable. */
   createClient(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): ModelClient;
+  /**
+   * The provider's limits on one batch for this entry (the batch client's `limits`), known
+   * before a client is built (a client is built once its key is read). @default rcb's defaults
+   */
+  batchLimits?(entry: ModelEntry, opts: ProviderClientOptions): BatchLimits;
   /** The batch client, for providers with a batch API. */
   createBatchClient?(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): BatchClient;
+  /**
+   * Background mode for slow models (`slow: true`): each request started, then retrieved until
+   * it ends, under the batch contract; for providers that have one (OpenAI Responses).
+   */
+  createBackgroundClient?(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): BatchClient;
 }
 
 /** The OpenAI families' tokenizer by model name: cl100k for GPT-3.5 and GPT-4 before 4o, else o200k. */

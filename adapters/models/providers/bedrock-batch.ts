@@ -37,6 +37,11 @@ function parseS3Uri(uri: string): { bucket: string; prefix: string } {
   return { bucket: m[1], prefix: m[2].replace(/\/+$/, '') };
 }
 
+/** A model invocation job's limits: at least 100 records (a test may lower it), at most 50,000. */
+export function bedrockBatchLimits(opts: ProviderClientOptions = {}): BatchLimits {
+  return { maxRequests: 50_000, maxPromptChars: 500_000_000, minRequests: opts.aws?.batchMinRequests ?? 100 };
+}
+
 export class BedrockBatchClient implements BatchClient {
   readonly id: string;
   readonly limits: BatchLimits;
@@ -53,7 +58,7 @@ export class BedrockBatchClient implements BatchClient {
     if (!entry.batch_s3_uri || !entry.batch_role_arn) throw new ModelError('bad_request', `${PROVIDER}: ${entry.id} needs batch_s3_uri and batch_role_arn`);
     this.id = entry.id;
     this.location = parseS3Uri(entry.batch_s3_uri);
-    this.limits = { maxRequests: 50_000, maxPromptChars: 500_000_000, minRequests: opts.aws?.batchMinRequests ?? 100 };
+    this.limits = bedrockBatchLimits(opts);
     const region = opts.aws?.region ?? entry.region;
     this.control = new BedrockControlClient({ region, endpoint: entry.base_url, credentials: opts.aws?.credentials });
     this.s3 = new S3Client({ region, credentials: opts.aws?.credentials, ...(opts.aws?.s3Endpoint ? { endpoint: opts.aws.s3Endpoint, forcePathStyle: true } : {}) });

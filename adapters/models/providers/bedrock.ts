@@ -9,7 +9,7 @@ import type { BilledUsage } from '../../../core/cost';
 import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, type HeadersLike } from '../provider-errors';
 import { ProviderClient, splitPrompt, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
-import { BedrockBatchClient } from './bedrock-batch';
+import { BedrockBatchClient, bedrockBatchLimits } from './bedrock-batch';
 import type { ProviderModule } from '../provider-module';
 
 const PROVIDER = 'bedrock';
@@ -163,5 +163,6 @@ export const bedrockProvider: ProviderModule = {
   createClient: (entry, key, opts) => new BedrockClient(entry, key, opts),
   batchRequirement: (entry) => (entry.batch_s3_uri && entry.batch_role_arn ? undefined : 'Bedrock batch inference needs batch_s3_uri and batch_role_arn on the entry (set them in your --models-file)'),
   // Batch jobs are signed by the AWS credential chain; a Bedrock API key does not reach the control plane.
+  batchLimits: (_entry, opts) => bedrockBatchLimits(opts),
   createBatchClient: (entry, _key, opts) => new BedrockBatchClient(entry, opts),
 };

@@ -19,10 +19,13 @@ const ENDED = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_CAN
 /** google.rpc.Code of a failed request, as the port's kinds. */
 const KIND_BY_RPC_CODE: Record<number, ModelErrorKind> = { 3: 'bad_request', 4: 'timeout', 7: 'auth', 8: 'rate_limit', 11: 'context_length', 13: 'server', 14: 'server', 16: 'auth' };
 
+/** Inlined requests of one Gemini batch at most (its request-size cap, as prompt characters). */
+export const GEMINI_BATCH_LIMITS: BatchLimits = { maxRequests: 10_000, maxPromptChars: 8_000_000 };
+
 export class GeminiBatchClient implements BatchClient {
   readonly id: string;
   /** 20 MB of inlined requests; prompts are counted at up to 2 bytes a character, with room for the rest. */
-  readonly limits: BatchLimits = { maxRequests: 10_000, maxPromptChars: 8_000_000 };
+  readonly limits: BatchLimits = GEMINI_BATCH_LIMITS;
   private readonly sdk: GoogleGenAI;
   private readonly interactive: GeminiClient;
 

@@ -6,6 +6,7 @@ import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
 import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { OpenAIBatchClient } from './openai-batch';
+import { OpenAIBackgroundClient } from './openai-background';
 import { automaticCache, openaiTokenizer, type ProviderModule } from '../provider-module';
 
 const PROVIDER = 'openai-responses';
@@ -100,4 +101,5 @@ export const openaiResponsesProvider: ProviderModule = {
   refusesTemperature: () => true,
   createClient: (entry, key, opts) => new OpenAIResponsesClient(entry, key as string, opts),
   createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),
+  createBackgroundClient: (entry, key, opts) => new OpenAIBackgroundClient(entry, key as string, opts),
 };

@@ -321,3 +321,70 @@ export async function startFakeBedrock(answer: (prompt: string) => string, s3: i
     return { json: m[2] ? {} : await jobObject(b) };
   });
 }
+
+// ---------------------------------------------------------------- OpenAI Responses, background mode
+
+/** How one background response ends: answered, failed (retryable or not), or cancelled by the provider. */
+export type BackgroundFate = 'ok' | 'server_error' | 'invalid_prompt' | 'cancelled';
+
+export interface FakeBackgroundServer extends FakeServer {
+  /** Every background response created, in order. */
+  responses: Array<{ id: string; prompt: string; status: string; polls: number; fate: BackgroundFate }>;
+  /** Fate of each new response, in order; then `ok`. */
+  fates: BackgroundFate[];
+  /** Retrievals a response stays `queued`, then `in_progress`, before it ends. @default 1 each */
+  slowness: { queued: number; inProgress: number };
+}
+
+/**
+ * OpenAI's Responses API in background mode, slowly: a response created with
+ * `background: true` is `queued`, then `in_progress`, for some retrievals each, then ends as
+ * its fate says; POST /v1/responses/{id}/cancel cancels a running one.
+ */
+export async function startFakeOpenAIBackground(answer: (prompt: string) => string): Promise<FakeBackgroundServer> {
+  const promptOf = (body: any): string => body.input?.[0]?.content ?? '';
+  const backend = new FakeBatchBackend(answer, promptOf);
+  const responses: FakeBackgroundServer['responses'] = [];
+  // The returned server itself: tests set its fates and slowness between runs.
+  const state = { fates: [] as BackgroundFate[], slowness: { queued: 1, inProgress: 1 } } as FakeBackgroundServer;
+  const usage = { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } };
+  const body = (r: FakeBackgroundServer['responses'][number]) => {
+    const base = { id: r.id, object: 'response', model: 'gpt-fake-r', status: r.status, background: true };
+    if (r.status === 'completed') return { ...base, output: [{ type: 'reasoning', summary: [] }, { type: 'message', content: [{ type: 'output_text', text: answer(r.prompt) }] }], usage };
+    if (r.status === 'failed') {
+      const error = r.fate === 'server_error' ? { code: 'server_error', message: 'the server had an error' } : { code: 'invalid_prompt', message: 'the prompt was flagged' };
+      return { ...base, output: [], error };
+    }
+    return { ...base, output: [] };
+  };
+  const advance = (r: FakeBackgroundServer['responses'][number]) => {
+    r.polls++;
+    if (r.status === 'cancelled' || r.status === 'completed' || r.status === 'failed') return;
+    if (r.polls <= state.slowness.queued) r.status = 'queued';
+    else if (r.polls <= state.slowness.queued + state.slowness.inProgress) r.status = 'in_progress';
+    else r.status = r.fate === 'ok' ? 'completed' : r.fate === 'cancelled' ? 'cancelled' : 'failed';
+  };
+  const server = await serve(backend, (req) => {
+    if (req.headers.authorization !== 'Bearer test-key') return { status: 401, json: { error: { message: 'bad key' } } };
+    if (req.method === 'POST' && req.path === '/v1/responses') {
+      const b = JSON.parse(req.body.toString());
+      if (b.background !== true || b.store !== true) {
+        backend.interactiveCalls++;
+        return { status: 400, json: { error: { message: 'this fake answers background responses only' } } };
+      }
+      const r = { id: `resp_${responses.length + 1}`, prompt: promptOf(b), status: 'queued', polls: 0, fate: state.fates.shift() ?? ('ok' as BackgroundFate) };
+      responses.push(r);
+      return { json: body(r) };
+    }
+    const m = /^\/v1\/responses\/([^/]+)(\/cancel)?$/.exec(req.path);
+    const r = m && responses.find((x) => x.id === m[1]);
+    if (!r) return notFound;
+    if (m![2]) {
+      if (r.status === 'queued' || r.status === 'in_progress') r.status = 'cancelled';
+      return { json: body(r) };
+    }
+    advance(r);
+    return { json: body(r) };
+  });
+  return Object.assign(state, server, { responses });
+}
