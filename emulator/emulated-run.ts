@@ -44,7 +44,7 @@ import * as markFailedFn from '../functions/mark-failed/handler';
 import * as deadLetterFn from '../functions/dead-letter/handler';
 import * as batchRoundFn from '../functions/batch-round/handler';
 import type { BatchSettings } from '../core/cloud/payloads';
-import { resolveRunBatchModels } from '../adapters/aws/runtime/run-models';
+import { resolveRunBatchModels, runBatchCosts, runSlowModels } from '../adapters/aws/runtime/run-models';
 import { STATE_NAMES } from '../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
@@ -211,6 +211,8 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
     ...storage,
     queue: lanes,
     costsFor: (s) => runModelCosts(s, hosted),
+    batchCostsFor: (s, ids) => runBatchCosts(s, ids, hosted),
+    slowModelsFor: (s) => runSlowModels(s, hosted),
     evaluationReady: true,
     logger: silentLogger('rcb-plan-run'),
     metrics: metrics('plan-run'),
@@ -233,7 +235,7 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
     keys: envKeySource(process.env),
     logger: silentLogger('rcb-batch-round'),
     metrics: metrics('batch-round'),
-    batchModelsFor: (ctx) => resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted),
+    batchModelsFor: (ctx) => resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background),
   }));
   return { planRun, checkProgress, batchRound, aggregate, markFailed, lanes, invocations: () => ({}) };
 }

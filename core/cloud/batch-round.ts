@@ -78,7 +78,7 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
   const ageSec = Math.max(0, (now().getTime() - Date.parse(input.startedAt ?? run.createdAt)) / 1000);
   const waitSec = pollWaitSec(ageSec, deps.schedule ?? DEFAULT_BATCH_POLL_SCHEDULE);
   const settings = ctx.manifest.batch;
-  const batchModels = new Set(settings?.models ?? []);
+  const batchModels = new Set([...(settings?.models ?? []), ...(settings?.background ?? [])]);
   const tasks = ctx.manifest.tasks.filter((t) => batchModels.has(t.model));
   const result: BatchRoundResult = { pendingBatches: 0, open: 0, settled: 0, submitted: 0, waitSec };
   if (!tasks.length) return result;

@@ -47,8 +47,13 @@ export const modelInfoSchema = z.object({
  */
 export const batchSettingsSchema = z
   .object({
-    /** Model ids of the spec answered in batches. */
-    models: z.array(z.string().min(1)).min(1),
+    /** Model ids of the spec answered in batches (the providers' batch APIs). */
+    models: z.array(z.string().min(1)),
+    /**
+     * Slow models of the spec (`slow: true` in the registry) not in `models`: answered in their
+     * provider's background mode through the same lane, at interactive prices. PlanRun adds them.
+     */
+    background: z.array(z.string().min(1)).optional(),
     /** Batches a task may go through before it is recorded as unanswered. @default 3 */
     maxRounds: z.number().int().positive().optional(),
   })

@@ -26,6 +26,8 @@ export interface PlanCloudRunDeps {
   costs?: Map<string, CostModel>;
   /** Batch prices of the batch-mode models: their worst case is priced with these. @default their interactive prices */
   batchCosts?: Map<string, CostModel>;
+  /** Slow models of the spec (the registry's `slow: true`): left to the batch lane in background mode unless in batch mode. @default none */
+  slowModels?: ReadonlySet<string>;
   scratchDir: string;
   /** Progress counters on the run item, set from what is stored. @default none (CheckProgress scans) */
   counters?: RunCounters;
@@ -78,9 +80,12 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   ]);
   const missing = spec.models.filter((m) => !input.models[m.id]).map((m) => m.id);
   if (missing.length) throw new RunInputError(`no model info for ${missing.join(', ')}`);
-  const batchModels = new Set(input.batch?.models ?? []);
-  const strangers = [...batchModels].filter((id) => !spec.models.some((m) => m.id === id));
+  const batchApiModels = new Set(input.batch?.models ?? []);
+  const strangers = [...batchApiModels].filter((id) => !spec.models.some((m) => m.id === id));
   if (strangers.length) throw new RunInputError(`batch mode names ${strangers.join(', ')}, which the run spec does not`);
+  const background = spec.models.map((m) => m.id).filter((id) => deps.slowModels?.has(id) && !batchApiModels.has(id));
+  const batch = batchApiModels.size || background.length ? { ...input.batch, models: [...batchApiModels], ...(background.length ? { background } : {}) } : undefined;
+  const batchModels = new Set([...batchApiModels, ...background]);
 
   const tasks = planTasks(pset, spec);
   const existing = await openRun(deps.store, { runId: input.runId, spec, pset, models: input.models }, now);
@@ -89,7 +94,7 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const papers = new Map(pset.papers.map((p) => [p.meta.id, p]));
   const todo = tasks.filter((t) => !answered.has(t.taskId));
   const costs = new Map(deps.costs ?? []);
-  for (const id of batchModels) {
+  for (const id of batchApiModels) {
     const batchCost = deps.batchCosts?.get(id);
     if (batchCost) costs.set(id, batchCost);
   }
@@ -103,7 +108,7 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   }
 
   await deps.store.putTasks(input.runId, tasks);
-  const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks, ...(input.batch ? { batch: input.batch } : {}) };
+  const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks, ...(batch ? { batch } : {}) };
   await deps.blobs.put(cloudKeys.planManifest(input.runId), JSON.stringify(manifest), 'application/json');
   if (deps.counters) {
     // Absolute, from the completions read above: a restarted run's counters start true.

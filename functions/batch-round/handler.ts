@@ -86,7 +86,7 @@ export function createHandler(getDeps: () => BatchRoundHandlerDeps): (event: unk
       const ctx = await contexts.get(input.runId);
       let runModels = models.get(input.runId);
       if (!runModels) {
-        runModels = deps.batchModelsFor ? deps.batchModelsFor(ctx) : resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted);
+        runModels = deps.batchModelsFor ? deps.batchModelsFor(ctx) : resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background);
         models.set(input.runId, runModels);
       }
       const result = await batchRound(

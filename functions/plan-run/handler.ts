@@ -19,7 +19,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { envKeySource } from '../../core/keys';
 import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
-import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../../adapters/aws/runtime/run-models';
 
 export { runWorkflowInputSchema };
 export type { RunWorkflowInput, ShardRef, PlanRunResult };
@@ -45,6 +45,8 @@ export interface PlanRunHandlerDeps extends Omit<PlanCloudRunDeps, 'costs'> {
   costsFor(spec: RunSpec): Map<string, CostModel>;
   /** Batch prices of the run's batch-mode models. @default their interactive prices */
   batchCostsFor?(spec: RunSpec, batchModels: readonly string[]): Map<string, CostModel>;
+  /** The spec's slow models, left to the batch lane in background mode. @default none */
+  slowModelsFor?(spec: RunSpec): Set<string>;
   evaluationReady: boolean;
   logger: Logger;
   metrics: Metrics;
@@ -61,6 +63,7 @@ function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
     queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => (OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'))),
     costsFor: (spec) => runModelCosts(spec, hosted),
     batchCostsFor: (spec, batchModels) => runBatchCosts(spec, batchModels, hosted),
+    slowModelsFor: (spec) => runSlowModels(spec, hosted),
     evaluationReady: config.evaluationReady,
     logger: new Logger({ serviceName: 'rcb-plan-run' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),
@@ -77,7 +80,8 @@ export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknow
         throw new Error('this stack is parked (interfaceEndpoints=false): evaluation cannot start tasks; redeploy with endpoints to run');
       }
       const batchCosts = input.batch && deps.batchCostsFor?.(input.spec, input.batch.models);
-      const plan = await planCloudRun({ ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}) }, input);
+      const slowModels = deps.slowModelsFor?.(input.spec);
+      const plan = await planCloudRun({ ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}), ...(slowModels?.size ? { slowModels } : {}) }, input);
       deps.logger.info('run planned', { taskCount: plan.taskCount, enqueued: plan.enqueued, batchTasks: plan.batchTasks, shards: plan.shards.length, estimatedCostUsd: plan.estimatedCostUsd });
       deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);
       deps.metrics.addMetric('TasksEnqueued', MetricUnit.Count, plan.enqueued);

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { answerBook } from '../models/support/batch-contract';
-import { startFakeAnthropic, startFakeOpenAI, type FakeServer } from '../models/support/fake-batch-servers';
+import { readFileSync } from 'node:fs';
+import { startFakeAnthropic, startFakeOpenAI, startFakeOpenAIBackground, type FakeBackgroundServer, type FakeServer } from '../models/support/fake-batch-servers';
 import { startRcb } from '../reliability/run-cli';
 import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
 
@@ -90,6 +91,52 @@ describe('a batch-mode sweep through the emulated cloud', () => {
     expect(spend(batch.stdout)).toBeCloseTo(spend(interactive.stdout) / 2, 3);
     expect(await scores(join(dir, 'batch.yaml'))).toEqual(await scores(join(dir, 'interactive.yaml')));
   }, 900_000);
+});
+
+/**
+ * A slow model (`slow: true`): `rcb run` and `rcb cloud run --emulate` both ask it in OpenAI's
+ * background mode (one background response per task, polled until it ends, never one long
+ * request) through the batch lane, and score the same.
+ */
+describe('a slow model', () => {
+  let server: FakeBackgroundServer;
+  let dir: string;
+  const pset = loadPset(PSET_MINI, { papers: ['adamlite'] });
+
+  beforeAll(async () => {
+    const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
+    server = await startFakeOpenAIBackground(answerBook(pset, template, true));
+    server.slowness = { queued: 2, inProgress: 2 };
+    dir = tempDir('rcb-slow-');
+    const entry = {
+      id: 'slow-reasoner', provider: 'openai-responses', model: 'gpt-fake-r', base_url: `${server.url}/v1`, params: { max_output_tokens: 4000, reasoning_effort: 'high' },
+      prices: { input: 2, cached_input: 0.2, output: 8, as_of: '2026-12-01' }, knowledge_cutoff: '2025-01', context_window: 400000, slow: true,
+    };
+    writeFileSync(join(dir, 'models.yaml'), `models:\n  - ${JSON.stringify(entry)}\n`);
+  });
+  afterAll(() => server?.close());
+
+  it('is asked in background mode locally and through the emulated cloud, with the same scores', async () => {
+    const env = { OPENAI_API_KEY: 'test-key', RCB_CACHE_DIR: join(dir, 'cache'), RCB_PYTHON: '/usr/bin/python3' };
+    const common = ['--model', 'slow-reasoner', '--models-file', join(dir, 'models.yaml'), '--papers', 'adamlite', '--samples', '2', '--budget', '5', '--python', '/usr/bin/python3', '--jobs', '2'];
+    const tasks = pset.papers[0].snippets.length * 2;
+
+    // Act: locally, then in the emulated cloud (its own tables: nothing is reused from the first).
+    const local = await startRcb(['run', ...common, '--out', join(dir, 'local')], { env }).done;
+    const afterLocal = server.responses.length;
+    const cloud = await startRcb(['cloud', 'run', '--emulate', ...common, '--out', join(dir, 'cloud')], { env: { ...env, RCB_CACHE_DIR: join(dir, 'cache-cloud') } }).done;
+
+    // Assess
+    expect(local.status).toBe(0);
+    if (process.env.RCB_SHOW_OUTPUT) process.stderr.write(cloud.stderr);
+    expect(cloud.stderr).toMatch(/^BatchRound/m);
+    expect(cloud.status).toBe(0);
+    expect(server.backend.interactiveCalls).toBe(0);
+    expect(afterLocal).toBe(tasks);
+    expect(server.responses).toHaveLength(2 * tasks);
+    expect(server.responses.every((r) => r.status === 'completed' && r.polls >= 5)).toBe(true);
+    expect(cloud.stdout).toBe('\n' + readFileSync(join(dir, 'local', 'leaderboard.txt'), 'utf8'));
+  }, 600_000);
 });
 
 async function waitFor(cond: () => boolean, timeoutMs: number): Promise<void> {

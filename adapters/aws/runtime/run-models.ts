@@ -129,9 +129,15 @@ export interface RunBatchModels {
  * Batch clients and batch prices of a run's batch-mode models, from the deployed registry
  * with the spec's parameters; a model the registry cannot batch is refused, naming why.
  */
-export function resolveRunBatchModels(spec: Pick<RunSpec, 'models'>, batchModels: readonly string[], hosted: () => HostedModels): RunBatchModels {
+export function resolveRunBatchModels(
+  spec: Pick<RunSpec, 'models'>,
+  batchModels: readonly string[],
+  hosted: () => HostedModels,
+  /** Slow models asked in their provider's background mode instead. */
+  backgroundModels: readonly string[] = [],
+): RunBatchModels {
   const out: RunBatchModels = { batchClients: new Map(), batchCosts: new Map() };
-  for (const id of batchModels) {
+  for (const id of [...batchModels, ...backgroundModels]) {
     const m = spec.models.find((s) => s.id === id);
     if (!m) throw new RunInputError(`batch-mode model "${id}" is not in the run spec`);
     if (isOfflineSpec(m)) throw new RunInputError(`batch-mode model "${id}" is offline: it has no batch API`);
@@ -141,12 +147,18 @@ export function resolveRunBatchModels(spec: Pick<RunSpec, 'models'>, batchModels
       throw new Error(`model "${m.id}": the registry's parameters ${canonicalJson(hit.client.params)} differ from the run's ${canonicalJson(m.params)}`);
     }
     const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
-    const batch = h.resolveBatch(id, { temperature });
+    const batch = backgroundModels.includes(id) ? h.resolveBackground(id, { temperature }) : h.resolveBatch(id, { temperature });
+    if (!batch && backgroundModels.includes(id)) throw new RunInputError(`model "${id}" is not slow in this deployment's registry: it has no background mode here`);
     if (!batch) throw new RunInputError(`model "${id}" cannot go through a batch API: ${batchProblem(h.entry(id, { temperature })!) ?? 'no batch client'}`);
     out.batchClients.set(id, batch.client);
     out.batchCosts.set(id, batch.cost);
   }
   return out;
+}
+
+/** The spec's slow models (`slow: true` in the deployed registry): PlanRun leaves them to the batch lane. */
+export function runSlowModels(spec: Pick<RunSpec, 'models'>, hosted: () => HostedModels): Set<string> {
+  return new Set(spec.models.filter((m) => !isOfflineSpec(m) && hosted().entry(m.id)?.slow).map((m) => m.id));
 }
 
 /** Batch prices of the batch-mode models (what PlanRun checks their share of the budget with). */
