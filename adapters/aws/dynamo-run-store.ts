@@ -379,6 +379,30 @@ export class DynamoRunStore implements RunStore, RunCounters {
     return out;
   }
 
+  /**
+   * Drops the task's answer if it is an error, and the run's verdict on it (the RunStore
+   * contract; the SQLite store does both in one transaction). The verdict goes first: a crash
+   * between the two deletes leaves the error answer without a verdict, which the next resume
+   * reopens again or evaluation judges again; the other order could leave a stale verdict
+   * that the new answer's first-write-wins verdict could never replace. The answer is deleted
+   * only while it is still the error read (a condition on its record), never an answer that
+   * replaced it meanwhile.
+   */
+  async reopenTask(runId: string, taskId: string): Promise<boolean> {
+    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.completion(taskId), ConsistentRead: true }));
+    if (!res.Item || !parseRecord<CompletionRecord>(res.Item, 'completion').error) return false;
+    await this.doc.send(new DeleteCommand({ TableName: this.table, Key: runTableKey.verdict(runId, taskId) }));
+    return this.sendConditional(
+      new DeleteCommand({
+        TableName: this.table,
+        Key: runTableKey.completion(taskId),
+        ConditionExpression: '#record = :record',
+        ExpressionAttributeNames: { '#record': 'record' },
+        ExpressionAttributeValues: { ':record': res.Item.record },
+      }),
+    );
+  }
+
   // ---- verdicts ----
 
   async putVerdict(runId: string, v: Verdict): Promise<boolean> {
