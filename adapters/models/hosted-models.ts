@@ -167,8 +167,13 @@ class LazyBatchClient implements BatchClient {
     return (this.inner ??= this.build());
   }
 
-  async submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string> {
-    return (await this.client()).submit(requests, signal);
+  async submit(requests: BatchRequest[], signal?: AbortSignal, intentId?: string): Promise<string> {
+    return (await this.client()).submit(requests, signal, intentId);
+  }
+
+  async findByIntent(intentId: string, signal?: AbortSignal): Promise<string | null> {
+    const inner = await this.client();
+    return inner.findByIntent ? inner.findByIntent(intentId, signal) : null;
   }
 
   async poll(batchId: string, signal?: AbortSignal): Promise<BatchStatus> {

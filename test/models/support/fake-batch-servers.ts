@@ -89,7 +89,7 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
       if (out.length) files.set((output_file_id = `file-out-${b.id}`), out.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
       if (err.length) files.set((error_file_id = `file-err-${b.id}`), err.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
     }
-    return { id: b.id, object: 'batch', endpoint: (b as any).endpoint, status, output_file_id, error_file_id, request_counts: { total: b.requests.length, completed: out.length, failed: err.length } };
+    return { id: b.id, object: 'batch', endpoint: (b as any).endpoint, status, output_file_id, error_file_id, metadata: (b as any).metadata ?? null, request_counts: { total: b.requests.length, completed: out.length, failed: err.length } };
   };
   return serve(backend, (req) => {
     const auth = req.headers.authorization;
@@ -105,7 +105,16 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
       if (body.completion_window !== '24h' || lines.some((l) => l.url !== body.endpoint || l.method !== 'POST')) return { status: 400, json: { error: { message: 'bad batch' } } };
       const b = backend.create(lines.map((l) => ({ customId: l.custom_id, body: l.body })));
       (b as any).endpoint = body.endpoint;
+      (b as any).metadata = body.metadata ?? null;
       return { json: batchObject(b) };
+    }
+    if (req.method === 'GET' && req.path === '/v1/batches') {
+      // Newest first, in pages (`after` a batch id, `limit`), as OpenAI lists them.
+      const all = [...backend.batches].reverse();
+      const after = req.query.get('after');
+      const from = after ? all.findIndex((b) => b.id === after) + 1 : 0;
+      const page = all.slice(from, from + Number(req.query.get('limit') ?? 20)).map((b) => batchObject(b));
+      return { json: { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: from + page.length < all.length } };
     }
     let m = /^\/v1\/batches\/([^/]+)(\/cancel)?$/.exec(req.path);
     if (m) {
