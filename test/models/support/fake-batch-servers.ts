@@ -281,7 +281,7 @@ export async function startFakeBedrock(answer: (prompt: string) => string, s3: i
   const { GetObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
   const promptOf = (modelInput: any): string => (modelInput.messages?.[0]?.content ?? []).map((b: any) => b.text ?? '').join('');
   const backend = new FakeBatchBackend(answer, promptOf);
-  const jobs = new Map<string, { arn: string; input: string; output: string; written: boolean; inputKey: string }>();
+  const jobs = new Map<string, { arn: string; input: string; output: string; written: boolean; inputKey: string; jobName?: string }>();
   const split = (uri: string) => {
     const m = /^s3:\/\/([^/]+)\/(.*)$/.exec(uri)!;
     return { bucket: m[1], key: m[2] };
@@ -319,8 +319,13 @@ export async function startFakeBedrock(answer: (prompt: string) => string, s3: i
       if (records.some((r) => !r.recordId || !r.modelInput?.messages || r.modelInput.modelId)) return { status: 400, json: { message: 'ValidationException: bad record' } };
       const b = backend.create(records.map((r) => ({ customId: r.recordId, body: r.modelInput })));
       const arn = `arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/${b.id}`;
-      jobs.set(b.id, { arn, input: body.inputDataConfig.s3InputDataConfig.s3Uri, output: body.outputDataConfig.s3OutputDataConfig.s3Uri, written: false, inputKey: input.key });
+      jobs.set(b.id, { arn, input: body.inputDataConfig.s3InputDataConfig.s3Uri, output: body.outputDataConfig.s3OutputDataConfig.s3Uri, written: false, inputKey: input.key, jobName: body.jobName });
       return { json: { jobArn: arn } };
+    }
+    if (req.method === 'GET' && req.path === '/model-invocation-jobs') {
+      const contains = req.query.get('nameContains') ?? '';
+      const summaries = backend.batches.map((b) => ({ b, job: jobs.get(b.id)! })).filter(({ job }) => String(job.jobName ?? '').includes(contains));
+      return { json: { invocationJobSummaries: summaries.map(({ b, job }) => ({ jobArn: job.arn, jobName: job.jobName, status: b.state === 'ended' ? STATUS[b.endedAs!] : 'InProgress' })) } };
     }
     const m = /^\/model-invocation-job\/([^/]+)(\/stop)?$/.exec(req.path);
     if (!m) return { status: 404, json: { message: 'not found' } };
