@@ -57,6 +57,19 @@ export function openaiTokenizer(model: string): Tokenizer {
   return /^gpt-(3\.5|4)(?!o|\.1|\.5)/.test(m) ? 'cl100k_base' : 'o200k_base';
 }
 
+/**
+ * What OpenAI's two APIs (Chat Completions, Responses) share: the key, the lane, the 24 h
+ * Batch API window, automatic prefix caching from 1,024 tokens and the tokenizer by model.
+ */
+export const OPENAI_FAMILY = {
+  keyEnv: 'OPENAI_API_KEY',
+  lane: 'openai',
+  cacheMinTokens: 1024,
+  batchWindowHours: 24,
+  tokenizer: (entry: Pick<ModelEntry, 'model'>): Tokenizer => openaiTokenizer(entry.model),
+  cacheMode: (entry: ModelEntry): CacheMode => automaticCache(entry),
+} as const satisfies Partial<ProviderModule>;
+
 /** Providers that cache prefixes by themselves: caching pays when the cached price is lower. */
 export function automaticCache(entry: ModelEntry): CacheMode {
   return entry.prices.cached_input < entry.prices.input ? 'automatic' : 'none';
