@@ -41,16 +41,29 @@ export class GeminiBatchClient implements BatchClient {
     this.sdk = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: entry.base_url, fetch: ((input, init) => baseFetch(input, init)) as typeof fetch } as never });
   }
 
-  async submit(requests: BatchRequest[]): Promise<string> {
+  async submit(requests: BatchRequest[], _signal?: AbortSignal, intentId?: string): Promise<string> {
     const job = await this.call(() =>
       this.sdk.batches.create({
         model: this.entry.model,
         src: requests.map((r) => ({ contents: [{ role: 'user', parts: [{ text: r.prompt.text }] }], config: this.interactive.config(), metadata: { key: r.customId } })) as never,
-        config: { displayName: `rcb-${this.entry.id}-${requests.length}` },
+        // rcb's intent id names the batch, so findByIntent can find it after a crash.
+        config: { displayName: intentId ?? `rcb-${this.entry.id}-${requests.length}` },
       }),
     );
     if (!job.name) throw new ModelError('malformed_response', `${PROVIDER}: the created batch has no name`);
     return job.name;
+  }
+
+  /** The batch whose display name is the intent id, among the newest. */
+  async findByIntent(intentId: string): Promise<string | null> {
+    return this.call(async () => {
+      let seen = 0;
+      for await (const job of await this.sdk.batches.list({ config: { pageSize: 100 } })) {
+        if (job.displayName === intentId && job.name) return job.name;
+        if (++seen >= 1000) break;
+      }
+      return null;
+    });
   }
 
   async poll(batchId: string): Promise<BatchStatus> {

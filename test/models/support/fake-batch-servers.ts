@@ -245,7 +245,7 @@ export async function startFakeGemini(answer: (prompt: string) => string): Promi
       );
     return {
       name: `batches/${b.id}`,
-      metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch', name: `batches/${b.id}`, state, ...(b.state === 'ended' ? { output: { inlinedResponses: { inlinedResponses: responses } } } : {}) },
+      metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch', name: `batches/${b.id}`, displayName: (b as any).displayName, state, ...(b.state === 'ended' ? { output: { inlinedResponses: { inlinedResponses: responses } } } : {}) },
     };
   };
   return serve(backend, (req) => {
@@ -260,7 +260,13 @@ export async function startFakeGemini(answer: (prompt: string) => string): Promi
       const body = JSON.parse(req.body.toString());
       const requests = body.batch?.inputConfig?.requests?.requests;
       if (!Array.isArray(requests) || requests.some((r: any) => !r.request?.contents || !r.metadata?.key)) return { status: 400, json: { error: { code: 400, message: 'bad batch' } } };
-      return { json: operation(backend.create(requests.map((r: any) => ({ customId: r.metadata.key, body: r.request })))) };
+      const created = backend.create(requests.map((r: any) => ({ customId: r.metadata.key, body: r.request })));
+      (created as any).displayName = body.batch?.displayName;
+      return { json: operation(created) };
+    }
+    if (req.method === 'GET' && req.path === '/v1beta/batches') {
+      // Newest first, one page (the fake holds few).
+      return { json: { operations: [...backend.batches].reverse().map((b) => operation(b)) } };
     }
     m = /^\/v1beta\/batches\/([^/:]+)(:cancel)?$/.exec(req.path);
     if (m) {
