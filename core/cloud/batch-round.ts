@@ -40,9 +40,10 @@ export interface BatchRoundDeps {
   onEvent?: (e: BatchEvent) => void;
   now?: () => Date;
   /**
-   * The generation deadline, seconds from the execution's start (CheckProgress's): past it the
-   * lane cancels its pending batches, and past it by BATCH_CANCEL_GRACE_SEC with batches still
-   * pending it fails (BatchLaneTimeoutError), so the lane's life and history are bounded.
+   * The generation deadline, seconds from the execution's start (CheckProgress's): from
+   * BATCH_CANCEL_GRACE_SEC before it the lane cancels its pending batches (they end, and what
+   * they answered is kept, before the run is failed), and past it with batches still pending
+   * it fails (BatchLaneTimeoutError), so the lane's life and history are bounded.
    * @default none
    */
   deadlineSec?: number;
@@ -51,7 +52,7 @@ export interface BatchRoundDeps {
 /** The batch lane outlived the generation deadline and the grace its cancels had. */
 export class BatchLaneTimeoutError extends Error {
   constructor(runId: string, pending: number) {
-    super(`run ${runId}: the batch lane passed its deadline with ${pending} batch(es) still pending at the provider (cancel requested); a restarted run polls them again`);
+    super(`run ${runId}: the batch lane passed the generation deadline with ${pending} batch(es) still pending at the provider (cancel requested); a restarted run polls them again`);
     this.name = 'BatchLaneTimeoutError';
   }
 }
@@ -95,7 +96,7 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
   const counting: Promise<void>[] = [];
   // A cancelled run, or one past its deadline, submits nothing more and cancels what is
   // pending, keeping what it answered.
-  const pastDeadline = deps.deadlineSec !== undefined && ageSec > deps.deadlineSec;
+  const pastDeadline = deps.deadlineSec !== undefined && ageSec > deps.deadlineSec - BATCH_CANCEL_GRACE_SEC;
   const cancel = run.status === 'cancelled' || pastDeadline;
   // A run that stopped generating (budget spent by the lanes, failed) submits nothing new but
   // collects what its pending batches answer: only their tasks are handed to the round.
@@ -135,7 +136,7 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
   await Promise.all(counting);
   result.pendingBatches = last!.pendingBatches;
   result.open = tasks.filter((t) => !stored.has(t.taskId)).length;
-  if (result.pendingBatches > 0 && deps.deadlineSec !== undefined && ageSec > deps.deadlineSec + BATCH_CANCEL_GRACE_SEC) {
+  if (result.pendingBatches > 0 && deps.deadlineSec !== undefined && ageSec > deps.deadlineSec) {
     throw new BatchLaneTimeoutError(runId, result.pendingBatches);
   }
 

@@ -20,13 +20,15 @@ export const DEFAULT_POLL_SCHEDULE: PollSchedule = { minSec: 30, maxSec: 300 };
 /**
  * Pauses between two rounds of the batch lane (core/cloud/batch-round.ts): every minute while
  * the execution is young (most batches end within the hour), a tenth of its age later, at
- * most 20 minutes. Over the generation deadline (24 h, the providers' window) and the hour
- * a cancel may take after it, that is about 110 rounds (test/infra/history-bound.test.ts
- * counts their events).
+ * most 20 minutes. Over the generation deadline (24 h, the providers' window), that is about
+ * 100 rounds (test/infra/history-bound.test.ts counts their events).
  */
 export const DEFAULT_BATCH_POLL_SCHEDULE: PollSchedule = { minSec: 60, maxSec: 1200 };
 
-/** After the generation deadline, how long the batch lane waits for its cancelled batches to end before it fails the run. */
+/**
+ * How long before the generation deadline the batch lane cancels its pending batches, so that
+ * they end (and what they answered is kept) before CheckProgress fails the run at the deadline.
+ */
 export const BATCH_CANCEL_GRACE_SEC = 3600;
 
 /** The pause before the next check of a run that is `ageSec` old, whole seconds. */

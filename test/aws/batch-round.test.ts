@@ -158,13 +158,13 @@ describe('the cloud batch lane', () => {
     expect((await checkProgress(r.store, r.input.runId, { counters: r.store })).done).toBe(true);
   });
 
-  it('past the generation deadline cancels its pending batch, and fails once the cancel grace is spent too', async () => {
-    // Prepare: a held batch; then the clock moves past the 1 h deadline, then past the hour of grace.
+  it('an hour before the generation deadline cancels its pending batch, and past the deadline fails the run', async () => {
+    // Prepare: a held batch under a 2 h deadline; then the clock moves past 1 h, then past 2 h.
     server.backend.plans = [{ hold: true }];
     const r = await plannedRun();
     const start = Date.parse(r.ctx.run.createdAt);
     let now = start;
-    const deps: BatchRoundDeps = { ...r.deps, deadlineSec: 3600, now: () => new Date(now) };
+    const deps: BatchRoundDeps = { ...r.deps, deadlineSec: 7200, now: () => new Date(now) };
     await batchRound(deps, r.ctx);
     // The provider is slow to cancel: the batch stays in progress.
     const cancel = server.backend.cancel;
@@ -173,9 +173,9 @@ describe('the cloud batch lane', () => {
     // Act
     let pastDeadline, afterGrace;
     try {
-      now = start + 2 * 3600_000;
+      now = start + 1.5 * 3600_000;
       pastDeadline = await batchRound(deps, r.ctx);
-      now = start + 3 * 3600_000;
+      now = start + 2.5 * 3600_000;
       afterGrace = await batchRound(deps, r.ctx).catch((e: Error) => e);
     } finally {
       server.backend.cancel = cancel;
@@ -183,9 +183,9 @@ describe('the cloud batch lane', () => {
 
     // Assess
     expect(server.log).toContain(`POST /v1/batches/${server.backend.batches[0].id}/cancel`);
-    expect(pastDeadline).toMatchObject({ pendingBatches: 1, submitted: 0, waitSec: 720 });
+    expect(pastDeadline).toMatchObject({ pendingBatches: 1, submitted: 0, waitSec: 540 });
     expect(afterGrace).toBeInstanceOf(Error);
-    expect((afterGrace as Error).message).toMatch(/the batch lane passed its deadline with 1 batch\(es\) still pending/);
+    expect((afterGrace as Error).message).toMatch(/the batch lane passed the generation deadline with 1 batch\(es\) still pending/);
     expect(server.backend.batches).toHaveLength(1);
   });
 

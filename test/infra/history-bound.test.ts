@@ -2,7 +2,7 @@
  * The run workflow's execution history stays under Step Functions' 25,000-event limit in the
  * longest run it allows: generation that never finishes until the 24 h deadline (every
  * progress check taken) while, beside it, the batch lane polls a batch that never ends until
- * that deadline and the hour its cancel may take after it (every round with every retry),
+ * that deadline (every round with every retry),
  * then every shard of a 20-paper x 10-model sweep evaluated with every retry and the
  * on-demand fallback taken. Counted from the synthesized definition itself, so a change of
  * a loop, of a Retry or of a poll schedule moves the bound.
@@ -66,16 +66,17 @@ describe('the run workflow history', () => {
     const map = states[STATE_NAMES.evaluateShards];
     const inner = map.ItemProcessor.States as Record<string, State>;
     const perShard = 2 + events(inner[STATE_NAMES.evaluateShard]) + events(inner[STATE_NAMES.evaluateShardOnDemand]);
-    // The batch lane: a round (with every retry), its Choice and its Wait, over the deadline
-    // and the cancel grace (past which the round fails the run).
-    const rounds = pollCount(deadlineSec + BATCH_CANCEL_GRACE_SEC, batchSchedule);
+    // The batch lane: a round (with every retry), its Choice and its Wait, until the deadline
+    // (past which a round fails the run; it cancelled its batches BATCH_CANCEL_GRACE_SEC before).
+    expect(BATCH_CANCEL_GRACE_SEC).toBeLessThan(deadlineSec);
+    const rounds = pollCount(deadlineSec, batchSchedule);
     const laneLoop = events(states[STATE_NAMES.batchRound]) + events(states[STATE_NAMES.batchesPending]) + events(states[STATE_NAMES.waitForBatches]);
     const lane = rounds * laneLoop + events(states[STATE_NAMES.batchLane]) + events(states[STATE_NAMES.batchesDone]);
     const once =
       [STATE_NAMES.planRun, STATE_NAMES.generate, STATE_NAMES.lanesSettled, STATE_NAMES.aggregate, STATE_NAMES.succeeded].reduce((n, s) => n + events(states[s]), 2) + 4;
     const bound = checks * loop + lane + shards * perShard + once;
 
-    // Assess: about 310 checks instead of 2,880 at a fixed 30 s, and about 110 batch rounds.
+    // Assess: about 310 checks instead of 2,880 at a fixed 30 s, and about 100 batch rounds.
     if (process.env.RCB_PRINT_BOUND) {
       process.stderr.write(
         `history bound: ${checks} checks x ${loop} + ${rounds} batch rounds x ${laneLoop} + ${shards} shards x ${perShard} + ${once} = ${bound}; fixed 30 s: ${Math.ceil(deadlineSec / 30) + 1} checks x ${loop} = ${(Math.ceil(deadlineSec / 30) + 1) * loop}\n`,
