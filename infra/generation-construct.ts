@@ -5,7 +5,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { DEFAULT_LANES, type LaneConfig, validateLanes } from './config';
+import { DEFAULT_LANES, type BedrockBatchConfig, type LaneConfig, validateLanes } from './config';
 import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
@@ -69,6 +69,12 @@ export interface GenerationConstructProps {
    * @default Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec) (15 minutes)
    */
   readonly batchPollMaxInterval?: Duration;
+  /**
+   * Bedrock batch inference from the batch round: it may create, read, list and stop model
+   * invocation jobs, pass these roles to Bedrock, and write and read under these locations.
+   * @default - none (a Bedrock model in batch mode fails its round with AccessDenied)
+   */
+  readonly bedrockBatch?: BedrockBatchConfig;
 }
 
 /** Timeout of the batch round function: one submit (upload and create), one poll per pending batch, the results of those that ended. */
@@ -187,6 +193,8 @@ export class GenerationConstruct extends Construct {
       true,
     );
 
+    if (props.bedrockBatch) this.grantBedrockBatch(props.bedrockBatch);
+
     this.keysSecret.grantRead(generatorRole);
     this.keysSecret.grantRead(this.batchRound.role);
     // "Only the generator and the batch round": an explicit deny for every other principal of
@@ -291,6 +299,53 @@ export class GenerationConstruct extends Construct {
           id: 'Serverless-LambdaEventSourceMappingDestination',
           reason:
             'SQS event source mappings do not support on-failure destinations; failed messages go to each lane queue\'s dead-letter queue through its redrive policy.',
+        },
+      ],
+      true,
+    );
+  }
+
+  /** The batch round's Bedrock batch inference: jobs of this account, the given roles passed to Bedrock only, the given S3 locations. */
+  private grantBedrockBatch(config: BedrockBatchConfig): void {
+    const role = this.batchRound.role;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['bedrock:CreateModelInvocationJob', 'bedrock:GetModelInvocationJob', 'bedrock:StopModelInvocationJob'],
+        resources: [
+          `arn:${Aws.PARTITION}:bedrock:*:${Aws.ACCOUNT_ID}:model-invocation-job/*`,
+          `arn:${Aws.PARTITION}:bedrock:*::foundation-model/*`,
+          `arn:${Aws.PARTITION}:bedrock:*:${Aws.ACCOUNT_ID}:inference-profile/*`,
+        ],
+      }),
+    );
+    // Listing (findByIntent after a crash) supports no resource-level permission.
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['bedrock:ListModelInvocationJobs'], resources: ['*'] }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: config.roleArns, conditions: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } } }),
+    );
+    const locations = config.s3Uris.map((u) => /^s3:\/\/([^/]+)\/?(.*)$/.exec(u)!).map(([, bucket, prefix]) => ({ bucket, prefix: prefix.replace(/\/$/, '') }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:PutObject', 's3:GetObject'],
+        resources: locations.map((l) => `arn:${Aws.PARTITION}:s3:::${l.bucket}/${l.prefix ? `${l.prefix}/` : ''}*`),
+      }),
+    );
+    for (const l of locations) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['s3:ListBucket'],
+          resources: [`arn:${Aws.PARTITION}:s3:::${l.bucket}`],
+          ...(l.prefix ? { conditions: { StringLike: { 's3:prefix': [`${l.prefix}/*`] } } } : {}),
+        }),
+      );
+    }
+    NagSuppressions.addResourceSuppressions(
+      role,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Bedrock batch inference: job ids are created at run time (model-invocation-job/*), models and inference profiles come from the registry, ListModelInvocationJobs has no resource-level permission, and the JSONL objects are keyed per job under the configured batch_s3_uri prefixes only.',
         },
       ],
       true,

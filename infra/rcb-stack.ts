@@ -43,6 +43,7 @@ export class RcbStack extends Stack {
       lanes: props.lanes,
       generatorTimeout: props.generatorTimeoutSec ? Duration.seconds(props.generatorTimeoutSec) : undefined,
       bedrockResourceArns: props.bedrockResourceArns,
+      bedrockBatch: props.bedrockBatch,
       modelsFile: props.modelsFile,
     });
     this.evaluation = new EvaluationConstruct(this, 'Evaluation', {

@@ -198,6 +198,24 @@ describe('GenerationConstruct', () => {
       expect(flatten(table[0].Resource)).not.toMatch(/index/);
     });
 
+    it('may run Bedrock batch jobs only when configured: its jobs, the configured roles passed to Bedrock only, the configured S3 prefix', () => {
+      const { template } = buildStack({ bedrockBatch: { roleArns: ['arn:aws:iam::123456789012:role/rcb-batch'], s3Uris: ['s3://team-bucket/rcb'] } });
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
+      const statements = roleStatements(template, role);
+      const passRole = statements.filter((s) => actionsOf(s).includes('iam:PassRole'));
+      expect(passRole).toHaveLength(1);
+      expect(passRole[0]).toMatchObject({ Resource: 'arn:aws:iam::123456789012:role/rcb-batch', Condition: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } } });
+      const objects = statements.find((s) => actionsOf(s).includes('s3:PutObject'))!;
+      expect(flatten(objects.Resource)).toBe('arn:${AWS::Partition}:s3:::team-bucket/rcb/*');
+      const list = statements.find((s) => actionsOf(s).includes('s3:ListBucket'))!;
+      expect(list.Condition).toEqual({ StringLike: { 's3:prefix': ['rcb/*'] } });
+      const jobs = statements.find((s) => actionsOf(s).includes('bedrock:CreateModelInvocationJob'))!;
+      expect(flatten(jobs.Resource)).toContain(':model-invocation-job/*');
+      // Without the configuration (the default stack): no Bedrock action, no PassRole.
+      const plain = roleActions(buildStack().template, logicalIdStartingWith(buildStack().template, 'AWS::IAM::Role', 'GenerationBatchRoundRole'));
+      expect(plain.filter((a) => a.startsWith('bedrock:') || a === 'iam:PassRole')).toEqual([]);
+    });
+
     it('knows the generation deadline and the pauses between rounds, and lives at most five minutes a round', () => {
       const { template } = buildStack();
       const fn = logicalIdStartingWith(template, 'AWS::Lambda::Function', 'GenerationBatchRoundFunction');
