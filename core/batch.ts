@@ -42,8 +42,18 @@ export interface BatchClient {
   readonly id: string;
   /** The provider's limits on one batch; absent: rcb's defaults. */
   readonly limits?: BatchLimits;
-  /** Submit requests as one batch; resolves with the provider's batch id once it is accepted. */
-  submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string>;
+  /**
+   * Submit requests as one batch; resolves with the provider's batch id once it is accepted.
+   * `intentId`, chosen by rcb and recorded before the call, is attached to the batch where the
+   * provider keeps metadata, so that findByIntent can find it after a crash during the call.
+   */
+  submit(requests: BatchRequest[], signal?: AbortSignal, intentId?: string): Promise<string>;
+  /**
+   * The provider's id of the batch submitted with `intentId`, or null when the provider has
+   * none (the submit never reached it). Absent for providers that keep no metadata on a batch:
+   * a crash inside their submit call is then treated as no batch.
+   */
+  findByIntent?(intentId: string, signal?: AbortSignal): Promise<string | null>;
   poll(batchId: string, signal?: AbortSignal): Promise<BatchStatus>;
   /**
    * Results of an ended batch, one per request that the provider reports on; a request it
@@ -84,6 +94,13 @@ export interface BatchRecord {
   endedAt?: string;
   /** Set when rcb asked the provider to cancel the batch. */
   cancelRequested?: boolean;
+  /**
+   * rcb's id of the submit, recorded (state `submitting`) before the call and sent with it:
+   * a restarted rcb that finds the record still `submitting` asks the provider for the batch
+   * of this id before it sends the requests again (the crash window between the provider
+   * accepting a batch and the ledger recording it).
+   */
+  intentId?: string;
 }
 
 /** The BatchLedger port: the run's batches, written at each change of state. */

@@ -43,6 +43,9 @@ import * as checkProgressFn from '../functions/check-progress/handler';
 import * as aggregateFn from '../functions/aggregate/handler';
 import * as markFailedFn from '../functions/mark-failed/handler';
 import * as deadLetterFn from '../functions/dead-letter/handler';
+import * as batchRoundFn from '../functions/batch-round/handler';
+import type { BatchSettings } from '../core/cloud/payloads';
+import { resolveRunBatchModels, runBatchCosts, runSlowModels } from '../adapters/aws/runtime/run-models';
 import { STATE_NAMES } from '../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
@@ -63,6 +66,8 @@ export interface EmulatedRunRequest {
   models: Record<string, ModelInfo>;
   /** Plan even when the estimate exceeds the budget. */
   force?: boolean;
+  /** Models answered by the batch lane (the workflow input's `batch`). @default none */
+  batch?: BatchSettings;
 }
 
 export interface EmulatorOptions {
@@ -80,6 +85,8 @@ export interface EmulatorOptions {
   jobs?: number;
   /** Run tests without bubblewrap (RCB_SANDBOX=none in the container). @default false */
   unsafeNoSandbox?: boolean;
+  /** Pause of WaitForBatches, ms (the deployed round asks for 60 s and more). @default generationPollMs */
+  batchPollMs?: number;
   /** Pause of WaitForGeneration, ms (the deployed definition waits 30 s). @default 100 */
   generationPollMs?: number;
   /**
@@ -212,7 +219,7 @@ async function uploadRunInputs(storage: StorageAdapters, request: EmulatedRunReq
   await uploadReplayFiles(storage.blobs, request.spec, request.models);
   const spec: RunSpec = { ...request.spec, psetRoot: psetKey };
   const runId = computeRunId(spec);
-  const input = parsePayload(runWorkflowInputSchema, { runId, spec, models: request.models, ...(request.force ? { force: true } : {}) }, 'run workflow input');
+  const input = parsePayload(runWorkflowInputSchema, { runId, spec, models: request.models, ...(request.force ? { force: true } : {}), ...(request.batch ? { batch: request.batch } : {}) }, 'run workflow input');
   return { runId, input };
 }
 
@@ -249,6 +256,7 @@ async function followed(
 interface Bindings {
   planRun(input: unknown): Promise<unknown>;
   checkProgress(input: unknown): Promise<unknown>;
+  batchRound(input: unknown): Promise<unknown>;
   aggregate(input: unknown): Promise<unknown>;
   markFailed(input: unknown): Promise<unknown>;
   lanes: SimulatedLanes;
@@ -279,6 +287,8 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
     ...storage,
     queue: lanes,
     costsFor: (s) => runModelCosts(s, hosted),
+    batchCostsFor: (s, ids) => runBatchCosts(s, ids, hosted),
+    slowModelsFor: (s) => runSlowModels(s, hosted),
     evaluationReady: true,
     logger: silentLogger('rcb-plan-run'),
     metrics: metrics('plan-run'),
@@ -296,7 +306,14 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
     metrics: metrics('aggregate'),
   }));
   const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-mark-failed') }));
-  return { planRun, checkProgress, aggregate, markFailed, lanes, invocations: () => ({}) };
+  const batchRound = batchRoundFn.createHandler(() => ({
+    ...storage,
+    keys: envKeySource(process.env),
+    logger: silentLogger('rcb-batch-round'),
+    metrics: metrics('batch-round'),
+    batchModelsFor: (ctx) => resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background),
+  }));
+  return { planRun, checkProgress, batchRound, aggregate, markFailed, lanes, invocations: () => ({}) };
 }
 
 /** The keys the emulated provider-keys secret holds: each hosted model's key variable, from this environment. */
@@ -413,11 +430,13 @@ async function bundleBindings(
   });
   const planRun = stateFunction(STATE_NAMES.planRun);
   const checkProgress = stateFunction(STATE_NAMES.checkProgress);
+  const batchRound = stateFunction(STATE_NAMES.batchRound);
   const aggregate = stateFunction(STATE_NAMES.aggregate);
   const markFailed = stateFunction(STATE_NAMES.markRunFailed);
   return {
     planRun: (i) => planRun.invoke(i),
     checkProgress: (i) => checkProgress.invoke(i),
+    batchRound: (i) => batchRound.invoke(i),
     aggregate: (i) => aggregate.invoke(i),
     markFailed: (i) => markFailed.invoke(i),
     lanes,
@@ -489,6 +508,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   const handlers = {
     [STATE_NAMES.planRun]: bound(STATE_NAMES.planRun, bindings.planRun),
     [STATE_NAMES.checkProgress]: bound(STATE_NAMES.checkProgress, bindings.checkProgress),
+    [STATE_NAMES.batchRound]: bound(STATE_NAMES.batchRound, bindings.batchRound),
     [STATE_NAMES.evaluateShard]: bound(STATE_NAMES.evaluateShard, evaluateShard),
     [STATE_NAMES.evaluateShardOnDemand]: bound(STATE_NAMES.evaluateShardOnDemand, evaluateShard),
     [STATE_NAMES.aggregate]: bound(STATE_NAMES.aggregate, bindings.aggregate),
@@ -506,7 +526,10 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
     const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
       overrides: {
         taskResourceLocalHandlers: handlers,
-        waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: options.generationPollMs ?? 100 },
+        waitTimeOverrides: {
+          [STATE_NAMES.waitForGeneration]: options.generationPollMs ?? 100,
+          [STATE_NAMES.waitForBatches]: options.batchPollMs ?? options.generationPollMs ?? 100,
+        },
         // Retries keep their count and order; only the pauses between them go.
         retryIntervalOverrides: Object.fromEntries(statesWithRetry(workflow.definition.States).map((name) => [name, 0])),
       },

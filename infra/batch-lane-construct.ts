@@ -3,39 +3,28 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
+import { STATE_NAMES } from './state-names';
+
+/** Retry of a failed round: the batches are in the ledger, so a round tried again loses nothing and sends nothing twice. */
+export const BATCH_ROUND_RETRY: sfn.RetryProps = { errors: ['States.TaskFailed'], interval: Duration.seconds(30), maxAttempts: 2, backoffRate: 2 };
 
 export interface BatchLaneConstructProps {
   /**
-   * One round of the batch lane: generateBatches (core/run/generate-batch.ts) with `once`
-   * for the run of `$.runId` (submit what fits, poll each pending batch once, ingest the
-   * ended ones). Its payload answers `{ pendingBatches, open }`.
+   * One round of the batch lane: functions/batch-round (core/cloud/batch-round.ts) for the
+   * run of `$.runId`: submit what fits, poll each pending batch once, ingest the ended ones.
+   * Its payload answers `{ pendingBatches, open, settled, submitted, waitSec }`.
    */
   readonly batchRound: lambda.IFunction;
-  /**
-   * Pause between two rounds while a batch is pending: the state machine waits, no Lambda does.
-   * @default Duration.minutes(5)
-   */
-  readonly pollInterval?: Duration;
-  /**
-   * Prefix of the state names, so that the fragment can sit in a workflow with others.
-   * @default 'Batch'
-   */
-  readonly statePrefix?: string;
 }
 
 /**
  * The cloud batch lane, a state machine fragment: BatchRound, then a Choice that ends the
- * fragment when no batch is pending (every task answered, or nothing more can be sent:
- * the budget, too few requests for the provider's smallest batch) and otherwise waits and
- * polls again. Its end states leave the round's result at `$.batch`.
- *
- * What it needs from the orchestrator (not wired yet): run in a Parallel branch beside
- * WaitForGeneration after PlanRun; PlanRun must leave the tasks of batch-mode models out
- * of the SQS lanes; a `batchRound` function (a thin handler over generateBatches with the
- * DynamoDB run store, a DynamoDB BatchLedger, the provider keys of Secrets Manager and,
- * for Bedrock, its S3 location and role); CheckProgress then counts batch answers like
- * lane answers. The execution history stays bounded: three states per round, and a round
- * per pollInterval for at most the providers' 24 h window times the sweep's rounds.
+ * fragment when no batch is pending (every task answered, or nothing more can be sent: the
+ * budget, a cancel) and otherwise waits `$.batch.waitSec` (which the round sets from the
+ * execution's age) and runs the next round. No Lambda waits on a batch: the state machine
+ * does. The orchestrator runs it in a Parallel branch beside the SQS lanes' progress loop.
+ * The history stays bounded: three states per round, and the pause grows to 15 minutes, so
+ * about 120 rounds over the providers' 24 h window (test/infra/history-bound.test.ts).
  */
 export class BatchLaneConstruct extends sfn.StateMachineFragment {
   public readonly startState: sfn.State;
@@ -44,20 +33,21 @@ export class BatchLaneConstruct extends sfn.StateMachineFragment {
 
   constructor(scope: Construct, id: string, props: BatchLaneConstructProps) {
     super(scope, id);
-    const p = props.statePrefix ?? 'Batch';
-    this.round = new tasks.LambdaInvoke(this, `${p}Round`, {
+    this.round = new tasks.LambdaInvoke(this, 'Round', {
+      stateName: STATE_NAMES.batchRound,
+      comment: 'Submit what fits, poll each pending batch once, ingest the ended ones',
       lambdaFunction: props.batchRound,
-      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId') }),
-      resultSelector: { 'pendingBatches.$': '$.Payload.pendingBatches', 'open.$': '$.Payload.open' },
+      // The execution's start: a run started again polls young again.
+      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime') }),
+      // Invoked directly, as the workflow's other functions: the round's small result is `$.batch`.
+      payloadResponseOnly: true,
       resultPath: '$.batch',
       retryOnServiceExceptions: true,
     });
-    // A failed round (a provider that did not answer) is tried again after the pause: the
-    // batches are in the ledger, nothing is lost or sent twice.
-    this.round.addRetry({ errors: ['States.TaskFailed'], interval: Duration.seconds(30), maxAttempts: 3, backoffRate: 2 });
-    const wait = new sfn.Wait(this, `WaitFor${p}es`, { time: sfn.WaitTime.duration(props.pollInterval ?? Duration.minutes(5)) });
-    const done = new sfn.Pass(this, `${p}esDone`);
-    const choice = new sfn.Choice(this, `${p}esPending?`)
+    this.round.addRetry(BATCH_ROUND_RETRY);
+    const wait = new sfn.Wait(this, 'Wait', { stateName: STATE_NAMES.waitForBatches, time: sfn.WaitTime.secondsPath('$.batch.waitSec') });
+    const done = new sfn.Pass(this, 'Done', { stateName: STATE_NAMES.batchesDone });
+    const choice = new sfn.Choice(this, 'Pending', { stateName: STATE_NAMES.batchesPending })
       .when(sfn.Condition.numberGreaterThan('$.batch.pendingBatches', 0), wait.next(this.round))
       .otherwise(done);
     this.round.next(choice);

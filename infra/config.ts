@@ -107,6 +107,12 @@ export interface RcbOptions {
    */
   readonly bedrockResourceArns?: string[];
   /**
+   * Bedrock batch inference in the cloud batch lane: the service roles Bedrock assumes (the
+   * entries' `batch_role_arn`) and the S3 locations of their JSONL (`batch_s3_uri`).
+   * @default - none: the batch round may not start Bedrock jobs
+   */
+  readonly bedrockBatch?: BedrockBatchConfig;
+  /**
    * A models file (the registry's format) merged over the shipped models.yaml in the
    * PlanRun and Generate bundles: the deployment's own hosted models. Absolute path.
    * @default - the shipped registry only
@@ -139,6 +145,7 @@ export const CONTEXT_KEYS = {
   generatorTimeoutSec: 'rcb:generatorTimeoutSec',
   maxMessageAgeSec: 'rcb:maxMessageAgeSec',
   bedrockResourceArns: 'rcb:bedrockResourceArns',
+  bedrockBatch: 'rcb:bedrockBatch',
   modelsFile: 'rcb:modelsFile',
 } as const;
 
@@ -206,6 +213,28 @@ function readStringList(node: Node, key: string): string[] | undefined {
   return raw as string[];
 }
 
+/** What the batch round needs to run Bedrock batch inference jobs: the roles it passes, the S3 locations it writes and reads. */
+export interface BedrockBatchConfig {
+  /** IAM role ARNs (the entries' batch_role_arn). */
+  readonly roleArns: string[];
+  /** `s3://bucket[/prefix]` locations (the entries' batch_s3_uri). */
+  readonly s3Uris: string[];
+}
+
+function readBedrockBatch(node: Node, key: string): BedrockBatchConfig | undefined {
+  const raw = parseJsonish(key, node.tryGetContext(key)) as Record<string, unknown> | undefined | null;
+  if (raw === undefined || raw === null) return undefined;
+  const roles = raw.roleArns;
+  const uris = raw.s3Uris;
+  if (!Array.isArray(roles) || !roles.length || roles.some((r) => typeof r !== 'string' || !/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/.test(r))) {
+    throw new ConfigError(key, `roleArns must be a non-empty list of IAM role ARNs (got ${JSON.stringify(roles)})`);
+  }
+  if (!Array.isArray(uris) || !uris.length || uris.some((u) => typeof u !== 'string' || !/^s3:\/\/[^/]+(\/.*)?$/.test(u))) {
+    throw new ConfigError(key, `s3Uris must be a non-empty list of s3://bucket[/prefix] (got ${JSON.stringify(uris)})`);
+  }
+  return { roleArns: roles as string[], s3Uris: uris as string[] };
+}
+
 function readInt(node: Node, key: string, min: number, max: number): number | undefined {
   const raw = parseJsonish(key, node.tryGetContext(key));
   if (raw === undefined || raw === null) return undefined;
@@ -266,6 +295,7 @@ export function configFromContext(node: Node): RcbDeployConfig {
     generatorTimeoutSec: readInt(node, CONTEXT_KEYS.generatorTimeoutSec, 10, 900),
     maxMessageAgeSec: readInt(node, CONTEXT_KEYS.maxMessageAgeSec, 60, 1209600),
     bedrockResourceArns: readStringList(node, CONTEXT_KEYS.bedrockResourceArns),
+    bedrockBatch: readBedrockBatch(node, CONTEXT_KEYS.bedrockBatch),
     modelsFile: readExistingFile(node, CONTEXT_KEYS.modelsFile),
   };
 }

@@ -5,10 +5,11 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { DEFAULT_LANES, type LaneConfig, validateLanes } from './config';
+import { DEFAULT_LANES, type BedrockBatchConfig, type LaneConfig, validateLanes } from './config';
 import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
+import { DEFAULT_BATCH_POLL_SCHEDULE } from '../core/cloud/generation-polling';
 import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
 
 /** One provider lane as built: its queue, its dead-letter queue and its configuration. */
@@ -57,7 +58,27 @@ export interface GenerationConstructProps {
    * @default - the shipped registry only
    */
   readonly modelsFile?: string;
+  /**
+   * Shortest pause between two rounds of the batch lane (a young execution's).
+   * @default Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec) (1 minute)
+   */
+  readonly batchPollInterval?: Duration;
+  /**
+   * Longest pause between two rounds: the pause grows with the execution's age up to this,
+   * which bounds the lane's history events over the providers' 24 h window.
+   * @default Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec) (15 minutes)
+   */
+  readonly batchPollMaxInterval?: Duration;
+  /**
+   * Bedrock batch inference from the batch round: it may create, read, list and stop model
+   * invocation jobs, pass these roles to Bedrock, and write and read under these locations.
+   * @default - none (a Bedrock model in batch mode fails its round with AccessDenied)
+   */
+  readonly bedrockBatch?: BedrockBatchConfig;
 }
+
+/** Timeout of the batch round function: one submit (upload and create), one poll per pending batch, the results of those that ended. */
+const BATCH_ROUND_TIMEOUT = Duration.minutes(5);
 
 /** Timeout of the dead-letter function: a batch of store writes. */
 const DEAD_LETTER_TIMEOUT = Duration.minutes(1);
@@ -73,6 +94,11 @@ export class GenerationConstruct extends Construct {
   public readonly deadLetter: RcbFunction;
   /** Provider API keys, a JSON object `{ "OPENAI_API_KEY": "...", ... }`. */
   public readonly keysSecret: secretsmanager.Secret;
+  /**
+   * One round of the batch lane (functions/batch-round): submit, poll once, ingest. Invoked by
+   * the workflow's batch lane (BatchLaneConstruct); the state machine waits between rounds.
+   */
+  public readonly batchRound: RcbFunction;
 
   constructor(scope: Construct, id: string, props: GenerationConstructProps) {
     super(scope, id);
@@ -134,18 +160,54 @@ export class GenerationConstruct extends Construct {
       );
     }
 
+    this.batchRound = new RcbFunction(this, 'BatchRound', {
+      functionDir: 'batch-round',
+      description: 'rcb: one round of the batch lane: submits batches, polls each pending one once, ingests those that ended',
+      timeout: BATCH_ROUND_TIMEOUT,
+      memorySize: 512,
+      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
+      environment: {
+        RCB_TABLE: storage.table.tableName,
+        RCB_BUCKET: storage.bucket.bucketName,
+        RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
+        RCB_BATCH_POLL_MIN_SEC: String((props.batchPollInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec)).toSeconds()),
+        RCB_BATCH_POLL_MAX_SEC: String((props.batchPollMaxInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec)).toSeconds()),
+      },
+    });
+    // The run item (budget reservations, counters, status), the run's batch items
+    // (RUN#<runId>/BATCH#..., the ledger: Query and UpdateItem) and the tasks' completions
+    // (TASK#<taskId>/COMPLETION, first write wins). No claim, no delete.
+    storage.grantTable(this.batchRound.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], {
+      leadingKeys: [leadingKeys(KEY_PREFIXES.run), leadingKeys(KEY_PREFIXES.task)],
+    });
+    storage.grantArtifacts(this.batchRound.role, { read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`] });
+    NagSuppressions.addResourceSuppressions(
+      this.batchRound.role,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: 'Object-key wildcards: the batch round reads psets/* and runs/* (run ids are only known at run time); it writes no object.',
+          appliesTo: [{ regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' }],
+        },
+      ],
+      true,
+    );
+
+    if (props.bedrockBatch) this.grantBedrockBatch(props.bedrockBatch);
+
     this.keysSecret.grantRead(generatorRole);
-    // "Only the generator": an explicit deny for every other principal of the account, so
-    // that a later broad grant (an admin role, another function) cannot read the keys either.
-    // Writing the secret (PutSecretValue) stays with IAM administrators.
+    this.keysSecret.grantRead(this.batchRound.role);
+    // "Only the generator and the batch round": an explicit deny for every other principal of
+    // the account, so that a later broad grant (an admin role, another function) cannot read
+    // the keys either. Writing the secret (PutSecretValue) stays with IAM administrators.
     this.keysSecret.addToResourcePolicy(
       new iam.PolicyStatement({
-        sid: 'OnlyTheGeneratorReadsProviderKeys',
+        sid: 'OnlyTheModelCallersReadProviderKeys',
         effect: iam.Effect.DENY,
         principals: [new iam.AnyPrincipal()],
         actions: ['secretsmanager:GetSecretValue'],
         resources: ['*'],
-        conditions: { StringNotEquals: { 'aws:PrincipalArn': generatorRole.roleArn } },
+        conditions: { StringNotEquals: { 'aws:PrincipalArn': [generatorRole.roleArn, this.batchRound.role.roleArn] } },
       }),
     );
     NagSuppressions.addResourceSuppressions(this.keysSecret, [
@@ -237,6 +299,53 @@ export class GenerationConstruct extends Construct {
           id: 'Serverless-LambdaEventSourceMappingDestination',
           reason:
             'SQS event source mappings do not support on-failure destinations; failed messages go to each lane queue\'s dead-letter queue through its redrive policy.',
+        },
+      ],
+      true,
+    );
+  }
+
+  /** The batch round's Bedrock batch inference: jobs of this account, the given roles passed to Bedrock only, the given S3 locations. */
+  private grantBedrockBatch(config: BedrockBatchConfig): void {
+    const role = this.batchRound.role;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['bedrock:CreateModelInvocationJob', 'bedrock:GetModelInvocationJob', 'bedrock:StopModelInvocationJob'],
+        resources: [
+          `arn:${Aws.PARTITION}:bedrock:*:${Aws.ACCOUNT_ID}:model-invocation-job/*`,
+          `arn:${Aws.PARTITION}:bedrock:*::foundation-model/*`,
+          `arn:${Aws.PARTITION}:bedrock:*:${Aws.ACCOUNT_ID}:inference-profile/*`,
+        ],
+      }),
+    );
+    // Listing (findByIntent after a crash) supports no resource-level permission.
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['bedrock:ListModelInvocationJobs'], resources: ['*'] }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: config.roleArns, conditions: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } } }),
+    );
+    const locations = config.s3Uris.map((u) => /^s3:\/\/([^/]+)\/?(.*)$/.exec(u)!).map(([, bucket, prefix]) => ({ bucket, prefix: prefix.replace(/\/$/, '') }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:PutObject', 's3:GetObject'],
+        resources: locations.map((l) => `arn:${Aws.PARTITION}:s3:::${l.bucket}/${l.prefix ? `${l.prefix}/` : ''}*`),
+      }),
+    );
+    for (const l of locations) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['s3:ListBucket'],
+          resources: [`arn:${Aws.PARTITION}:s3:::${l.bucket}`],
+          ...(l.prefix ? { conditions: { StringLike: { 's3:prefix': [`${l.prefix}/*`] } } } : {}),
+        }),
+      );
+    }
+    NagSuppressions.addResourceSuppressions(
+      role,
+      [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Bedrock batch inference: job ids are created at run time (model-invocation-job/*), models and inference profiles come from the registry, ListModelInvocationJobs has no resource-level permission, and the JSONL objects are keyed per job under the configured batch_s3_uri prefixes only.',
         },
       ],
       true,

@@ -43,6 +43,7 @@ export class RcbStack extends Stack {
       lanes: props.lanes,
       generatorTimeout: props.generatorTimeoutSec ? Duration.seconds(props.generatorTimeoutSec) : undefined,
       bedrockResourceArns: props.bedrockResourceArns,
+      bedrockBatch: props.bedrockBatch,
       modelsFile: props.modelsFile,
     });
     this.evaluation = new EvaluationConstruct(this, 'Evaluation', {
@@ -67,6 +68,7 @@ export class RcbStack extends Stack {
       functions: [
         { name: 'generate', fn: this.generation.generator },
         { name: 'dead-letter', fn: this.generation.deadLetter },
+        { name: 'batch-round', fn: this.generation.batchRound },
         { name: 'plan-run', fn: this.orchestrator.planRun },
         { name: 'check-progress', fn: this.orchestrator.checkProgress },
         { name: 'aggregate', fn: this.orchestrator.aggregate },

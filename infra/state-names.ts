@@ -5,9 +5,18 @@
  */
 export const STATE_NAMES = {
   planRun: 'PlanRun',
+  /** Parallel: the SQS lanes' progress loop beside the batch lane. */
+  generate: 'Generate',
   waitForGeneration: 'WaitForGeneration',
   checkProgress: 'CheckProgress',
   generationDone: 'GenerationDone?',
+  lanesSettled: 'LanesSettled',
+  batchLane: 'BatchLane?',
+  noBatchLane: 'NoBatchLane',
+  batchRound: 'BatchRound',
+  batchesPending: 'BatchesPending?',
+  waitForBatches: 'WaitForBatches',
+  batchesDone: 'BatchesDone',
   evaluateShards: 'EvaluateShards',
   evaluateShard: 'EvaluateShard',
   evaluateShardOnDemand: 'EvaluateShardOnDemand',

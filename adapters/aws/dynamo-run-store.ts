@@ -380,25 +380,27 @@ export class DynamoRunStore implements RunStore, RunCounters {
   }
 
   /**
-   * Deletes the task's completion when it is an error, and the task's verdict in the run: the
-   * RunStore contract a restarted run uses to ask again. The delete is conditional on the
-   * record read, so an answer stored meanwhile is never lost.
+   * Drops the task's answer if it is an error, and the run's verdict on it (the RunStore
+   * contract; the SQLite store does both in one transaction). The verdict goes first: a crash
+   * between the two deletes leaves the error answer without a verdict, which the next resume
+   * reopens again or evaluation judges again; the other order could leave a stale verdict
+   * that the new answer's first-write-wins verdict could never replace. The answer is deleted
+   * only while it is still the error read (a condition on its record), never an answer that
+   * replaced it meanwhile.
    */
   async reopenTask(runId: string, taskId: string): Promise<boolean> {
     const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: runTableKey.completion(taskId), ConsistentRead: true }));
     if (!res.Item || !parseRecord<CompletionRecord>(res.Item, 'completion').error) return false;
-    const deleted = await this.sendConditional(
+    await this.doc.send(new DeleteCommand({ TableName: this.table, Key: runTableKey.verdict(runId, taskId) }));
+    return this.sendConditional(
       new DeleteCommand({
         TableName: this.table,
         Key: runTableKey.completion(taskId),
         ConditionExpression: '#record = :record',
         ExpressionAttributeNames: { '#record': 'record' },
-        ExpressionAttributeValues: { ':record': res.Item.record as string },
+        ExpressionAttributeValues: { ':record': res.Item.record },
       }),
     );
-    if (!deleted) return false;
-    await this.doc.send(new DeleteCommand({ TableName: this.table, Key: runTableKey.verdict(runId, taskId) }));
-    return true;
   }
 
   // ---- verdicts ----

@@ -6,7 +6,8 @@
  */
 import type { KeySource } from '../../core/keys';
 import { batchPricing, costOf, worstCaseCost, type BilledUsage } from '../../core/cost';
-import type { BatchClient, BatchItemResult, BatchRequest, BatchStatus } from '../../core/batch';
+import type { BatchClient, BatchItemResult, BatchLimits, BatchRequest, BatchStatus } from '../../core/batch';
+import { BACKGROUND_LIMITS } from './providers/openai-background';
 import { ModelError, type ModelClient, type ModelRequest, type ModelResponse, type Prompt } from '../../core/model';
 import { RateLanes } from '../../core/rate';
 import type { CostModel } from '../../core/run/generate';
@@ -92,7 +93,24 @@ export class HostedModels {
       if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
       return create(entry, key, this.opts);
     };
-    return { client: new LazyBatchClient(entry.id, build), cost: costModelFor({ ...entry, prices: batchPricing(entry.prices)! }) };
+    return { client: new LazyBatchClient(entry.id, build, providerModule(entry.provider).batchLimits?.(entry, this.opts)), cost: costModelFor({ ...entry, prices: batchPricing(entry.prices)! }) };
+  }
+
+  /**
+   * A slow model's background client (`slow: true` entries), under the batch contract and
+   * priced as interactive calls; undefined for an entry that is not slow.
+   */
+  resolveBackground(id: string, overrides: HostedOverrides = {}): { client: BatchClient; cost: CostModel } | undefined {
+    const entry = this.entry(id, overrides);
+    const create = entry?.slow ? providerModule(entry.provider).createBackgroundClient : undefined;
+    if (!entry || !create) return undefined;
+    const build = async (): Promise<BatchClient> => {
+      const env = keyEnvFor(entry);
+      const key = env ? await this.keys.get(env) : undefined;
+      if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
+      return create(entry, key, this.opts);
+    };
+    return { client: new LazyBatchClient(entry.id, build, BACKGROUND_LIMITS), cost: costModelFor(entry) };
   }
 
   /** One message per model among `ids` whose key is missing (`set OPENAI_API_KEY for gpt-5.4`). */
@@ -135,20 +153,27 @@ class LazyModelClient implements ModelClient {
 }
 
 /** A batch client built on its first use; a failure to build (a missing key) fails each call. */
+/** A batch client built on first use (its key is read then); its limits are known before. */
 class LazyBatchClient implements BatchClient {
   private inner?: Promise<BatchClient>;
 
   constructor(
     readonly id: string,
     private readonly build: () => Promise<BatchClient>,
+    readonly limits?: BatchLimits,
   ) {}
 
   private client(): Promise<BatchClient> {
     return (this.inner ??= this.build());
   }
 
-  async submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string> {
-    return (await this.client()).submit(requests, signal);
+  async submit(requests: BatchRequest[], signal?: AbortSignal, intentId?: string): Promise<string> {
+    return (await this.client()).submit(requests, signal, intentId);
+  }
+
+  async findByIntent(intentId: string, signal?: AbortSignal): Promise<string | null> {
+    const inner = await this.client();
+    return inner.findByIntent ? inner.findByIntent(intentId, signal) : null;
   }
 
   async poll(batchId: string, signal?: AbortSignal): Promise<BatchStatus> {

@@ -4,8 +4,9 @@
  * split of a prompt into its cacheable prefix and the rest.
  */
 import { createHash } from 'node:crypto';
-import { ModelError, type ModelClient, type ModelRequest, type ModelResponse, type Prompt } from '../../core/model';
-import { deadline, isCallerAbort } from './provider-errors';
+import { ModelError, type FinishReason, type ModelClient, type ModelRequest, type ModelResponse, type Prompt } from '../../core/model';
+import type { BilledUsage } from '../../core/cost';
+import { count, deadline, isCallerAbort } from './provider-errors';
 import type { ModelEntry } from './registry';
 
 /** Options of a provider client. */
@@ -90,4 +91,25 @@ export function prefixCacheKey(prompt: Prompt): string | undefined {
   const { prefix } = splitPrompt(prompt);
   if (prefix.length === 0) return undefined;
   return 'rcb-' + createHash('sha256').update(prefix).digest('hex').slice(0, 40);
+}
+
+/**
+ * A Claude stop reason (Anthropic's Messages API and Bedrock's Converse name them alike) as
+ * rcb's finish reason; `filtered` are the provider's words for a refusal or a filter.
+ */
+export function claudeFinishReason(reason: unknown, filtered: readonly string[]): FinishReason {
+  if (reason === 'end_turn' || reason === 'stop_sequence') return 'stop';
+  if (reason === 'max_tokens' || reason === 'model_context_window_exceeded') return 'length';
+  return typeof reason === 'string' && filtered.includes(reason) ? 'content_filter' : 'other';
+}
+
+/**
+ * Usage of an API whose input count leaves out the cache reads and writes (Anthropic,
+ * Bedrock), in rcb's convention: input counts every prompt token. Thinking is billed inside
+ * the output and not reported apart.
+ */
+export function usageWithCacheApart(u: { input: unknown; cacheRead: unknown; cacheWrite: unknown; output: unknown }): BilledUsage {
+  const read = count(u.cacheRead);
+  const written = count(u.cacheWrite);
+  return { inputTokens: count(u.input) + read + written, cachedInputTokens: read, cacheWriteInputTokens: written, outputTokens: count(u.output), reasoningTokens: 0 };
 }

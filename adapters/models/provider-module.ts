@@ -6,7 +6,7 @@
  * providers/, one line in providers/index.ts and its entries in resources/models.yaml.
  */
 import type { CacheMode } from '../../core/cost';
-import type { BatchClient } from '../../core/batch';
+import type { BatchClient, BatchLimits } from '../../core/batch';
 import type { ModelClient } from '../../core/model';
 import type { ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
@@ -37,8 +37,18 @@ export interface ProviderModule {
   batchRequirement?(entry: ModelEntry): string | undefined;
   /** The interactive client; `key` is set whenever keyEnv (or the entry's api_key_env) names a variable. */
   createClient(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): ModelClient;
+  /**
+   * The provider's limits on one batch for this entry (the batch client's `limits`), known
+   * before a client is built (a client is built once its key is read). @default rcb's defaults
+   */
+  batchLimits?(entry: ModelEntry, opts: ProviderClientOptions): BatchLimits;
   /** The batch client, for providers with a batch API. */
   createBatchClient?(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): BatchClient;
+  /**
+   * Background mode for slow models (`slow: true`): each request started, then retrieved until
+   * it ends, under the batch contract; for providers that have one (OpenAI Responses).
+   */
+  createBackgroundClient?(entry: ModelEntry, key: string | undefined, opts: ProviderClientOptions): BatchClient;
 }
 
 /** The OpenAI families' tokenizer by model name: cl100k for GPT-3.5 and GPT-4 before 4o, else o200k. */
@@ -46,6 +56,19 @@ export function openaiTokenizer(model: string): Tokenizer {
   const m = model.toLowerCase().replace(/^openai\//, '');
   return /^gpt-(3\.5|4)(?!o|\.1|\.5)/.test(m) ? 'cl100k_base' : 'o200k_base';
 }
+
+/**
+ * What OpenAI's two APIs (Chat Completions, Responses) share: the key, the lane, the 24 h
+ * Batch API window, automatic prefix caching from 1,024 tokens and the tokenizer by model.
+ */
+export const OPENAI_FAMILY = {
+  keyEnv: 'OPENAI_API_KEY',
+  lane: 'openai',
+  cacheMinTokens: 1024,
+  batchWindowHours: 24,
+  tokenizer: (entry: Pick<ModelEntry, 'model'>): Tokenizer => openaiTokenizer(entry.model),
+  cacheMode: (entry: ModelEntry): CacheMode => automaticCache(entry),
+} as const satisfies Partial<ProviderModule>;
 
 /** Providers that cache prefixes by themselves: caching pays when the cached price is lower. */
 export function automaticCache(entry: ModelEntry): CacheMode {

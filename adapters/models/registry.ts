@@ -91,9 +91,17 @@ const entrySchema = z
     /** Tokenizer for estimates; default by provider (o200k_base for OpenAI, an approximation elsewhere). */
     tokenizer: z.enum(['o200k_base', 'cl100k_base', 'approx']).optional(),
     description: z.string().optional(),
+    /**
+     * Long reasoning calls: asked in the provider's background mode (started, then polled)
+     * through the batch lane, never in one long request. Needs a provider with one.
+     */
+    slow: z.boolean().optional(),
   })
   .strict()
   .superRefine((e, ctx) => {
+    if (e.slow && !providerModule(e.provider).createBackgroundClient) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['slow'], message: `needs a provider with a background mode (openai-responses); ${e.provider} has none` });
+    }
     if (e.provider === 'openai-compatible' && !e.base_url) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['base_url'], message: 'is required for provider openai-compatible' });
     }
@@ -131,6 +139,8 @@ export interface ModelEntry {
   cache_min_tokens?: number;
   tokenizer?: 'o200k_base' | 'cl100k_base' | 'approx';
   description?: string;
+  /** Asked in the provider's background mode through the batch lane (OpenAI Responses `background: true`). */
+  slow?: boolean;
 }
 
 /** A registry file that cannot be used; the message names the file and the entry. */

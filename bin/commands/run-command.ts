@@ -114,13 +114,19 @@ export async function runLocally(
   const { store, dir } = opened;
   writeRunId(dir, runId);
   const cache = paid ? openCompletionCache() : undefined;
-  const ledger = extras.batch ? new SqliteBatchLedger(join(dir, 'rcb.sqlite')) : undefined;
+  // Slow models (`slow: true`) not sent to a batch API go through the batch lane too, in
+  // their provider's background mode: no call waits on one long request.
+  const slow = [...models.costs.keys()].filter((id) => hosted.entry(id)?.slow && !extras.batch?.models.has(id));
+  const batchSettings: LocalRunExtras['batch'] = slow.length
+    ? { pollSeconds: 5, ...extras.batch, models: new Set([...(extras.batch?.models ?? []), ...slow]) }
+    : extras.batch;
+  const ledger = batchSettings ? new SqliteBatchLedger(join(dir, 'rcb.sqlite')) : undefined;
   let batchDeps: RunBenchmarkDeps['batch'];
-  if (extras.batch && ledger) {
+  if (batchSettings && ledger) {
     const batchClients = new Map<string, BatchClient>();
     const batchCosts = new Map<string, CostModel>();
-    for (const id of extras.batch.models) {
-      const b = hosted.resolveBatch(id, { temperature })!;
+    for (const id of batchSettings.models) {
+      const b = slow.includes(id) ? hosted.resolveBackground(id, { temperature })! : hosted.resolveBatch(id, { temperature })!;
       batchClients.set(id, b.client);
       batchCosts.set(id, b.cost);
     }
@@ -170,12 +176,12 @@ export async function runLocally(
         evaluationsInFlight: jobs * 2,
         environmentCheck: opts.skipEnvCheck ? null : { interpreter: interpreterPath(python) },
         modelBudgets: extras.modelBudgets,
-        batch: extras.batch && {
-          models: extras.batch.models,
-          pollMs: extras.batch.pollSeconds * 1000,
-          maxRounds: extras.batch.maxRounds,
-          retryInteractively: extras.batch.retryInteractively,
-          cancel: extras.batch.cancel,
+        batch: batchSettings && {
+          models: batchSettings.models,
+          pollMs: batchSettings.pollSeconds * 1000,
+          maxRounds: batchSettings.maxRounds,
+          retryInteractively: batchSettings.retryInteractively,
+          cancel: batchSettings.cancel,
         },
         signal: abort.signal,
       },

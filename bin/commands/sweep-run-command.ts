@@ -51,20 +51,26 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
 
 /**
  * The cloud (or its emulation) runs the sweep's spec with the run's total budget: the
- * generator there knows no per-model budget and no batch lane yet, so a sweep that needs
- * either is refused, naming the line; the deployed cloud also takes its models' parameters
- * from the deployed registry, so it refuses parameters the sweep changes.
+ * generator there knows no per-model budget, so a sweep that needs one is refused, naming the
+ * line. Batch-mode models go to the workflow's batch lane (emulated; `--cloud` starts runs
+ * through \`rcb cloud run\`, which does not pass batch settings yet), without interactive
+ * retries (the lane has no interactive client); the deployed cloud also takes its models'
+ * parameters from the deployed registry, so it refuses parameters the sweep changes.
  */
 async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
   const { sweep } = loaded;
   const where = opts.emulate ? 'the emulated cloud' : 'the cloud';
   const problems = sweep.models.flatMap((m) => [
-    ...(m.mode === 'batch' ? [`${sweep.file}:${m.line}: ${m.name}: mode batch does not run in ${where} yet (no batch lane in the state machine); run it locally`] : []),
+    ...(m.mode === 'batch' && opts.cloud ? [`${sweep.file}:${m.line}: ${m.name}: mode batch runs locally and with --emulate; \`--cloud\` does not pass batch settings to the deployed workflow yet`] : []),
     ...(m.budgetUsd !== null ? [`${sweep.file}:${m.line}: ${m.name}: a per-model budget is not enforced in ${where}; only budget_usd of the whole sweep is`] : []),
     ...(opts.cloud && (m.name !== m.id || Object.keys(m.params).length)
       ? [`${sweep.file}:${m.line}: ${m.name}: the cloud takes parameters from its deployed registry; add the variant there instead of params/name here`]
       : []),
   ]);
+  const firstBatch = sweep.models.find((m) => m.mode === 'batch');
+  if (sweep.batch.retryInteractively && firstBatch) {
+    problems.push(`${sweep.file}:${firstBatch.line}: ${firstBatch.name}: batch.retry_interactively is not available in ${where}: its batch lane resubmits in the next batch only`);
+  }
   if (problems.length) throw new UsageError(problems.join('\n'));
   if (opts.emulate) return emulatedSweep(loaded, opts);
   const cloud = { ...(require('./cloud/run') as typeof import('./cloud/run')), ...(require('./cloud/cloud-deps') as typeof import('./cloud/cloud-deps')) };
@@ -91,13 +97,22 @@ async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promis
   const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
   const { pset, template, spec, models, runId } = loaded.run;
   const started = Date.now();
+  const batchModels = loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name);
   const emulated = await emulateCloudRun(
-    { pset, templateText: template.text, spec, models: models.info },
+    {
+      pset,
+      templateText: template.text,
+      spec,
+      models: models.info,
+      ...(batchModels.length ? { batch: { models: batchModels, maxRounds: loaded.sweep.batch.maxRounds } } : {}),
+    },
     {
       python: opts.python ?? defaultPython(),
       jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
       // The deployed bundles carry the registry: the sweep's models file is synthesized into them.
       modelsFile: loaded.sweep.modelsFile ?? undefined,
+      // The sweep's poll_seconds stands in for the deployed pause between batch rounds.
+      batchPollMs: loaded.sweep.batch.pollSeconds * 1000,
       onState: (state) => process.stderr.write(`${state}\n`),
     },
   );

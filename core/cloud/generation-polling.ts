@@ -17,6 +17,20 @@ export interface PollSchedule {
 /** Deployed defaults: a run's first five minutes are checked every 30 s; an old run every 5 min. */
 export const DEFAULT_POLL_SCHEDULE: PollSchedule = { minSec: 30, maxSec: 300 };
 
+/**
+ * Pauses between two rounds of the batch lane (core/cloud/batch-round.ts): every minute while
+ * the execution is young (most batches end within the hour), a tenth of its age later, at
+ * most 20 minutes. Over the generation deadline (24 h, the providers' window), that is about
+ * 100 rounds (test/infra/history-bound.test.ts counts their events).
+ */
+export const DEFAULT_BATCH_POLL_SCHEDULE: PollSchedule = { minSec: 60, maxSec: 1200 };
+
+/**
+ * How long before the generation deadline the batch lane cancels its pending batches, so that
+ * they end (and what they answered is kept) before CheckProgress fails the run at the deadline.
+ */
+export const BATCH_CANCEL_GRACE_SEC = 3600;
+
 /** The pause before the next check of a run that is `ageSec` old, whole seconds. */
 export function pollWaitSec(ageSec: number, schedule: PollSchedule = DEFAULT_POLL_SCHEDULE): number {
   return Math.round(Math.min(schedule.maxSec, Math.max(schedule.minSec, ageSec / 10)));

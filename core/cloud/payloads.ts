@@ -40,6 +40,26 @@ export const modelInfoSchema = z.object({
   config: z.record(z.unknown()),
 });
 
+/**
+ * Models of a run that go through their provider's batch API (the cloud batch lane) instead
+ * of the SQS lanes. Not part of the run's identity: a task has the same id in either mode, so
+ * an answer bought in one is never bought again in the other.
+ */
+export const batchSettingsSchema = z
+  .object({
+    /** Model ids of the spec answered in batches (the providers' batch APIs). */
+    models: z.array(z.string().min(1)),
+    /**
+     * Slow models of the spec (`slow: true` in the registry) not in `models`: answered in their
+     * provider's background mode through the same lane, at interactive prices. PlanRun adds them.
+     */
+    background: z.array(z.string().min(1)).optional(),
+    /** Batches a task may go through before it is recorded as unanswered. @default 3 */
+    maxRounds: z.number().int().positive().optional(),
+  })
+  .strict();
+export type BatchSettings = z.infer<typeof batchSettingsSchema>;
+
 /** Execution input of the run workflow, as `rcb cloud run` starts it; PlanRun receives it whole. */
 export const runWorkflowInputSchema = z.object({
   /** Id of the run (core/ids.ts runId(spec)); also the execution name. */
@@ -49,6 +69,8 @@ export const runWorkflowInputSchema = z.object({
   models: z.record(modelInfoSchema),
   /** Plan even when the cost estimate exceeds the budget. */
   force: z.boolean().optional(),
+  /** Models answered by the batch lane; none when absent. */
+  batch: batchSettingsSchema.optional(),
 });
 export type RunWorkflowInput = z.infer<typeof runWorkflowInputSchema>;
 
@@ -77,6 +99,8 @@ export const planRunResultSchema = z.object({
   enqueued: z.number().int().nonnegative(),
   /** Worst-case cost of the tasks still to generate, USD (what the budget is checked against). */
   estimatedCostUsd: z.number().nonnegative(),
+  /** Unanswered tasks of batch-mode models, left to the batch lane (not enqueued); the workflow skips the lane when 0. */
+  batchTasks: z.number().int().nonnegative(),
   shards: z.array(shardRefSchema),
 });
 export type PlanRunResult = z.infer<typeof planRunResultSchema>;
@@ -112,6 +136,25 @@ export const checkProgressInputSchema = runRefSchema.extend({
   startedAt: z.string().datetime({ offset: true }).optional(),
 });
 export type CheckProgressInput = z.infer<typeof checkProgressInputSchema>;
+
+/** Input of one BatchRound: the run, and when this execution started (its pauses grow with the execution's age). */
+export const batchRoundInputSchema = checkProgressInputSchema;
+export type BatchRoundInput = CheckProgressInput;
+
+/** What one BatchRound returns; kept at `$.batch`, the lane's Choice reads `$.batch.pendingBatches` and its Wait `$.batch.waitSec`. */
+export const batchRoundResultSchema = z.object({
+  /** Batches still pending at the provider: the lane waits and polls again while there are any. */
+  pendingBatches: z.number().int().nonnegative(),
+  /** Batch-mode tasks without a completion when the round returned. */
+  open: z.number().int().nonnegative(),
+  /** Answers (and final failures) stored by this round. */
+  settled: z.number().int().nonnegative(),
+  /** Batches this round submitted. */
+  submitted: z.number().int().nonnegative(),
+  /** Pause before the next round, seconds (the lane's Wait SecondsPath). */
+  waitSec: z.number().int().positive(),
+});
+export type BatchRoundResult = z.infer<typeof batchRoundResultSchema>;
 
 /** What CheckProgress returns; kept at `$.progress`, the Choice state reads `$.progress.done`. */
 export const checkProgressResultSchema = z.object({
@@ -179,6 +222,8 @@ export const planManifestSchema = z.object({
   /** Blob key of the prompt template. */
   promptTemplateKey: z.string().min(1),
   tasks: z.array(taskRecordSchema),
+  /** The run's batch-mode models (the batch lane answers their tasks). */
+  batch: batchSettingsSchema.optional(),
 });
 export type PlanManifest = z.infer<typeof planManifestSchema>;
 

@@ -3,7 +3,9 @@
  * generation message per task still to answer. Planning the same run again (a retried
  * Lambda, a resumed run) writes nothing new and re-sends only unanswered tasks, which the
  * idempotent generator ignores if a first copy got there, and the tasks whose answer was an
- * error, reopened while under their cap of attempts.
+ * error, reopened while under their cap of attempts. The tasks of batch-mode models
+ * (`input.batch`) are not enqueued: the plan manifest names those models and the batch lane
+ * (core/cloud/batch-round.ts) answers them.
  */
 import type { BlobStore, RunStore, TaskRecord } from '../store';
 import type { Prompt } from '../model';
@@ -23,6 +25,10 @@ export interface PlanCloudRunDeps {
   queue: TaskQueue;
   /** Prices of the paid models, by model id; offline models have none. */
   costs?: Map<string, CostModel>;
+  /** Batch prices of the batch-mode models: their worst case is priced with these. @default their interactive prices */
+  batchCosts?: Map<string, CostModel>;
+  /** Slow models of the spec (the registry's `slow: true`): left to the batch lane in background mode unless in batch mode. @default none */
+  slowModels?: ReadonlySet<string>;
   scratchDir: string;
   /** Progress counters on the run item, set from what is stored. @default none (CheckProgress scans) */
   counters?: RunCounters;
@@ -77,6 +83,12 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   ]);
   const missing = spec.models.filter((m) => !input.models[m.id]).map((m) => m.id);
   if (missing.length) throw new RunInputError(`no model info for ${missing.join(', ')}`);
+  const batchApiModels = new Set(input.batch?.models ?? []);
+  const strangers = [...batchApiModels].filter((id) => !spec.models.some((m) => m.id === id));
+  if (strangers.length) throw new RunInputError(`batch mode names ${strangers.join(', ')}, which the run spec does not`);
+  const background = spec.models.map((m) => m.id).filter((id) => deps.slowModels?.has(id) && !batchApiModels.has(id));
+  const batch = batchApiModels.size || background.length ? { ...input.batch, models: [...batchApiModels], ...(background.length ? { background } : {}) } : undefined;
+  const batchModels = new Set([...batchApiModels, ...background]);
 
   const tasks = planTasks(pset, spec);
   const existing = await openRun(deps.store, { runId: input.runId, spec, pset, models: input.models }, now);
@@ -87,7 +99,12 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const answered = await deps.store.getCompletions(tasks.map((t) => t.taskId));
   const papers = new Map(pset.papers.map((p) => [p.meta.id, p]));
   const todo = tasks.filter((t) => !answered.has(t.taskId));
-  const estimatedCostUsd = worstCaseOfTasks(todo, deps.costs, (t) => {
+  const costs = new Map(deps.costs ?? []);
+  for (const id of batchApiModels) {
+    const batchCost = deps.batchCosts?.get(id);
+    if (batchCost) costs.set(id, batchCost);
+  }
+  const estimatedCostUsd = worstCaseOfTasks(todo, costs, (t) => {
     const paper = papers.get(t.paper)!;
     return buildPrompt(template, paper, findSnippet(paper, t.snippet, t.file), spec.withPaper);
   });
@@ -97,7 +114,7 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   }
 
   await deps.store.putTasks(input.runId, tasks);
-  const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks };
+  const manifest: PlanManifest = { runId: input.runId, psetKey: spec.psetRoot, promptTemplateKey, tasks, ...(batch ? { batch } : {}) };
   await deps.blobs.put(cloudKeys.planManifest(input.runId), JSON.stringify(manifest), 'application/json');
   if (deps.counters) {
     // Absolute, from the completions read above: a restarted run's counters start true.
@@ -110,13 +127,14 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   }
   await deps.store.setRunStatus(input.runId, 'generating');
   // Messages go last: a generator may start at once and needs the manifest and the run.
+  const lanes = todo.filter((t) => !batchModels.has(t.model));
   await deps.queue.send(
-    todo.map((t) => {
+    lanes.map((t) => {
       const priorAttempts = reopened.get(t.taskId);
       return { message: { runId: input.runId, taskId: t.taskId, ...(priorAttempts ? { priorAttempts } : {}) }, model: t.model };
     }),
   );
 
   const shards = planShards(tasks, deps.shardSizing);
-  return { runId: input.runId, taskCount: tasks.length, enqueued: todo.length, estimatedCostUsd, shards };
+  return { runId: input.runId, taskCount: tasks.length, enqueued: lanes.length, estimatedCostUsd, batchTasks: todo.length - lanes.length, shards };
 }

@@ -7,6 +7,7 @@
  *   run           RUN#<runId>      META
  *   task          RUN#<runId>      TASK#<taskId>
  *   verdict       RUN#<runId>      VERDICT#<taskId>
+ *   batch         RUN#<runId>      BATCH#<batchKey>   (the batch lane's ledger)
  *   completion    TASK#<taskId>    COMPLETION
  *   claim         TASK#<taskId>    CLAIM
  *
@@ -34,7 +35,12 @@ export const KEY_PREFIXES = {
   /** Partition of a task's items (completion, claim), which outlive a run; also a task's sort key under its run. */
   task: 'TASK#',
   verdict: 'VERDICT#',
+  /** A batch the run's batch lane submitted (core/batch.ts BatchRecord), under its run. */
+  batch: 'BATCH#',
 } as const;
+
+/** Attributes of a batch item besides its keys: the record as JSON, and the order it was first written in. */
+export const BATCH_ATTRIBUTES = { record: 'record', seq: 'seq' } as const;
 
 /** gsi1 partition holding every run item, sorted by `<createdAt>#<runId>`. */
 export const RUNS_INDEX_PARTITION = 'RUNS';
@@ -50,6 +56,7 @@ export const runTableKey = {
   task: (runId: string, taskId: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.task}${taskId}` }),
   taskCounter: (runId: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: 'TASKSEQ' }),
   verdict: (runId: string, taskId: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.verdict}${taskId}` }),
+  batch: (runId: string, batchKey: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.batch}${batchKey}` }),
   completion: (taskId: string): Key => ({ pk: `${KEY_PREFIXES.task}${taskId}`, sk: 'COMPLETION' }),
   generationClaim: (taskId: string): Key => ({ pk: `${KEY_PREFIXES.task}${taskId}`, sk: 'CLAIM' }),
 };

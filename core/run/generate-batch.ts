@@ -143,13 +143,22 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   const held = new Map<string, number>();
   /** The model of each batch in `held`: the pending batches whose reservations are held. */
   const heldModel = new Map<string, string>();
-  for (const b of await deps.ledger.listBatches(input.runId)) {
+  for (let b of await deps.ledger.listBatches(input.runId)) {
     if (b.state !== 'pending' && b.state !== 'submitting') continue;
     if (b.state === 'submitting') {
-      // rcb stopped inside the submit call: without the provider's id the batch cannot be
-      // polled. Treated as not submitted (the window is one HTTP call).
-      await deps.ledger.putBatch({ ...b, state: 'not_submitted', endedAt: now().toISOString(), providerState: 'unknown: rcb stopped while submitting' });
-      continue;
+      // rcb stopped inside the submit call, or before the ledger recorded the provider's id:
+      // the provider may hold the batch (and bill it). It is looked up by the intent id sent
+      // with it; found, it is pending as any other, so its requests are not sent again.
+      const client = deps.batchClients.get(b.model);
+      const found = b.intentId && client?.findByIntent ? await client.findByIntent(b.intentId, input.signal) : null;
+      if (!found) {
+        // Never accepted: its reservation (still held unless the run's were cleared) goes.
+        if (!input.reservationsCleared) await budget.settle(b.model, b.reservedUsd, 0);
+        await deps.ledger.putBatch({ ...b, state: 'not_submitted', endedAt: now().toISOString(), providerState: `unknown: rcb stopped while submitting${b.intentId && client?.findByIntent ? '; the provider has no batch of its intent id' : ''}` });
+        continue;
+      }
+      b = { ...b, providerBatchId: found, state: 'pending', providerState: 'found by its intent id after a restart' };
+      await deps.ledger.putBatch(b);
     }
     heldModel.set(b.batchKey, b.model);
     if (!input.reservationsCleared) held.set(b.batchKey, b.reservedUsd);
@@ -310,11 +319,13 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
       reservedUsd,
       state: 'submitting',
       submittedAt: now().toISOString(),
+      // Unique per submit: the run, the batch key and the moment (a batch key is reused only after a not_submitted one).
+      intentId: `rcb-${input.runId}-${seq}-${now().getTime().toString(36)}`,
     };
     await deps.ledger.putBatch(record);
     let providerBatchId: string;
     try {
-      providerBatchId = await deps.batchClients.get(model)!.submit(requests, input.signal);
+      providerBatchId = await deps.batchClients.get(model)!.submit(requests, input.signal, record.intentId);
     } catch (e) {
       await budget.settle(model, reservedUsd, 0);
       await deps.ledger.putBatch({ ...record, state: 'not_submitted', endedAt: now().toISOString(), providerState: (e as Error).message });

@@ -1,7 +1,8 @@
 /**
  * PlanRun (Step Functions task): validate the run spec, write the run and its tasks,
  * refuse a spec whose estimate exceeds the budget (unless forced), enqueue one SQS message
- * per unanswered task on its provider's lane, and list the shards (papers) to evaluate.
+ * per unanswered task on its provider's lane (batch-mode models' tasks are left to the batch
+ * lane), and list the shards (papers) to evaluate.
  * A thin adapter over core/cloud/plan-cloud-run.ts.
  *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES (JSON lane -> queue URL),
@@ -18,7 +19,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { envKeySource } from '../../core/keys';
 import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
-import { loadDeployedRegistry, OFFLINE_MODELS, runModelCosts } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../../adapters/aws/runtime/run-models';
 
 export { runWorkflowInputSchema };
 export type { RunWorkflowInput, ShardRef, PlanRunResult };
@@ -42,6 +43,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PlanRunConfig 
 export interface PlanRunHandlerDeps extends Omit<PlanCloudRunDeps, 'costs'> {
   /** Prices of the spec's paid models. */
   costsFor(spec: RunSpec): Map<string, CostModel>;
+  /** Batch prices of the run's batch-mode models. @default their interactive prices */
+  batchCostsFor?(spec: RunSpec, batchModels: readonly string[]): Map<string, CostModel>;
+  /** The spec's slow models, left to the batch lane in background mode. @default none */
+  slowModelsFor?(spec: RunSpec): Set<string>;
   evaluationReady: boolean;
   logger: Logger;
   metrics: Metrics;
@@ -57,6 +62,8 @@ function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
     ...storage,
     queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => (OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'))),
     costsFor: (spec) => runModelCosts(spec, hosted),
+    batchCostsFor: (spec, batchModels) => runBatchCosts(spec, batchModels, hosted),
+    slowModelsFor: (spec) => runSlowModels(spec, hosted),
     evaluationReady: config.evaluationReady,
     logger: new Logger({ serviceName: 'rcb-plan-run' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),
@@ -72,8 +79,10 @@ export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknow
       if (!deps.evaluationReady) {
         throw new Error('this stack is parked (interfaceEndpoints=false): evaluation cannot start tasks; redeploy with endpoints to run');
       }
-      const plan = await planCloudRun({ ...deps, costs: deps.costsFor(input.spec) }, input);
-      deps.logger.info('run planned', { taskCount: plan.taskCount, enqueued: plan.enqueued, shards: plan.shards.length, estimatedCostUsd: plan.estimatedCostUsd });
+      const batchCosts = input.batch && deps.batchCostsFor?.(input.spec, input.batch.models);
+      const slowModels = deps.slowModelsFor?.(input.spec);
+      const plan = await planCloudRun({ ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}), ...(slowModels?.size ? { slowModels } : {}) }, input);
+      deps.logger.info('run planned', { taskCount: plan.taskCount, enqueued: plan.enqueued, batchTasks: plan.batchTasks, shards: plan.shards.length, estimatedCostUsd: plan.estimatedCostUsd });
       deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);
       deps.metrics.addMetric('TasksEnqueued', MetricUnit.Count, plan.enqueued);
       return plan;

@@ -94,6 +94,7 @@ describe('planCloudRun', () => {
       taskCount: 56,
       enqueued: 56,
       estimatedCostUsd: 0,
+      batchTasks: 0,
       // One shard per paper and model (core/cloud/shard-plan.ts), the models in spec order.
       shards: ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
     });

@@ -124,6 +124,7 @@ describe('the deployed Lambda bundles', () => {
   it('are one file each with the resources they read beside it, the deployment models file where models are priced or called', () => {
     // Assess
     expect(functions.map((f) => f.logicalId).sort()).toEqual([
+      expect.stringMatching(/^GenerationBatchRoundFunction/),
       expect.stringMatching(/^GenerationDeadLetterFunction/),
       expect.stringMatching(/^GenerationGeneratorFunction/),
       expect.stringMatching(/^OrchestratorAggregateFunction/),
@@ -132,7 +133,7 @@ describe('the deployed Lambda bundles', () => {
       expect.stringMatching(/^OrchestratorPlanRunFunction/),
     ]);
     for (const fn of functions) {
-      const carriesModels = /^(GenerationGenerator|OrchestratorPlanRun)Function/.test(fn.logicalId);
+      const carriesModels = /^(GenerationGenerator|GenerationBatchRound|OrchestratorPlanRun)Function/.test(fn.logicalId);
       expect([fn.logicalId, readdirSync(fn.assetDir).sort()]).toEqual([fn.logicalId, ['index.js', 'index.js.map', 'resources']]);
       expect([fn.logicalId, readdirSync(join(fn.assetDir, 'resources')).sort()]).toEqual([
         fn.logicalId,

@@ -1,14 +1,15 @@
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { BatchLaneConstruct } from '../../infra/batch-lane-construct';
+import { STATE_NAMES } from '../../infra/state-names';
 
 describe('BatchLaneConstruct', () => {
-  function definition(pollInterval?: Duration): Record<string, any> {
+  function definition(): Record<string, any> {
     const stack = new Stack(new App(), 'S');
     const batchRound = new lambda.Function(stack, 'Round', { runtime: lambda.Runtime.NODEJS_20_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler = async () => ({})') });
-    const lane = new BatchLaneConstruct(stack, 'Lane', { batchRound, pollInterval });
+    const lane = new BatchLaneConstruct(stack, 'Lane', { batchRound });
     new sfn.StateMachine(stack, 'Workflow', { definitionBody: sfn.DefinitionBody.fromChainable(lane) });
     const [machine] = Object.values(Template.fromStack(stack).findResources('AWS::StepFunctions::StateMachine'));
     const parts = (machine as any).Properties.DefinitionString['Fn::Join'][1] as unknown[];
@@ -16,18 +17,19 @@ describe('BatchLaneConstruct', () => {
   }
 
   test('polls in a loop of round, choice and wait: the state machine waits, no Lambda does', () => {
-    const d = definition(Duration.minutes(2));
+    const d = definition();
 
-    expect(d.StartAt).toBe('BatchRound');
+    expect(d.StartAt).toBe(STATE_NAMES.batchRound);
     expect(d.States.BatchRound).toMatchObject({ Type: 'Task', Next: 'BatchesPending?', ResultPath: '$.batch' });
-    expect(d.States.BatchRound.Parameters.Payload).toEqual({ 'runId.$': '$.runId' });
+    expect(d.States.BatchRound.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
     expect(d.States['BatchesPending?'].Choices).toEqual([{ Variable: '$.batch.pendingBatches', NumericGreaterThan: 0, Next: 'WaitForBatches' }]);
     expect(d.States['BatchesPending?'].Default).toBe('BatchesDone');
-    expect(d.States.WaitForBatches).toEqual({ Type: 'Wait', Seconds: 120, Next: 'BatchRound' });
     expect(d.States.BatchRound.Retry.map((r: { ErrorEquals: string[] }) => r.ErrorEquals)).toContainEqual(['States.TaskFailed']);
   });
 
-  test('waits five minutes between rounds by default', () => {
-    expect(definition().States.WaitForBatches.Seconds).toBe(300);
+  test('waits as long as the round says (its pause grows with the execution\'s age)', () => {
+    const d = definition();
+    expect(d.States.WaitForBatches).toEqual({ Type: 'Wait', SecondsPath: '$.batch.waitSec', Next: 'BatchRound' });
+    expect(d.States.BatchRound.ResultSelector).toBeUndefined();
   });
 });

@@ -38,6 +38,11 @@ describe('configFromContext', () => {
     expect(config.bedrockResourceArns).toEqual(['arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-x']);
   });
 
+  it('reads the Bedrock batch roles and S3 locations of the batch lane', () => {
+    const config = contextOf({ 'rcb:bedrockBatch': '{"roleArns":["arn:aws:iam::123456789012:role/rcb-batch"],"s3Uris":["s3://team-bucket/rcb"]}' });
+    expect(config.bedrockBatch).toEqual({ roleArns: ['arn:aws:iam::123456789012:role/rcb-batch'], s3Uris: ['s3://team-bucket/rcb'] });
+  });
+
   it('leaves absent keys undefined so construct defaults apply', () => {
     const config = contextOf({});
     expect(config.lanes).toBeUndefined();
@@ -54,6 +59,8 @@ describe('configFromContext', () => {
     [{ 'rcb:lanes': '[{"name":"openai"' }, 'rcb:lanes'],
     [{ 'rcb:stackName': '1bad name' }, 'rcb:stackName'],
     [{ 'rcb:bedrockResourceArns': '["model-x"]' }, 'rcb:bedrockResourceArns'],
+    [{ 'rcb:bedrockBatch': '{"roleArns":["role-x"],"s3Uris":["s3://b"]}' }, 'rcb:bedrockBatch'],
+    [{ 'rcb:bedrockBatch': '{"roleArns":["arn:aws:iam::123456789012:role/r"],"s3Uris":["https://b"]}' }, 'rcb:bedrockBatch'],
   ])('rejects %j naming the key', (context, key) => {
     expect(() => contextOf(context)).toThrow(new RegExp(`^rcb config: ${key.replace(/[:]/g, '\\:')}`));
   });

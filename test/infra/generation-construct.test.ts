@@ -174,19 +174,73 @@ describe('GenerationConstruct', () => {
     });
   });
 
+  describe('batch round function', () => {
+    it('has exactly what a round of the batch lane needs: the run and task partitions, reads of the run inputs, the keys; no queue, no delete, no write to the bucket', () => {
+      const { template } = buildStack();
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
+      expect(roleActions(template, role)).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        's3:GetObject',
+        'secretsmanager:DescribeSecret',
+        'secretsmanager:GetSecretValue',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+      ]);
+      const table = roleStatements(template, role).filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
+      expect(table).toHaveLength(1);
+      expect(table[0].Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RUN#*', 'TASK#*'] } });
+      expect(flatten(table[0].Resource)).not.toMatch(/index/);
+    });
+
+    it('may run Bedrock batch jobs only when configured: its jobs, the configured roles passed to Bedrock only, the configured S3 prefix', () => {
+      const { template } = buildStack({ bedrockBatch: { roleArns: ['arn:aws:iam::123456789012:role/rcb-batch'], s3Uris: ['s3://team-bucket/rcb'] } });
+      const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
+      const statements = roleStatements(template, role);
+      const passRole = statements.filter((s) => actionsOf(s).includes('iam:PassRole'));
+      expect(passRole).toHaveLength(1);
+      expect(passRole[0]).toMatchObject({ Resource: 'arn:aws:iam::123456789012:role/rcb-batch', Condition: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } } });
+      const objects = statements.find((s) => actionsOf(s).includes('s3:PutObject'))!;
+      expect(flatten(objects.Resource)).toBe('arn:${AWS::Partition}:s3:::team-bucket/rcb/*');
+      const list = statements.find((s) => actionsOf(s).includes('s3:ListBucket'))!;
+      expect(list.Condition).toEqual({ StringLike: { 's3:prefix': ['rcb/*'] } });
+      const jobs = statements.find((s) => actionsOf(s).includes('bedrock:CreateModelInvocationJob'))!;
+      expect(flatten(jobs.Resource)).toContain(':model-invocation-job/*');
+      // Without the configuration (the default stack): no Bedrock action, no PassRole.
+      const plain = roleActions(buildStack().template, logicalIdStartingWith(buildStack().template, 'AWS::IAM::Role', 'GenerationBatchRoundRole'));
+      expect(plain.filter((a) => a.startsWith('bedrock:') || a === 'iam:PassRole')).toEqual([]);
+    });
+
+    it('knows the generation deadline and the pauses between rounds, and lives at most five minutes a round', () => {
+      const { template } = buildStack();
+      const fn = logicalIdStartingWith(template, 'AWS::Lambda::Function', 'GenerationBatchRoundFunction');
+      const props = resourcesOfType(template, 'AWS::Lambda::Function')[fn].Properties!;
+      expect(props.Timeout).toBe(300);
+      expect(props.Environment.Variables).toMatchObject({ RCB_GENERATION_TIMEOUT_SEC: '86400', RCB_BATCH_POLL_MIN_SEC: '60', RCB_BATCH_POLL_MAX_SEC: '1200' });
+      expect(props.Environment.Variables.RCB_KEYS_SECRET_ARN).toBeDefined();
+    });
+  });
+
   describe('provider keys secret', () => {
-    it('is readable by the generator role and by no other role of the stack', () => {
+    it('is readable by the generator and batch round roles (the model callers) and by no other role of the stack', () => {
       const { template } = buildStack();
       const generatorRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      const batchRoundRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
       const readers = Object.keys(resourcesOfType(template, 'AWS::IAM::Role')).filter((role) =>
         roleActions(template, role).includes('secretsmanager:GetSecretValue'),
       );
-      expect(readers).toEqual([generatorRole]);
+      expect(readers.sort()).toEqual([generatorRole, batchRoundRole].sort());
     });
 
-    it('denies GetSecretValue to every principal but the generator role in its resource policy', () => {
+    it('denies GetSecretValue to every principal but the generator and batch round roles in its resource policy', () => {
       const { template } = buildStack();
       const generatorRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationGeneratorRole');
+      const batchRoundRole = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
       template.hasResourceProperties('AWS::SecretsManager::ResourcePolicy', {
         ResourcePolicy: {
           Statement: [
@@ -195,8 +249,8 @@ describe('GenerationConstruct', () => {
               Principal: { AWS: '*' },
               Action: 'secretsmanager:GetSecretValue',
               Resource: '*',
-              Condition: { StringNotEquals: { 'aws:PrincipalArn': { 'Fn::GetAtt': [generatorRole, 'Arn'] } } },
-              Sid: 'OnlyTheGeneratorReadsProviderKeys',
+              Condition: { StringNotEquals: { 'aws:PrincipalArn': [{ 'Fn::GetAtt': [generatorRole, 'Arn'] }, { 'Fn::GetAtt': [batchRoundRole, 'Arn'] }] } },
+              Sid: 'OnlyTheModelCallersReadProviderKeys',
             },
           ],
         },

@@ -136,3 +136,20 @@ export function stateMachineDefinition(template: Template): any {
     .join('');
   return JSON.parse(text);
 }
+
+/** The states of a Parallel's branches by branch index, each branch's states by name. */
+export function branchStates(parallel: any): Array<Record<string, any>> {
+  return ((parallel?.Branches ?? []) as Array<{ States: Record<string, any> }>).map((b) => b.States);
+}
+
+/** Every state of a definition by name, those of Parallel branches and Map item processors included. */
+export function allStates(states: Record<string, any>): Record<string, any> {
+  const out: Record<string, any> = {};
+  for (const [name, state] of Object.entries(states)) {
+    out[name] = state;
+    for (const nested of [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<{ States?: Record<string, any> } | undefined>) {
+      if (nested?.States) Object.assign(out, allStates(nested.States));
+    }
+  }
+  return out;
+}

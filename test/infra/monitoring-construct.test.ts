@@ -54,7 +54,7 @@ describe('MonitoringConstruct', () => {
     const functions = Object.keys(resourcesOfType(template, 'AWS::Lambda::Function')).filter(
       (id) => id.startsWith('Generation') || id.startsWith('Orchestrator'),
     );
-    expect(functions).toHaveLength(6);
+    expect(functions).toHaveLength(7);
     for (const metric of ['Errors', 'Throttles']) {
       const watched = alarmsOn(alarms(), metric);
       expect(watched.map((a) => a.watched).sort()).toEqual([...functions].sort());

@@ -2,6 +2,8 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { CAPACITY_ERRORS, STATE_NAMES } from '../../infra/orchestrator-construct';
 import {
   actionsOf,
+  allStates,
+  branchStates,
   buildStack,
   flatten,
   logicalIdStartingWith,
@@ -34,9 +36,7 @@ describe('OrchestratorConstruct', () => {
       expect(top).toEqual(
         [
           STATE_NAMES.planRun,
-          STATE_NAMES.waitForGeneration,
-          STATE_NAMES.checkProgress,
-          STATE_NAMES.generationDone,
+          STATE_NAMES.generate,
           STATE_NAMES.evaluateShards,
           STATE_NAMES.aggregate,
           STATE_NAMES.markRunFailed,
@@ -45,19 +45,40 @@ describe('OrchestratorConstruct', () => {
         ].sort(),
       );
       expect(Object.keys(shardStates()).sort()).toEqual([STATE_NAMES.evaluateShard, STATE_NAMES.evaluateShardOnDemand].sort());
+      const [lanes, batch] = branchStates(definition().States[STATE_NAMES.generate]);
+      expect(Object.keys(lanes).sort()).toEqual([STATE_NAMES.checkProgress, STATE_NAMES.generationDone, STATE_NAMES.waitForGeneration, STATE_NAMES.lanesSettled].sort());
+      expect(Object.keys(batch).sort()).toEqual(
+        [STATE_NAMES.batchLane, STATE_NAMES.noBatchLane, STATE_NAMES.batchRound, STATE_NAMES.batchesPending, STATE_NAMES.waitForBatches, STATE_NAMES.batchesDone].sort(),
+      );
       expect(definition().StartAt).toBe('PlanRun');
     });
 
+    it('generates in a Parallel: the SQS lanes\' progress loop beside the batch lane, which runs only when PlanRun left it tasks', () => {
+      const generate = definition().States.Generate;
+      expect(definition().States.PlanRun.Next).toBe('Generate');
+      expect(generate).toMatchObject({ Type: 'Parallel', ResultPath: null, Next: 'EvaluateShards' });
+      const [lanes, batch] = generate.Branches;
+      expect(lanes.StartAt).toBe('CheckProgress');
+      expect(batch.StartAt).toBe('BatchLane?');
+      expect(batch.States['BatchLane?']).toEqual({
+        Type: 'Choice',
+        Choices: [{ And: [{ Variable: '$.plan.batchTasks', IsPresent: true }, { Variable: '$.plan.batchTasks', NumericGreaterThan: 0 }], Next: 'BatchRound' }],
+        Default: 'NoBatchLane',
+      });
+      expect(batch.States.BatchRound.Resource).toMatch(/^arn:aws:lambda:us-east-1:123456789012:function:GenerationBatchRound/);
+      expect(batch.States.BatchRound.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
+      expect(batch.States.WaitForBatches).toEqual({ Type: 'Wait', SecondsPath: '$.batch.waitSec', Next: 'BatchRound' });
+    });
+
     it('loops CheckProgress -> GenerationDone? -> Wait (the pause CheckProgress chose) until $.progress.done, then evaluates', () => {
-      const states = definition().States;
-      expect(states.PlanRun.Next).toBe('CheckProgress');
+      const states = allStates(definition().States);
       expect(states.WaitForGeneration).toEqual({ Type: 'Wait', SecondsPath: '$.progress.waitSec', Next: 'CheckProgress' });
       expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
       expect(states.CheckProgress.Next).toBe('GenerationDone?');
       expect(states.CheckProgress.ResultPath).toBe('$.progress');
       expect(states['GenerationDone?']).toEqual({
         Type: 'Choice',
-        Choices: [{ Variable: '$.progress.done', BooleanEquals: true, Next: 'EvaluateShards' }],
+        Choices: [{ Variable: '$.progress.done', BooleanEquals: true, Next: 'LanesSettled' }],
         Default: 'WaitForGeneration',
       });
       expect(states.EvaluateShards.Next).toBe('Aggregate');
@@ -65,7 +86,7 @@ describe('OrchestratorConstruct', () => {
     });
 
     it('invokes the Lambda tasks directly (payloadResponseOnly) with explicit payloads', () => {
-      const states = definition().States;
+      const states = allStates(definition().States);
       for (const name of ['PlanRun', 'CheckProgress', 'Aggregate', 'MarkRunFailed']) {
         expect(states[name].Type).toBe('Task');
         expect(states[name].Resource).toMatch(/^arn:aws:lambda:us-east-1:123456789012:function:Orchestrator/);
@@ -145,11 +166,13 @@ describe('OrchestratorConstruct', () => {
       expect(onDemand.Parameters.Overrides).toEqual(spot.Parameters.Overrides);
     });
 
-    it('sends any failure of PlanRun, CheckProgress, EvaluateShards or Aggregate to MarkRunFailed, then RunFailed', () => {
+    it('sends any failure of PlanRun, the generation Parallel (CheckProgress, a batch round), EvaluateShards or Aggregate to MarkRunFailed, then RunFailed', () => {
       const states = definition().States;
-      for (const name of ['PlanRun', 'CheckProgress', 'EvaluateShards', 'Aggregate']) {
+      for (const name of ['PlanRun', 'Generate', 'EvaluateShards', 'Aggregate']) {
         expect(states[name].Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.failure', Next: 'MarkRunFailed' }]);
       }
+      // Inside the branches nothing catches: a failure fails the Parallel, whose Catch runs MarkRunFailed.
+      for (const branch of branchStates(states.Generate)) for (const state of Object.values(branch)) expect(state.Catch).toBeUndefined();
       expect(states.MarkRunFailed.Next).toBe('RunFailed');
       expect(states.MarkRunFailed.ResultPath).toBeNull();
       expect(states.MarkRunFailed.Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.markFailure', Next: 'RunFailed' }]);
@@ -179,8 +202,11 @@ describe('OrchestratorConstruct', () => {
       const invoke = statements.filter((s) => actionsOf(s).includes('lambda:InvokeFunction'));
       const invoked = new Set(invoke.flatMap((s) => flatten(s.Resource).split(',')).map((r) => r.replace(/:\*$/, '')));
       expect([...invoked].sort()).toEqual(
-        ['PlanRunFunction', 'CheckProgressFunction', 'AggregateFunction', 'MarkRunFailedFunction']
-          .map((f) => `\${${logicalIdStartingWith(template, 'AWS::Lambda::Function', `Orchestrator${f}`)}.Arn}`)
+        [
+          ...['PlanRunFunction', 'CheckProgressFunction', 'AggregateFunction', 'MarkRunFailedFunction'].map((f) => `Orchestrator${f}`),
+          'GenerationBatchRoundFunction',
+        ]
+          .map((f) => `\${${logicalIdStartingWith(template, 'AWS::Lambda::Function', f)}.Arn}`)
           .sort(),
       );
     });

@@ -35,8 +35,8 @@ function run(handlers: Partial<Record<string, Handler>>, input: Parameters<State
   const execution = machine.run(input, {
     overrides: {
       taskResourceLocalHandlers: handlers as Record<string, Handler>,
-      waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: 0 },
-      retryIntervalOverrides: { [STATE_NAMES.evaluateShard]: 0, [STATE_NAMES.evaluateShardOnDemand]: 0 },
+      waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: 0, [STATE_NAMES.waitForBatches]: 0 },
+      retryIntervalOverrides: { [STATE_NAMES.evaluateShard]: 0, [STATE_NAMES.evaluateShardOnDemand]: 0, [STATE_NAMES.batchRound]: 0 },
     },
   });
   return execution.result;
@@ -81,9 +81,87 @@ describe('run workflow, executed locally', () => {
       runId: 'run-1',
       spec: { samples: 1 },
       plan: { runId: 'run-1', taskCount: 4, estimatedCostUsd: 0.5, shards: [{ paper: 'alpha' }, { paper: 'beta' }] },
-      progress: { done: true, total: 4, settled: 4, failed: 0 },
       summary: { runId: 'run-1', status: 'succeeded', reportPrefix: 'runs/run-1/reports/' },
     });
+  });
+
+  it('runs the batch lane beside the progress loop when PlanRun left it tasks, waiting while a batch is pending, then evaluates', async () => {
+    // Prepare: two rounds see the batch pending, the third ingests it; CheckProgress sees every task settled after it.
+    const calls: string[] = [];
+    let rounds = 0;
+    const handlers: Record<string, Handler> = {
+      PlanRun: async (input) => ({ runId: input.runId, taskCount: 4, enqueued: 1, batchTasks: 3, estimatedCostUsd: 0.5, shards: [{ paper: 'alpha' }] }),
+      BatchRound: async (input) => {
+        rounds += 1;
+        calls.push(`BatchRound:${input.runId}:${typeof input.startedAt}`);
+        return { pendingBatches: rounds < 3 ? 1 : 0, open: rounds < 3 ? 3 : 0, settled: rounds < 3 ? 0 : 3, submitted: rounds === 1 ? 1 : 0, waitSec: 60 };
+      },
+      CheckProgress: async () => {
+        calls.push('CheckProgress');
+        return { done: rounds >= 3, total: 4, settled: rounds >= 3 ? 4 : 1, failed: 0, waitSec: 30 };
+      },
+      EvaluateShard: async () => {
+        calls.push('EvaluateShard');
+        return {};
+      },
+      Aggregate: async (input) => ({ runId: input.runId, status: 'succeeded', reportPrefix: '' }),
+      MarkRunFailed: async () => {
+        throw new Error('MarkRunFailed must not run on the happy path');
+      },
+    };
+
+    // Act
+    await run(handlers, { runId: 'run-b', spec: {} });
+
+    // Assess
+    expect(calls.filter((c) => c.startsWith('BatchRound'))).toEqual(Array(3).fill('BatchRound:run-b:string'));
+    expect(calls.at(-1)).toBe('EvaluateShard');
+    expect(calls.indexOf('EvaluateShard')).toBeGreaterThan(calls.lastIndexOf('BatchRound:run-b:string'));
+  });
+
+  it('invokes no batch round for a plan without batch tasks (or one planned before the lane existed)', async () => {
+    for (const plan of [{ batchTasks: 0 }, {}]) {
+      let rounds = 0;
+      await run(
+        {
+          PlanRun: async (input) => ({ runId: input.runId, taskCount: 1, estimatedCostUsd: 0, shards: [], ...plan }),
+          BatchRound: async () => {
+            rounds += 1;
+            return { pendingBatches: 0, open: 0, settled: 0, submitted: 0, waitSec: 60 };
+          },
+          CheckProgress: async () => ({ done: true, total: 1, settled: 1, failed: 0, waitSec: 30 }),
+          Aggregate: async (input) => ({ runId: input.runId, status: 'succeeded', reportPrefix: '' }),
+        },
+        { runId: 'run-n', spec: {} },
+      );
+      expect(rounds).toBe(0);
+    }
+  });
+
+  it('marks the run failed when a batch round keeps failing (its retries spent), while the progress loop still waits', async () => {
+    // Prepare
+    const marked: unknown[] = [];
+    let attempts = 0;
+    const handlers: Record<string, Handler> = {
+      PlanRun: async (input) => ({ runId: input.runId, taskCount: 2, batchTasks: 2, estimatedCostUsd: 0, shards: [{ paper: 'alpha' }] }),
+      BatchRound: async () => {
+        attempts += 1;
+        throw stateError('ModelError', 'model fake-gpt: no API key: set OPENAI_API_KEY');
+      },
+      CheckProgress: async () => ({ done: false, total: 2, settled: 0, failed: 0, waitSec: 30 }),
+      MarkRunFailed: async (input) => {
+        marked.push(input);
+        return null;
+      },
+    };
+
+    // Act
+    const result = run(handlers, { runId: 'run-f', spec: {} });
+
+    // Assess: the first attempt and the lane's retries, then MarkRunFailed with the round's error.
+    await expect(result).rejects.toMatchObject({ cause: { name: 'ModelError' } });
+    expect(attempts).toBe(3);
+    expect(marked).toEqual([{ runId: 'run-f', failure: { Error: 'ModelError', Cause: 'model fake-gpt: no API key: set OPENAI_API_KEY' } }]);
   });
 
   it('moves a shard Spot cannot place to on-demand Fargate after the capacity retries', async () => {

@@ -24,6 +24,13 @@ import { generateTask } from '../../core/cloud/generate-task';
 import { loadRunContext } from '../../core/cloud/run-context';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
 import { EXAMPLE, ListQueue } from '../cloud/cloud-fixture';
+import { RunContextCache } from '../../core/cloud/run-context';
+import { batchRound } from '../../core/cloud/batch-round';
+import { staticKeySource } from '../../core/keys';
+import { HostedModels } from '../../adapters/models/hosted-models';
+import { parseModelEntry } from '../../adapters/models/registry';
+import { answerBook } from '../models/support/batch-contract';
+import { startFakeOpenAI, type FakeServer } from '../models/support/fake-batch-servers';
 import { actionsOf, buildStack, flatten, logicalIdStartingWith, resourcesOfType, roleStatements, type Statement } from './helpers';
 
 /** One AWS call, as IAM sees it. */
@@ -67,11 +74,14 @@ function s3Call(command: string, input: any): Call {
   return { action, keys: [action === 's3:ListBucket' ? (input.Prefix ?? '') : input.Key] };
 }
 
-/** Records every command a client sends (its input before marshalling). */
-function record(client: { middlewareStack: any }, into: Call[], toCall: (command: string, input: any) => Call): void {
+/** Where the recorded clients' calls go now (the shard's, then the batch round's); none when null. */
+let recording: Call[] | null = null;
+
+/** Records every command a client sends (its input before marshalling) into `recording`. */
+function record(client: { middlewareStack: any }, toCall: (command: string, input: any) => Call): void {
   client.middlewareStack.add(
     (next: (args: any) => Promise<any>, context: { commandName: string }) => async (args: { input: any }) => {
-      into.push(toCall(context.commandName, args.input));
+      recording?.push(toCall(context.commandName, args.input));
       return next(args);
     },
     { step: 'initialize', name: 'rcbRecordCalls' },
@@ -132,8 +142,9 @@ beforeAll(async () => {
   for (const { message } of queue.sent) await generateTask({ store: storage.store, clients }, ctx, message);
 
   // Act: the container's main() on recorded clients.
-  record(aws.doc, calls, dynamoCall);
-  record(aws.s3, calls, s3Call);
+  record(aws.doc, dynamoCall);
+  record(aws.s3, s3Call);
+  recording = calls;
   const scratch = mkdtempSync(join(scratchRoot, 'task-'));
   chmodSync(scratch, 0o755);
   const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
@@ -143,6 +154,7 @@ beforeAll(async () => {
       { doc: aws.doc, s3: aws.s3 },
     );
   } finally {
+    recording = null;
     stderr.mockRestore();
     rmSync(scratchRoot, { recursive: true, force: true });
   }
@@ -179,5 +191,68 @@ describe('the evaluation task role', () => {
     expect(allowed({ action: 'dynamodb:DeleteItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 'dynamodb:PutItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 's3:PutObject', keys: ['runs/r/reports/leaderboard.txt'] }, statements, tableArn, bucketArn)).toBe(false);
+  });
+});
+
+/**
+ * The batch round's role, the same way: a run whose model is in batch mode, planned on the
+ * local servers, then two rounds of the lane (submit and poll; ingest) against a local
+ * server in OpenAI's batch wire format, every table and bucket call recorded.
+ */
+describe('the batch round role', () => {
+  const { template } = buildStack();
+  const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
+  const tableArn = `\${${logicalIdStartingWith(template, 'AWS::DynamoDB::Table', 'StorageRuns')}.Arn}`;
+  const bucketArn = `\${${logicalIdStartingWith(template, 'AWS::S3::Bucket', 'StorageArtifacts')}.Arn}`;
+  const batchCalls: Call[] = [];
+  let server: FakeServer;
+  let settled = 0;
+
+  beforeAll(async () => {
+    const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
+    const pset = loadPset(EXAMPLE, { papers: ['grouprms'] });
+    const promptTemplate = loadTemplate(resourcePath('prompt-template.txt'));
+    server = await startFakeOpenAI(answerBook(pset, promptTemplate, true));
+    server.backend.plans = [{ hold: true }];
+    const entry = parseModelEntry({
+      id: 'fake-gpt', provider: 'openai', model: 'gpt-fake', base_url: `${server.url}/v1`, params: { max_output_tokens: 2000, temperature: 0 },
+      prices: { input: 2, cached_input: 0.5, output: 8, as_of: '2026-12-01', batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' } },
+      knowledge_cutoff: '2024-06', context_window: 1000000,
+    });
+    const hosted = new HostedModels([entry], staticKeySource({ OPENAI_API_KEY: 'test-key' }));
+    const batch = hosted.resolveBatch(entry.id)!;
+    const spec: RunSpec = {
+      psetDigest: pset.digest, psetRoot: await uploadPsetBundle(storage.blobs, pset), models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }],
+      samples: 1, withPaper: true, papers: ['grouprms'], promptTemplateDigest: promptTemplate.digest, timeoutSec: 60, budgetUsd: 5,
+    };
+    const runId = computeRunId(spec);
+    await planCloudRun({ ...storage, queue: new ListQueue(), batchCosts: new Map([[entry.id, batch.cost]]) }, { runId, spec, models: { [entry.id]: { config: {} } }, batch: { models: [entry.id] } });
+
+    // Act: what one warm BatchRound instance does over two rounds.
+    recording = batchCalls;
+    try {
+      const ctx = await new RunContextCache(storage).get(runId);
+      const deps = { store: storage.store, ledger: storage.ledger!, cache: storage.cache, counters: storage.counters, batchClients: new Map([[entry.id, batch.client]]), batchCosts: new Map([[entry.id, batch.cost]]) };
+      await batchRound(deps, ctx);
+      server.backend.release(server.backend.batches[0].id);
+      settled = (await batchRound(deps, ctx)).settled;
+    } finally {
+      recording = null;
+    }
+  }, 60_000);
+  afterAll(() => server?.close());
+
+  it('allows every DynamoDB and S3 call two rounds make', () => {
+    expect(settled).toBeGreaterThan(0);
+    const actions = new Set(batchCalls.map((c) => c.action));
+    expect([...actions].sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem', 's3:GetObject']);
+    expect(batchCalls.filter((c) => !allowed(c, roleStatements(template, role), tableArn, bucketArn))).toEqual([]);
+  });
+
+  it('would refuse what a round never needs: a claim delete, the runs index, any object write', () => {
+    const statements = roleStatements(template, role);
+    expect(allowed({ action: 'dynamodb:DeleteItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 'dynamodb:Query', keys: ['RUNS'], index: 'gsi1' }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 's3:PutObject', keys: ['runs/r/plan.json'] }, statements, tableArn, bucketArn)).toBe(false);
   });
 });

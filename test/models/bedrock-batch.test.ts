@@ -44,6 +44,7 @@ batchContract({
     knowledge_cutoff: '2024-10',
     context_window: 300000,
   }),
+  findsByIntent: true,
   // The contract reads these after start(), once s3rver's port is known. Bedrock's own
   // minimum of 100 records per job is lowered so the contract's small batches are accepted.
   get clientOptions() {

@@ -5,6 +5,7 @@ batchContract({
   name: 'Gemini batch mode',
   start: startFakeGemini,
   keys: { GEMINI_API_KEY: 'test-key' },
+  findsByIntent: true,
   entry: (url) => ({
     id: 'fake-gemini',
     provider: 'gemini',

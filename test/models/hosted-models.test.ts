@@ -45,6 +45,19 @@ describe('hosted models for a run', () => {
     expect(hosted.resolve('gpt-4.1', { temperature: 0.7 })!.client.params.temperature).toBe(0.7);
   });
 
+  test('a batch client keeps its provider\'s limits before it is built (its key not yet read)', () => {
+    const hosted = new HostedModels(registry, staticKeySource({}));
+    const bedrock = parseModelEntry({
+      id: 'claude-on-bedrock', provider: 'bedrock', model: 'anthropic.claude-fake', region: 'us-east-1', params: { max_output_tokens: 1000 },
+      prices: { input: 3, cached_input: 0.3, output: 15, as_of: '2026-12-01', batch: { input: 1.5, cached_input: 0.15, output: 7.5, as_of: '2026-12-01', source: 'https://aws.amazon.com/bedrock/pricing/' } },
+      knowledge_cutoff: '2025-01', context_window: 200000, batch_s3_uri: 's3://b/rcb', batch_role_arn: 'arn:aws:iam::123456789012:role/rcb-batch',
+    });
+
+    expect(hosted.resolveBatch('gemini-3-flash')!.client.limits).toEqual({ maxRequests: 10_000, maxPromptChars: 8_000_000 });
+    expect(new HostedModels([bedrock], staticKeySource({})).resolveBatch('claude-on-bedrock')!.client.limits).toMatchObject({ minRequests: 100 });
+    expect(hosted.resolveBatch('gpt-5.4')!.client.limits).toBeUndefined();
+  });
+
   test('calls go to the provider through the lazily built client', async () => {
     const entry = parseModelEntry({
       id: 'local',

@@ -12,5 +12,5 @@ const entry = (provider: 'openai' | 'openai-responses') => (url: string) => ({
   context_window: 1000000,
 });
 
-batchContract({ name: 'OpenAI Batch API (Chat Completions)', start: startFakeOpenAI, entry: entry('openai'), keys: { OPENAI_API_KEY: 'test-key' } });
-batchContract({ name: 'OpenAI Batch API (Responses)', start: startFakeOpenAI, entry: entry('openai-responses'), keys: { OPENAI_API_KEY: 'test-key' } });
+batchContract({ name: 'OpenAI Batch API (Chat Completions)', start: startFakeOpenAI, entry: entry('openai'), keys: { OPENAI_API_KEY: 'test-key' }, findsByIntent: true });
+batchContract({ name: 'OpenAI Batch API (Responses)', start: startFakeOpenAI, entry: entry('openai-responses'), keys: { OPENAI_API_KEY: 'test-key' }, findsByIntent: true });

@@ -4,6 +4,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../clients';
 import { DynamoCompletionCache, DynamoRunStore } from '../dynamo-run-store';
+import { DynamoBatchLedger } from '../dynamo-batch-ledger';
+import type { BatchLedger } from '../../../core/batch';
 import { S3BlobStore } from '../s3-blob-store';
 import { SqsTaskQueue, type LaneRouting } from '../sqs-task-queue';
 import type { BlobStore, CompletionCache, RunStore } from '../../../core/store';
@@ -16,6 +18,8 @@ export interface StorageAdapters {
   cache: CompletionCache;
   /** Progress counters on the run item (the same DynamoDB store). */
   counters?: RunCounters;
+  /** The batch lane's ledger of submitted batches (the same table). */
+  ledger?: BatchLedger;
   scratchDir: string;
 }
 
@@ -34,6 +38,7 @@ export function createStorageAdapters(
     counters: store,
     blobs,
     cache: new DynamoCompletionCache(doc, { tableName: config.table }),
+    ledger: new DynamoBatchLedger(doc, { tableName: config.table }),
     scratchDir: config.scratchDir,
   };
 }

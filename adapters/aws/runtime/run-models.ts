@@ -18,8 +18,9 @@ import { costModelFor, type HostedModels } from '../../models/hosted-models';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { promptTokensUpperBound, tokenizerFor } from '../../models/tokens';
-import { worstCaseCost } from '../../../core/cost';
-import { loadRegistry, type ModelEntry } from '../../models/registry';
+import { batchPricing, worstCaseCost } from '../../../core/cost';
+import type { BatchClient } from '../../../core/batch';
+import { batchProblem, loadRegistry, type ModelEntry } from '../../models/registry';
 import { resourcePath } from '../../../core/util/package-root';
 import { DEPLOYED_MODELS_FILE } from '../../../core/cloud/bundle-resources';
 
@@ -113,6 +114,63 @@ export function runModelCosts(spec: Pick<RunSpec, 'models'>, hosted: () => Hoste
     resolveHosted(h, m);
     const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
     costs.set(m.id, tokens.costModel(h.entry(m.id, { temperature })!));
+  }
+  return costs;
+}
+
+/** What the batch lane needs of a run's batch-mode models. */
+export interface RunBatchModels {
+  batchClients: Map<string, BatchClient>;
+  /** Pricing at each model's batch prices. */
+  batchCosts: Map<string, CostModel>;
+}
+
+/**
+ * Batch clients and batch prices of a run's batch-mode models, from the deployed registry
+ * with the spec's parameters; a model the registry cannot batch is refused, naming why.
+ */
+export function resolveRunBatchModels(
+  spec: Pick<RunSpec, 'models'>,
+  batchModels: readonly string[],
+  hosted: () => HostedModels,
+  /** Slow models asked in their provider's background mode instead. */
+  backgroundModels: readonly string[] = [],
+): RunBatchModels {
+  const out: RunBatchModels = { batchClients: new Map(), batchCosts: new Map() };
+  for (const id of [...batchModels, ...backgroundModels]) {
+    const m = spec.models.find((s) => s.id === id);
+    if (!m) throw new RunInputError(`batch-mode model "${id}" is not in the run spec`);
+    if (isOfflineSpec(m)) throw new RunInputError(`batch-mode model "${id}" is offline: it has no batch API`);
+    const h = hosted();
+    const hit = resolveHosted(h, m);
+    if (canonicalJson(hit.client.params) !== canonicalJson(m.params)) {
+      throw new Error(`model "${m.id}": the registry's parameters ${canonicalJson(hit.client.params)} differ from the run's ${canonicalJson(m.params)}`);
+    }
+    const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
+    const batch = backgroundModels.includes(id) ? h.resolveBackground(id, { temperature }) : h.resolveBatch(id, { temperature });
+    if (!batch && backgroundModels.includes(id)) throw new RunInputError(`model "${id}" is not slow in this deployment's registry: it has no background mode here`);
+    if (!batch) throw new RunInputError(`model "${id}" cannot go through a batch API: ${batchProblem(h.entry(id, { temperature })!) ?? 'no batch client'}`);
+    out.batchClients.set(id, batch.client);
+    out.batchCosts.set(id, batch.cost);
+  }
+  return out;
+}
+
+/** The spec's slow models (`slow: true` in the deployed registry): PlanRun leaves them to the batch lane. */
+export function runSlowModels(spec: Pick<RunSpec, 'models'>, hosted: () => HostedModels): Set<string> {
+  return new Set(spec.models.filter((m) => !isOfflineSpec(m) && hosted().entry(m.id)?.slow).map((m) => m.id));
+}
+
+/** Batch prices of the batch-mode models (what PlanRun checks their share of the budget with). */
+export function runBatchCosts(spec: Pick<RunSpec, 'models'>, batchModels: readonly string[], hosted: () => HostedModels, tokens: PromptTokenCache = SHARED_TOKEN_CACHE): Map<string, CostModel> {
+  const costs = new Map<string, CostModel>();
+  for (const id of batchModels) {
+    const m = spec.models.find((s) => s.id === id);
+    if (!m || isOfflineSpec(m)) continue;
+    const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
+    const entry = hosted().entry(id, { temperature });
+    const prices = entry && batchPricing(entry.prices);
+    if (entry && prices) costs.set(id, tokens.costModel({ ...entry, prices }));
   }
   return costs;
 }

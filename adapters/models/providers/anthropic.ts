@@ -6,8 +6,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { FinishReason, ModelRequest, ModelResponse } from '../../../core/model';
 import type { BilledUsage } from '../../../core/cost';
-import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
-import { ProviderClient, splitPrompt, type ProviderClientOptions } from '../provider-common';
+import { asRecord, errorFromSdk, malformed } from '../provider-errors';
+import { claudeFinishReason, ProviderClient, splitPrompt, usageWithCacheApart, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { AnthropicBatchClient } from './anthropic-batch';
 import type { ProviderModule } from '../provider-module';
@@ -69,32 +69,12 @@ export function parseMessage(raw: unknown): ModelResponse {
 }
 
 function stopReason(reason: unknown): FinishReason {
-  switch (reason) {
-    case 'end_turn':
-    case 'stop_sequence':
-      return 'stop';
-    case 'max_tokens':
-    case 'model_context_window_exceeded':
-      return 'length';
-    case 'refusal':
-      return 'content_filter';
-    default:
-      return 'other';
-  }
+  return claudeFinishReason(reason, ['refusal']);
 }
 
 function messageUsage(u: unknown): BilledUsage {
   const usage = asRecord(u) ?? {};
-  // Anthropic's input_tokens leaves out the cache reads and writes; ours counts every prompt token.
-  const read = count(usage.cache_read_input_tokens);
-  const written = count(usage.cache_creation_input_tokens);
-  return {
-    inputTokens: count(usage.input_tokens) + read + written,
-    cachedInputTokens: read,
-    cacheWriteInputTokens: written,
-    outputTokens: count(usage.output_tokens),
-    reasoningTokens: 0, // thinking is billed inside output_tokens and not reported apart
-  };
+  return usageWithCacheApart({ input: usage.input_tokens, cacheRead: usage.cache_read_input_tokens, cacheWrite: usage.cache_creation_input_tokens, output: usage.output_tokens });
 }
 
 /** Anthropic's Messages API; npm has no offline Claude tokenizer, so estimates approximate. */

@@ -6,7 +6,7 @@
  * output prefix, one line per record with its `modelOutput` or its `error`. Records the job
  * did not write (it expired or was stopped first) are open again.
  */
-import { BedrockClient as BedrockControlClient, CreateModelInvocationJobCommand, GetModelInvocationJobCommand, StopModelInvocationJobCommand } from '@aws-sdk/client-bedrock';
+import { BedrockClient as BedrockControlClient, CreateModelInvocationJobCommand, GetModelInvocationJobCommand, ListModelInvocationJobsCommand, StopModelInvocationJobCommand } from '@aws-sdk/client-bedrock';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { BatchClient, BatchItemResult, BatchLimits, BatchRequest, BatchStatus } from '../../../core/batch';
 import { ModelError, type ModelErrorKind } from '../../../core/model';
@@ -37,6 +37,16 @@ function parseS3Uri(uri: string): { bucket: string; prefix: string } {
   return { bucket: m[1], prefix: m[2].replace(/\/+$/, '') };
 }
 
+/** A model invocation job's limits: at least 100 records (a test may lower it), at most 50,000. */
+/** A job name Bedrock accepts (letters, digits, + - ., at most 63) from an intent id. */
+function jobNameOf(intentId: string): string {
+  return intentId.replace(/[^a-zA-Z0-9+.-]/g, '-').slice(0, 63);
+}
+
+export function bedrockBatchLimits(opts: ProviderClientOptions = {}): BatchLimits {
+  return { maxRequests: 50_000, maxPromptChars: 500_000_000, minRequests: opts.aws?.batchMinRequests ?? 100 };
+}
+
 export class BedrockBatchClient implements BatchClient {
   readonly id: string;
   readonly limits: BatchLimits;
@@ -53,15 +63,16 @@ export class BedrockBatchClient implements BatchClient {
     if (!entry.batch_s3_uri || !entry.batch_role_arn) throw new ModelError('bad_request', `${PROVIDER}: ${entry.id} needs batch_s3_uri and batch_role_arn`);
     this.id = entry.id;
     this.location = parseS3Uri(entry.batch_s3_uri);
-    this.limits = { maxRequests: 50_000, maxPromptChars: 500_000_000, minRequests: opts.aws?.batchMinRequests ?? 100 };
+    this.limits = bedrockBatchLimits(opts);
     const region = opts.aws?.region ?? entry.region;
     this.control = new BedrockControlClient({ region, endpoint: entry.base_url, credentials: opts.aws?.credentials });
     this.s3 = new S3Client({ region, credentials: opts.aws?.credentials, ...(opts.aws?.s3Endpoint ? { endpoint: opts.aws.s3Endpoint, forcePathStyle: true } : {}) });
     this.interactive = new BedrockClient({ ...entry, prompt_cache: false }, undefined, opts);
   }
 
-  async submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string> {
-    const jobName = `rcb-${this.entry.id.replace(/[^a-zA-Z0-9-]/g, '-')}-${Date.now()}-${++this.seq}`.slice(0, 63);
+  async submit(requests: BatchRequest[], signal?: AbortSignal, intentId?: string): Promise<string> {
+    // The job's name is rcb's intent id when there is one: findByIntent looks the job up by it.
+    const jobName = intentId ? jobNameOf(intentId) : `rcb-${this.entry.id.replace(/[^a-zA-Z0-9-]/g, '-')}-${Date.now()}-${++this.seq}`.slice(0, 63);
     const key = `${this.location.prefix ? this.location.prefix + '/' : ''}${jobName}/input.jsonl`;
     const body = requests
       .map((r) => {
@@ -86,6 +97,13 @@ export class BedrockBatchClient implements BatchClient {
       if (!job.jobArn) throw new ModelError('malformed_response', `${PROVIDER}: the created job has no ARN`);
       return job.jobArn;
     });
+  }
+
+  /** The job named after the intent id (ListModelInvocationJobs by name). */
+  async findByIntent(intentId: string, signal?: AbortSignal): Promise<string | null> {
+    const name = jobNameOf(intentId);
+    const listed = await this.call(() => this.control.send(new ListModelInvocationJobsCommand({ nameContains: name, maxResults: 100 }), { abortSignal: signal }));
+    return listed.invocationJobSummaries?.find((j) => j.jobName === name)?.jobArn ?? null;
   }
 
   async poll(batchId: string, signal?: AbortSignal): Promise<BatchStatus> {

@@ -6,10 +6,10 @@
 import { BedrockRuntimeClient, ConverseCommand, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { ModelError, type FinishReason, type ModelRequest, type ModelResponse } from '../../../core/model';
 import type { BilledUsage } from '../../../core/cost';
-import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, type HeadersLike } from '../provider-errors';
-import { ProviderClient, splitPrompt, type ProviderClientOptions } from '../provider-common';
+import { asRecord, errorFromStatus, errorFromTransport, malformed, retryAfterMs, type HeadersLike } from '../provider-errors';
+import { claudeFinishReason, ProviderClient, splitPrompt, usageWithCacheApart, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
-import { BedrockBatchClient } from './bedrock-batch';
+import { BedrockBatchClient, bedrockBatchLimits } from './bedrock-batch';
 import type { ProviderModule } from '../provider-module';
 
 const PROVIDER = 'bedrock';
@@ -117,33 +117,12 @@ export function parseConverse(raw: unknown): ModelResponse {
 }
 
 function stopReason(reason: unknown): FinishReason {
-  switch (reason) {
-    case 'end_turn':
-    case 'stop_sequence':
-      return 'stop';
-    case 'max_tokens':
-    case 'model_context_window_exceeded':
-      return 'length';
-    case 'guardrail_intervened':
-    case 'content_filtered':
-      return 'content_filter';
-    default:
-      return 'other';
-  }
+  return claudeFinishReason(reason, ['guardrail_intervened', 'content_filtered']);
 }
 
 function converseUsage(u: unknown): BilledUsage {
   const usage = asRecord(u) ?? {};
-  // Like Anthropic's, Bedrock's inputTokens leaves out the cache reads and writes.
-  const read = count(usage.cacheReadInputTokens);
-  const written = count(usage.cacheWriteInputTokens);
-  return {
-    inputTokens: count(usage.inputTokens) + read + written,
-    cachedInputTokens: read,
-    cacheWriteInputTokens: written,
-    outputTokens: count(usage.outputTokens),
-    reasoningTokens: 0,
-  };
+  return usageWithCacheApart({ input: usage.inputTokens, cacheRead: usage.cacheReadInputTokens, cacheWrite: usage.cacheWriteInputTokens, output: usage.outputTokens });
 }
 
 /**
@@ -162,6 +141,7 @@ export const bedrockProvider: ProviderModule = {
   refusesTemperature: () => false,
   createClient: (entry, key, opts) => new BedrockClient(entry, key, opts),
   batchRequirement: (entry) => (entry.batch_s3_uri && entry.batch_role_arn ? undefined : 'Bedrock batch inference needs batch_s3_uri and batch_role_arn on the entry (set them in your --models-file)'),
+  batchLimits: (_entry, opts) => bedrockBatchLimits(opts),
   // Batch jobs are signed by the AWS credential chain; a Bedrock API key does not reach the control plane.
   createBatchClient: (entry, _key, opts) => new BedrockBatchClient(entry, opts),
 };

@@ -19,10 +19,13 @@ const ENDED = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_CAN
 /** google.rpc.Code of a failed request, as the port's kinds. */
 const KIND_BY_RPC_CODE: Record<number, ModelErrorKind> = { 3: 'bad_request', 4: 'timeout', 7: 'auth', 8: 'rate_limit', 11: 'context_length', 13: 'server', 14: 'server', 16: 'auth' };
 
+/** Inlined requests of one Gemini batch at most (its request-size cap, as prompt characters). */
+export const GEMINI_BATCH_LIMITS: BatchLimits = { maxRequests: 10_000, maxPromptChars: 8_000_000 };
+
 export class GeminiBatchClient implements BatchClient {
   readonly id: string;
   /** 20 MB of inlined requests; prompts are counted at up to 2 bytes a character, with room for the rest. */
-  readonly limits: BatchLimits = { maxRequests: 10_000, maxPromptChars: 8_000_000 };
+  readonly limits: BatchLimits = GEMINI_BATCH_LIMITS;
   private readonly sdk: GoogleGenAI;
   private readonly interactive: GeminiClient;
 
@@ -38,16 +41,29 @@ export class GeminiBatchClient implements BatchClient {
     this.sdk = new GoogleGenAI({ apiKey, httpOptions: { baseUrl: entry.base_url, fetch: ((input, init) => baseFetch(input, init)) as typeof fetch } as never });
   }
 
-  async submit(requests: BatchRequest[]): Promise<string> {
+  async submit(requests: BatchRequest[], _signal?: AbortSignal, intentId?: string): Promise<string> {
     const job = await this.call(() =>
       this.sdk.batches.create({
         model: this.entry.model,
         src: requests.map((r) => ({ contents: [{ role: 'user', parts: [{ text: r.prompt.text }] }], config: this.interactive.config(), metadata: { key: r.customId } })) as never,
-        config: { displayName: `rcb-${this.entry.id}-${requests.length}` },
+        // rcb's intent id names the batch, so findByIntent can find it after a crash.
+        config: { displayName: intentId ?? `rcb-${this.entry.id}-${requests.length}` },
       }),
     );
     if (!job.name) throw new ModelError('malformed_response', `${PROVIDER}: the created batch has no name`);
     return job.name;
+  }
+
+  /** The batch whose display name is the intent id, among the newest. */
+  async findByIntent(intentId: string): Promise<string | null> {
+    return this.call(async () => {
+      let seen = 0;
+      for await (const job of await this.sdk.batches.list({ config: { pageSize: 100 } })) {
+        if (job.displayName === intentId && job.name) return job.name;
+        if (++seen >= 1000) break;
+      }
+      return null;
+    });
   }
 
   async poll(batchId: string): Promise<BatchStatus> {

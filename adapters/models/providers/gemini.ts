@@ -8,7 +8,7 @@ import type { BilledUsage } from '../../../core/cost';
 import { asRecord, count, errorFromStatus, errorFromTransport, malformed, retryAfterMs, retryDelayFromGoogleBody } from '../provider-errors';
 import { ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
-import { GeminiBatchClient } from './gemini-batch';
+import { GEMINI_BATCH_LIMITS, GeminiBatchClient } from './gemini-batch';
 import { automaticCache, type ProviderModule } from '../provider-module';
 
 const PROVIDER = 'gemini';
@@ -153,5 +153,6 @@ export const geminiProvider: ProviderModule = {
   cacheMode: automaticCache,
   refusesTemperature: () => false,
   createClient: (entry, key, opts) => new GeminiClient(entry, key as string, opts),
+  batchLimits: () => GEMINI_BATCH_LIMITS,
   createBatchClient: (entry, key, opts) => new GeminiBatchClient(entry, key as string, opts),
 };

@@ -15,6 +15,8 @@ import { OpenAIChatClient, parseChatCompletion } from './openai';
 import { OpenAIResponsesClient, parseResponse } from './openai-responses';
 
 const ENDED = new Set(['completed', 'expired', 'cancelled', 'failed']);
+/** Batches (newest first) searched for an intent id: far more than a run submits between a crash and its restart. */
+const FIND_BY_INTENT_LOOKBACK = 1000;
 
 export class OpenAIBatchClient implements BatchClient {
   readonly id: string;
@@ -48,11 +50,24 @@ export class OpenAIBatchClient implements BatchClient {
       .join('\n') + '\n';
   }
 
-  async submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string> {
+  async submit(requests: BatchRequest[], signal?: AbortSignal, intentId?: string): Promise<string> {
     return this.call(async () => {
       const file = await this.sdk.files.create({ file: await toFile(Buffer.from(this.inputFile(requests)), 'rcb-batch.jsonl'), purpose: 'batch' }, { signal });
-      const batch = await this.sdk.batches.create({ input_file_id: file.id, endpoint: this.endpoint, completion_window: '24h', metadata: { tool: 'rcb' } }, { signal });
+      const metadata = { tool: 'rcb', ...(intentId ? { rcb_intent: intentId } : {}) };
+      const batch = await this.sdk.batches.create({ input_file_id: file.id, endpoint: this.endpoint, completion_window: '24h', metadata }, { signal });
       return batch.id;
+    });
+  }
+
+  /** The batch whose metadata carries the intent id, among the newest (a restart comes soon after its submit). */
+  async findByIntent(intentId: string, signal?: AbortSignal): Promise<string | null> {
+    return this.call(async () => {
+      let seen = 0;
+      for await (const batch of this.sdk.batches.list({ limit: 100 }, { signal })) {
+        if ((batch.metadata as Record<string, string> | null)?.rcb_intent === intentId) return batch.id;
+        if (++seen >= FIND_BY_INTENT_LOOKBACK) break;
+      }
+      return null;
     });
   }
 

@@ -6,7 +6,8 @@ import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
 import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { OpenAIBatchClient } from './openai-batch';
-import { automaticCache, openaiTokenizer, type ProviderModule } from '../provider-module';
+import { OpenAIBackgroundClient } from './openai-background';
+import { OPENAI_FAMILY, type ProviderModule } from '../provider-module';
 
 const PROVIDER = 'openai-responses';
 
@@ -91,13 +92,9 @@ function responsesUsage(u: unknown): BilledUsage {
 /** OpenAI's Responses API, for reasoning models: they refuse a sampling temperature. */
 export const openaiResponsesProvider: ProviderModule = {
   name: 'openai-responses',
-  keyEnv: 'OPENAI_API_KEY',
-  lane: 'openai',
-  cacheMinTokens: 1024,
-  batchWindowHours: 24,
-  tokenizer: (entry) => openaiTokenizer(entry.model),
-  cacheMode: automaticCache,
+  ...OPENAI_FAMILY,
   refusesTemperature: () => true,
   createClient: (entry, key, opts) => new OpenAIResponsesClient(entry, key as string, opts),
   createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),
+  createBackgroundClient: (entry, key, opts) => new OpenAIBackgroundClient(entry, key as string, opts),
 };

@@ -9,7 +9,7 @@ import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
 import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { OpenAIBatchClient } from './openai-batch';
-import { automaticCache, openaiTokenizer, type ProviderModule } from '../provider-module';
+import { OPENAI_FAMILY, type ProviderModule } from '../provider-module';
 
 export class OpenAIChatClient extends ProviderClient {
   private readonly sdk: OpenAI;
@@ -99,12 +99,7 @@ function chatUsage(u: unknown): BilledUsage {
 /** OpenAI's own Chat Completions API. */
 export const openaiProvider: ProviderModule = {
   name: 'openai',
-  keyEnv: 'OPENAI_API_KEY',
-  lane: 'openai',
-  cacheMinTokens: 1024,
-  batchWindowHours: 24,
-  tokenizer: (entry) => openaiTokenizer(entry.model),
-  cacheMode: automaticCache,
+  ...OPENAI_FAMILY,
   refusesTemperature: () => false,
   createClient: (entry, key, opts) => new OpenAIChatClient(entry, key as string, opts),
   createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),

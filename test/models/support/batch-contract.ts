@@ -33,6 +33,8 @@ export interface BatchFixture {
   clientOptions?: Record<string, unknown>;
   /** Requests a batch needs at least (Bedrock: 100); smaller sets are padded by samples. */
   samples?: number;
+  /** The provider keeps rcb's intent id on a batch (findByIntent), so a crash in the submit window is recovered. */
+  findsByIntent?: boolean;
 }
 
 /**
@@ -182,6 +184,36 @@ export function batchContract(f: BatchFixture): void {
         expect(run.reservedUsd).toBeCloseTo(0, 9);
       } finally {
         await s.close();
+      }
+    });
+
+    if (f.findsByIntent) test('a crash between the provider accepting a batch and the ledger recording it: the restart finds the batch by its intent id and pays nothing twice', async () => {
+      // Prepare: the ledger's write of the accepted batch never happens (rcb killed there).
+      const first = await setup();
+      const ledger = first.deps.ledger;
+      const crashing = {
+        putBatch: async (b: import('../../../core/batch').BatchRecord) => {
+          if (b.state === 'pending') throw new Error('crash');
+          return ledger.putBatch(b);
+        },
+        listBatches: (runId: string) => ledger.listBatches(runId),
+      };
+      try {
+        await expect(generateBatches({ ...first.deps, ledger: crashing }, first.input)).rejects.toThrow('crash');
+        expect((await ledger.listBatches('r')).map((b) => b.state)).toEqual(['submitting']);
+        await first.store.clearReservations('r');
+
+        // Act: a new rcb on the same run directory.
+        const result = await generateBatches(first.deps, { ...first.input, reservationsCleared: true });
+
+        // Assess
+        expect(server.backend.batches).toHaveLength(1);
+        expect(result).toMatchObject({ submitted: 0, answered: first.tasks.length, open: 0 });
+        const run = (await first.store.getRun('r'))!;
+        expect(run.spentUsd).toBeCloseTo(first.tasks.length * billedPerAnswer(), 9);
+        expect(run.reservedUsd).toBeCloseTo(0, 9);
+      } finally {
+        await first.close();
       }
     });
 

@@ -89,7 +89,7 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
       if (out.length) files.set((output_file_id = `file-out-${b.id}`), out.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
       if (err.length) files.set((error_file_id = `file-err-${b.id}`), err.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
     }
-    return { id: b.id, object: 'batch', endpoint: (b as any).endpoint, status, output_file_id, error_file_id, request_counts: { total: b.requests.length, completed: out.length, failed: err.length } };
+    return { id: b.id, object: 'batch', endpoint: (b as any).endpoint, status, output_file_id, error_file_id, metadata: (b as any).metadata ?? null, request_counts: { total: b.requests.length, completed: out.length, failed: err.length } };
   };
   return serve(backend, (req) => {
     const auth = req.headers.authorization;
@@ -105,7 +105,16 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
       if (body.completion_window !== '24h' || lines.some((l) => l.url !== body.endpoint || l.method !== 'POST')) return { status: 400, json: { error: { message: 'bad batch' } } };
       const b = backend.create(lines.map((l) => ({ customId: l.custom_id, body: l.body })));
       (b as any).endpoint = body.endpoint;
+      (b as any).metadata = body.metadata ?? null;
       return { json: batchObject(b) };
+    }
+    if (req.method === 'GET' && req.path === '/v1/batches') {
+      // Newest first, in pages (`after` a batch id, `limit`), as OpenAI lists them.
+      const all = [...backend.batches].reverse();
+      const after = req.query.get('after');
+      const from = after ? all.findIndex((b) => b.id === after) + 1 : 0;
+      const page = all.slice(from, from + Number(req.query.get('limit') ?? 20)).map((b) => batchObject(b));
+      return { json: { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: from + page.length < all.length } };
     }
     let m = /^\/v1\/batches\/([^/]+)(\/cancel)?$/.exec(req.path);
     if (m) {
@@ -236,7 +245,7 @@ export async function startFakeGemini(answer: (prompt: string) => string): Promi
       );
     return {
       name: `batches/${b.id}`,
-      metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch', name: `batches/${b.id}`, state, ...(b.state === 'ended' ? { output: { inlinedResponses: { inlinedResponses: responses } } } : {}) },
+      metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch', name: `batches/${b.id}`, displayName: (b as any).displayName, state, ...(b.state === 'ended' ? { output: { inlinedResponses: { inlinedResponses: responses } } } : {}) },
     };
   };
   return serve(backend, (req) => {
@@ -251,7 +260,13 @@ export async function startFakeGemini(answer: (prompt: string) => string): Promi
       const body = JSON.parse(req.body.toString());
       const requests = body.batch?.inputConfig?.requests?.requests;
       if (!Array.isArray(requests) || requests.some((r: any) => !r.request?.contents || !r.metadata?.key)) return { status: 400, json: { error: { code: 400, message: 'bad batch' } } };
-      return { json: operation(backend.create(requests.map((r: any) => ({ customId: r.metadata.key, body: r.request })))) };
+      const created = backend.create(requests.map((r: any) => ({ customId: r.metadata.key, body: r.request })));
+      (created as any).displayName = body.batch?.displayName;
+      return { json: operation(created) };
+    }
+    if (req.method === 'GET' && req.path === '/v1beta/batches') {
+      // Newest first, one page (the fake holds few).
+      return { json: { operations: [...backend.batches].reverse().map((b) => operation(b)) } };
     }
     m = /^\/v1beta\/batches\/([^/:]+)(:cancel)?$/.exec(req.path);
     if (m) {
@@ -272,7 +287,7 @@ export async function startFakeBedrock(answer: (prompt: string) => string, s3: i
   const { GetObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
   const promptOf = (modelInput: any): string => (modelInput.messages?.[0]?.content ?? []).map((b: any) => b.text ?? '').join('');
   const backend = new FakeBatchBackend(answer, promptOf);
-  const jobs = new Map<string, { arn: string; input: string; output: string; written: boolean; inputKey: string }>();
+  const jobs = new Map<string, { arn: string; input: string; output: string; written: boolean; inputKey: string; jobName?: string }>();
   const split = (uri: string) => {
     const m = /^s3:\/\/([^/]+)\/(.*)$/.exec(uri)!;
     return { bucket: m[1], key: m[2] };
@@ -310,8 +325,13 @@ export async function startFakeBedrock(answer: (prompt: string) => string, s3: i
       if (records.some((r) => !r.recordId || !r.modelInput?.messages || r.modelInput.modelId)) return { status: 400, json: { message: 'ValidationException: bad record' } };
       const b = backend.create(records.map((r) => ({ customId: r.recordId, body: r.modelInput })));
       const arn = `arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/${b.id}`;
-      jobs.set(b.id, { arn, input: body.inputDataConfig.s3InputDataConfig.s3Uri, output: body.outputDataConfig.s3OutputDataConfig.s3Uri, written: false, inputKey: input.key });
+      jobs.set(b.id, { arn, input: body.inputDataConfig.s3InputDataConfig.s3Uri, output: body.outputDataConfig.s3OutputDataConfig.s3Uri, written: false, inputKey: input.key, jobName: body.jobName });
       return { json: { jobArn: arn } };
+    }
+    if (req.method === 'GET' && req.path === '/model-invocation-jobs') {
+      const contains = req.query.get('nameContains') ?? '';
+      const summaries = backend.batches.map((b) => ({ b, job: jobs.get(b.id)! })).filter(({ job }) => String(job.jobName ?? '').includes(contains));
+      return { json: { invocationJobSummaries: summaries.map(({ b, job }) => ({ jobArn: job.arn, jobName: job.jobName, status: b.state === 'ended' ? STATUS[b.endedAs!] : 'InProgress' })) } };
     }
     const m = /^\/model-invocation-job\/([^/]+)(\/stop)?$/.exec(req.path);
     if (!m) return { status: 404, json: { message: 'not found' } };
@@ -320,4 +340,71 @@ export async function startFakeBedrock(answer: (prompt: string) => string, s3: i
     if (!b) return { status: 404, json: { message: 'ResourceNotFoundException' } };
     return { json: m[2] ? {} : await jobObject(b) };
   });
+}
+
+// ---------------------------------------------------------------- OpenAI Responses, background mode
+
+/** How one background response ends: answered, failed (retryable or not), or cancelled by the provider. */
+export type BackgroundFate = 'ok' | 'server_error' | 'invalid_prompt' | 'cancelled';
+
+export interface FakeBackgroundServer extends FakeServer {
+  /** Every background response created, in order. */
+  responses: Array<{ id: string; prompt: string; status: string; polls: number; fate: BackgroundFate }>;
+  /** Fate of each new response, in order; then `ok`. */
+  fates: BackgroundFate[];
+  /** Retrievals a response stays `queued`, then `in_progress`, before it ends. @default 1 each */
+  slowness: { queued: number; inProgress: number };
+}
+
+/**
+ * OpenAI's Responses API in background mode, slowly: a response created with
+ * `background: true` is `queued`, then `in_progress`, for some retrievals each, then ends as
+ * its fate says; POST /v1/responses/{id}/cancel cancels a running one.
+ */
+export async function startFakeOpenAIBackground(answer: (prompt: string) => string): Promise<FakeBackgroundServer> {
+  const promptOf = (body: any): string => body.input?.[0]?.content ?? '';
+  const backend = new FakeBatchBackend(answer, promptOf);
+  const responses: FakeBackgroundServer['responses'] = [];
+  // The returned server itself: tests set its fates and slowness between runs.
+  const state = { fates: [] as BackgroundFate[], slowness: { queued: 1, inProgress: 1 } } as FakeBackgroundServer;
+  const usage = { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } };
+  const body = (r: FakeBackgroundServer['responses'][number]) => {
+    const base = { id: r.id, object: 'response', model: 'gpt-fake-r', status: r.status, background: true };
+    if (r.status === 'completed') return { ...base, output: [{ type: 'reasoning', summary: [] }, { type: 'message', content: [{ type: 'output_text', text: answer(r.prompt) }] }], usage };
+    if (r.status === 'failed') {
+      const error = r.fate === 'server_error' ? { code: 'server_error', message: 'the server had an error' } : { code: 'invalid_prompt', message: 'the prompt was flagged' };
+      return { ...base, output: [], error };
+    }
+    return { ...base, output: [] };
+  };
+  const advance = (r: FakeBackgroundServer['responses'][number]) => {
+    r.polls++;
+    if (r.status === 'cancelled' || r.status === 'completed' || r.status === 'failed') return;
+    if (r.polls <= state.slowness.queued) r.status = 'queued';
+    else if (r.polls <= state.slowness.queued + state.slowness.inProgress) r.status = 'in_progress';
+    else r.status = r.fate === 'ok' ? 'completed' : r.fate === 'cancelled' ? 'cancelled' : 'failed';
+  };
+  const server = await serve(backend, (req) => {
+    if (req.headers.authorization !== 'Bearer test-key') return { status: 401, json: { error: { message: 'bad key' } } };
+    if (req.method === 'POST' && req.path === '/v1/responses') {
+      const b = JSON.parse(req.body.toString());
+      if (b.background !== true || b.store !== true) {
+        backend.interactiveCalls++;
+        return { status: 400, json: { error: { message: 'this fake answers background responses only' } } };
+      }
+      const r = { id: `resp_${responses.length + 1}`, prompt: promptOf(b), status: 'queued', polls: 0, fate: state.fates.shift() ?? ('ok' as BackgroundFate) };
+      responses.push(r);
+      return { json: body(r) };
+    }
+    const m = /^\/v1\/responses\/([^/]+)(\/cancel)?$/.exec(req.path);
+    const r = m && responses.find((x) => x.id === m[1]);
+    if (!r) return notFound;
+    if (m![2]) {
+      if (r.status === 'queued' || r.status === 'in_progress') r.status = 'cancelled';
+      return { json: body(r) };
+    }
+    advance(r);
+    return { json: body(r) };
+  });
+  return Object.assign(state, server, { responses });
 }
