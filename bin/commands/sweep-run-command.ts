@@ -5,6 +5,7 @@
  */
 import type { RunOptions } from './run-command';
 import type { RunRecord, RunStore } from '../../core/store';
+import type { BatchSettings } from '../../core/cloud/payloads';
 import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
 import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';
 
@@ -52,16 +53,15 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
 /**
  * The cloud (or its emulation) runs the sweep's spec with the run's total budget: the
  * generator there knows no per-model budget, so a sweep that needs one is refused, naming the
- * line. Batch-mode models go to the workflow's batch lane (emulated; `--cloud` starts runs
- * through \`rcb cloud run\`, which does not pass batch settings yet), without interactive
- * retries (the lane has no interactive client); the deployed cloud also takes its models'
+ * line. Batch-mode models go to the workflow's batch lane (the input's batch settings, which
+ * `--cloud` hands to \`rcb cloud run\`), without interactive retries (the lane has no
+ * interactive client); the deployed cloud also takes its models'
  * parameters from the deployed registry, so it refuses parameters the sweep changes.
  */
 async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
   const { sweep } = loaded;
   const where = opts.emulate ? 'the emulated cloud' : 'the cloud';
   const problems = sweep.models.flatMap((m) => [
-    ...(m.mode === 'batch' && opts.cloud ? [`${sweep.file}:${m.line}: ${m.name}: mode batch runs locally and with --emulate; \`--cloud\` does not pass batch settings to the deployed workflow yet`] : []),
     ...(m.budgetUsd !== null ? [`${sweep.file}:${m.line}: ${m.name}: a per-model budget is not enforced in ${where}; only budget_usd of the whole sweep is`] : []),
     ...(opts.cloud && (m.name !== m.id || Object.keys(m.params).length)
       ? [`${sweep.file}:${m.line}: ${m.name}: the cloud takes parameters from its deployed registry; add the variant there instead of params/name here`]
@@ -83,8 +83,15 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
     executor: opts.executor,
     stackName: opts.stackName,
     region: opts.region,
+    batchSettings: sweepBatchSettings(loaded),
   };
   return cloud.cloudRun(flags, loaded.hosted, cloud.defaultCloudDeps(opts.region));
+}
+
+/** The workflow input's batch settings of the sweep's batch-mode models, if it has any. */
+function sweepBatchSettings(loaded: LoadedSweep): BatchSettings | undefined {
+  const models = loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name);
+  return models.length ? { models, maxRounds: loaded.sweep.batch.maxRounds } : undefined;
 }
 
 /**
@@ -97,15 +104,9 @@ async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promis
   const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
   const { pset, template, spec, models, runId } = loaded.run;
   const started = Date.now();
-  const batchModels = loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name);
+  const batch = sweepBatchSettings(loaded);
   const emulated = await emulateCloudRun(
-    {
-      pset,
-      templateText: template.text,
-      spec,
-      models: models.info,
-      ...(batchModels.length ? { batch: { models: batchModels, maxRounds: loaded.sweep.batch.maxRounds } } : {}),
-    },
+    { pset, templateText: template.text, spec, models: models.info, ...(batch ? { batch } : {}) },
     {
       python: opts.python ?? defaultPython(),
       jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,

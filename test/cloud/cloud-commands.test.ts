@@ -165,6 +165,27 @@ describe('rcb cloud run', () => {
     expect(sfnMock.commandCalls(DescribeExecutionCommand)).toHaveLength(0);
   });
 
+  it('hands the batch lane its models: every registry model with --batch, a sweep\'s batch-mode models as given', async () => {
+    // Prepare
+    sfnMock.on(StartExecutionCommand).callsFake((input: { name: string }) => ({ executionArn: executionArn(STATE_MACHINE, input.name), startDate: new Date() }));
+    const inputOf = (call: number) => runWorkflowInputSchema.parse(JSON.parse(sfnMock.commandCalls(StartExecutionCommand)[call].args[0].input.input!));
+
+    // Act
+    expect(await cloudRun(runOptions({ model: ['oracle', 'gpt-5.4'], batch: true, detach: true }), hosted(), deps())).toBe(0);
+    expect(await cloudRun(runOptions({ model: ['gpt-5.4', 'gpt-5.4-mini'], batchSettings: { models: ['gpt-5.4-mini'], maxRounds: 2 }, detach: true }), hosted(), deps())).toBe(0);
+    expect(await cloudRun(runOptions({ model: ['gpt-5.4'], detach: true }), hosted(), deps())).toBe(0);
+
+    // Assess: offline models never go to the lane; without either, no batch settings.
+    expect(inputOf(0).batch).toEqual({ models: ['gpt-5.4'] });
+    expect(inputOf(1).batch).toEqual({ models: ['gpt-5.4-mini'], maxRounds: 2 });
+    expect(inputOf(2).batch).toBeUndefined();
+  });
+
+  it('refuses --batch without a registry model, naming why', async () => {
+    await expect(cloudRun(runOptions({ batch: true, detach: true }), hosted(), deps())).rejects.toThrow(/--batch needs a registry model/);
+    expect(sfnMock.commandCalls(StartExecutionCommand)).toHaveLength(0);
+  });
+
   it('starts a run whose executions failed and timed out again under the next attempt name, and follows a running one', async () => {
     // Prepare: <id> failed, <id>-2 timed out; names are kept for 90 days.
     const taken = (name: string) => {

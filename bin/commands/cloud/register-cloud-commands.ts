@@ -37,6 +37,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     budget: 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)',
   })
     .option('--force', 'start even when the cost estimate exceeds the budget (spend stays capped)')
+    .option('--batch', "every registry model through its provider's batch API, in the workflow's batch lane: half price, answers within the providers' 24 h window")
     .option('--detach', 'print the run id and return once the execution has started')
     .option('--out <dir>', 'also write leaderboard.txt and overall_stats.json here (--emulate)')
     .option('--jobs <n>', 'tests at once per shard container (--emulate only)')

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import type { HostedModels } from '../../../adapters/models/hosted-models';
 import { parsePositiveInt, UsageError } from '../common';
 import type { CloudDeps } from './cloud-deps';
-import { resolveCloudRun, type CloudRunOptions } from './run';
+import { cloudBatchSettings, resolveCloudRun, type CloudRunOptions } from './run';
 
 /** The state folder of --state-dir, else the default one. */
 export function emulatorStateDir(flag: string | undefined): string {
@@ -24,12 +24,14 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
   const { buildReport } = require('../../../core/report/build-report') as typeof import('../../../core/report/build-report');
   const { exitCodeOf } = require('../../../core/cloud/run-progress') as typeof import('../../../core/cloud/run-progress');
   const { defaultPython } = require('../common') as typeof import('../common');
-  const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
+  const resolved = resolveCloudRun(opts, hosted);
+  const { pset, template, spec, runId, models } = resolved;
+  const batch = cloudBatchSettings(opts, hosted, resolved);
   const stateDir = emulatorStateDir(opts.stateDir);
   const started = Date.now();
   deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); state in ${stateDir}\n`);
   const run = await emulateCloudRun(
-    { pset, templateText: template.text, spec, models: models.info, force: opts.force },
+    { pset, templateText: template.text, spec, models: models.info, force: opts.force, ...(batch ? { batch } : {}) },
     {
       stateDir,
       deliverTwice: opts.emulateDeliverTwice,

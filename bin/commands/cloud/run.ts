@@ -4,6 +4,7 @@
  * run spec is built by the code `rcb run` uses, so a cloud run of the same flags has the same id.
  */
 import type { HostedModels } from '../../../adapters/models/hosted-models';
+import type { BatchSettings } from '../../../core/cloud/payloads';
 import { UsageError } from '../common';
 import type { RunOptions } from '../run-command';
 import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps, type StackFlags } from './cloud-deps';
@@ -16,6 +17,8 @@ export interface CloudRunOptions extends RunOptions, StackFlags {
   stateDir?: string;
   emulateDeliverTwice?: boolean;
   emulateFailShardOnce?: boolean;
+  /** Models for the workflow's batch lane, as a sweep's mode batch names them (`--batch` takes every registry model). */
+  batchSettings?: BatchSettings;
 }
 
 /** Flags of `rcb run` that only this machine's evaluation reads. */
@@ -39,6 +42,21 @@ export function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
   return resolved;
 }
 
+/**
+ * The workflow input's batch settings: a sweep's, or with `--batch` every registry model of
+ * the run (each must have a batch API), refused as `rcb run --batch` refuses them.
+ */
+export function cloudBatchSettings(opts: CloudRunOptions, hosted: HostedModels, run: ReturnType<typeof resolveCloudRun>): BatchSettings | undefined {
+  if (opts.batchSettings) return opts.batchSettings;
+  if (!opts.batch) return undefined;
+  const { batchProblem } = require('../../../adapters/models/registry') as typeof import('../../../adapters/models/registry');
+  const models = [...run.models.costs.keys()];
+  if (!models.length) throw new UsageError('--batch needs a registry model (offline and replay models have no batch API)');
+  const refused = models.filter((id) => !hosted.resolveBatch(id, { temperature: run.temperature }));
+  if (refused.length) throw new UsageError(`--batch: ${refused.map((id) => `${id}: ${batchProblem(hosted.entry(id)!) ?? 'cannot be batched'}`).join('; ')} (see \`rcb models\`)`);
+  return { models };
+}
+
 export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
   if (opts.emulate) {
     const { emulatedRun } = require('./run-emulated') as typeof import('./run-emulated');
@@ -53,7 +71,9 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
   if (ignored.length) deps.err(`note: ignored in the cloud: ${ignored.join(', ')}\n`);
 
-  const { pset, template, spec, runId, models } = resolveCloudRun(opts, hosted);
+  const resolved = resolveCloudRun(opts, hosted);
+  const { pset, template, spec, runId, models } = resolved;
+  const batch = cloudBatchSettings(opts, hosted, resolved);
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { blobs, store, counters } = stackAdapters(deps, outputs);
   const psetKey = await uploadPsetBundle(blobs, pset);
@@ -61,7 +81,7 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
   await uploadReplayFiles(blobs, spec, models.info);
   const input = parsePayload(
     runWorkflowInputSchema,
-    { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}) },
+    { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}), ...(batch ? { batch } : {}) },
     'run workflow input',
   );
   const executions = stackExecutions(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
