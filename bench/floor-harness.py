@@ -12,14 +12,19 @@ Usage (input: one JSON object on stdin; output: one JSON object on stdout)::
 
     python floor-harness.py run    {"preload": [...], "jobs": N, "timeoutSec": S,
                                     "candidates": [{"dir", "file", "source"}]}
-                                -> {"passes": [bool...], "durationsMs": [fork to exit, ...]}
+                                -> {"passes": [bool...], "durationsMs": [fork to exit, ...],
+                                    "startupMs": interpreter start to the first fork}
     python floor-harness.py learn  {"candidates": [...]}  (one per paper, run in turn)
                                 -> {"modules": [names imported from outside the folders]}
 """
 
-import gc
-import importlib
-import json
+import time
+
+_STARTED = time.monotonic()
+
+import gc  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
 import os
 import runpy  # the children's, loaded once here
 import select
@@ -27,7 +32,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 
 MARKERS = ("Error:", "Exception:", "Traceback", "failed")
 TEST_ENTRY = "paper2code_test.py"
@@ -108,6 +112,7 @@ def run(job):
     # (and their pages shared), as any fork server would.
     gc.collect()
     gc.freeze()
+    startup_ms = (time.monotonic() - _STARTED) * 1000
     candidates = job["candidates"]
     jobs = int(job.get("jobs", 1))
     timeout = float(job.get("timeoutSec", 60))
@@ -160,7 +165,7 @@ def run(job):
                     os.kill(child["pid"], signal.SIGKILL)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return {"passes": passes, "durationsMs": durations}
+    return {"passes": passes, "durationsMs": durations, "startupMs": startup_ms}
 
 
 def learn(job):
