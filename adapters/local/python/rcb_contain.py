@@ -381,11 +381,31 @@ PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
 
+def _uid_has_other_processes():
+    """In a helper that has taken a slot uid: whether any other process has that uid.
+
+    kill(2) lets an unprivileged process signal only processes of its own uid, so a
+    signal 0 that is not refused finds one. kill(-1) cannot tell: it reports success
+    whenever the namespace holds any other process at all, even one it may not signal.
+    """
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            os.kill(int(entry), 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            continue
+    return False
+
+
 def end_uid(uid, gid):
     """SIGKILL every process of ``uid`` from a helper that takes that uid (needs root).
 
     Returns True when there was one. The helper is never signalled itself (kill(2) with
-    -1 spares the caller), and a uid of a slot is used by nothing but that slot.
+    -1 spares the caller), and a uid of a slot is used by nothing but that slot. A process
+    that the uid starts after the look is killed all the same, and its parent was seen.
     """
     if uid <= 0 or uid == os.getuid():
         raise ValueError("rcb: end_uid needs a slot uid other than root and ours, got %d" % uid)
@@ -394,11 +414,11 @@ def end_uid(uid, gid):
         code = 2
         try:
             drop_to(uid, gid)
+            code = 1 if _uid_has_other_processes() else 0
             try:
                 os.kill(-1, signal.SIGKILL)
-                code = 1
             except ProcessLookupError:
-                code = 0
+                pass
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
