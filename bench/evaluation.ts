@@ -366,12 +366,15 @@ function printBreakdown(configs: Config[], traces: Map<Config, WarmTraceEvent[][
       ms(median(tests.map((round) => round.reduce((n, t) => n + f(t), 0) / Math.max(1, round.length))));
     const setup = perRound((events) => of(events, 'setup')[0]?.at ?? 0);
     const workerStart = perRound((events) => median(of(events, 'worker').map((w) => w.readyAt - w.spawnedAt)));
+    const inServer = (part: 'server' | 'preload' | 'index'): number => perRound((events) => median(of(events, 'worker').map((w) => w.startMs?.[part] ?? 0)));
     const lastReady = perRound((events) => Math.max(...of(events, 'worker').map((w) => w.readyAt)));
     const firstTest = perRound((events) => Math.min(...of(events, 'test').map((t) => t.startedAt + t.workerMs + t.fillMs)));
     const restarts = perRound((events) => of(events, 'worker').length);
     process.stdout.write(
       `${config}: wall ${ms(median(times.get(config)!))}; host set-up done at ${ms(setup)}, worker start ${ms(workerStart)} each ` +
-        `(${restarts} started, last ready at ${ms(lastReady)}), first test at ${ms(firstTest)}; per test: ` +
+        `(sandbox and interpreter start ${ms(workerStart - inServer('server') - inServer('preload') - inServer('index'))}, server imports ${ms(inServer('server'))}, ` +
+        `preload ${ms(inServer('preload'))}, index and gc ${ms(inServer('index'))}; ` +
+        `${restarts} started, last ready at ${ms(lastReady)}), first test at ${ms(firstTest)}; per test: ` +
         `test process ${perTest((t) => t.testMs)}, around it in the server (fork, relay, checks) ${perTest((t) => t.runMs - t.testMs)}, ` +
         `workspace fill ${perTest((t) => t.fillMs)}, tamper check ${perTest((t) => t.checkMs)}, clean-up ${perTest((t) => t.cleanMs)}, ` +
         `waiting for a worker ${perTest((t) => t.workerMs)}\n`,

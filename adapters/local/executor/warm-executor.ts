@@ -53,7 +53,7 @@ export interface WarmExecutorOptions extends ColdExecutorOptions {
  */
 export type WarmTraceEvent =
   | { kind: 'setup'; at: number }
-  | { kind: 'worker'; slot: number; spawnedAt: number; readyAt: number; preloaded: number }
+  | { kind: 'worker'; slot: number; spawnedAt: number; readyAt: number; preloaded: number; startMs: WarmHello['startMs'] }
   | {
       kind: 'test';
       slot: number;
@@ -255,7 +255,7 @@ export class WarmExecutor implements TestExecutor {
     const spawnedAt = this.since();
     slot.ready = worker.ready.then((hello) => {
       this.lastHello = hello;
-      this.options.trace?.({ kind: 'worker', slot: index, spawnedAt, readyAt: this.since(), preloaded: hello.preloaded.length });
+      this.options.trace?.({ kind: 'worker', slot: index, spawnedAt, readyAt: this.since(), preloaded: hello.preloaded.length, startMs: hello.startMs });
       return hello;
     });
     slot.ready.catch(() => undefined);

@@ -40,8 +40,11 @@ Command line::
 """
 
 import sys
+import time
 
-import rcb_driver  # first, so that its record of the startup modules is python's own
+_STARTED = time.monotonic()  # for the hello's account of the start-up
+
+import rcb_driver  # noqa: E402 - first, so that its record of the startup modules is python's own
 import rcb_contain  # noqa: E402 - standard library only, like the driver
 
 import errno  # noqa: E402
@@ -51,7 +54,6 @@ import json  # noqa: E402
 import os  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
-import time  # noqa: E402
 
 REQUEST_FD = 0
 FRAME_FD = 3
@@ -408,7 +410,9 @@ def _exit_like_python(exit_arg):
 def serve(preload, scratch, strays):
     strays.start()
     baseline_kb = _vm_size_kb()
+    began = time.monotonic()
     loaded, failed = _preload(preload)
+    imported = time.monotonic()
     extra_mb = max(0, (_vm_size_kb() - baseline_kb) // 1024)
     _cache_module_paths()
     dumpable_off = _set_not_dumpable()
@@ -417,9 +421,12 @@ def serve(preload, scratch, strays):
     # keep them out of its collections, and their pages shared.
     gc.collect()
     gc.freeze()
+    ms = lambda a, b: round((b - a) * 1000)  # noqa: E731
     _frame(b"h", json.dumps({
         "pid": os.getpid(), "preloaded": loaded, "failed": failed,
         "preloadMb": extra_mb, "notDumpable": dumpable_off,
+        # Where the start-up went: the server's own imports, the preload, the bookkeeping after it.
+        "startMs": {"server": ms(_STARTED, began), "preload": ms(began, imported), "index": ms(imported, time.monotonic())},
     }).encode())
     buffer = bytearray()
     while True:
