@@ -103,6 +103,9 @@ def _passed(child):
 
 
 def run(job):
+    # Python's recipe for a fork server, as rcb's warm server follows it: no collections
+    # during the imports, gc.freeze() before the forks, the collector on again after.
+    gc.disable()
     for name in job.get("preload", []):
         try:
             importlib.import_module(name)
@@ -110,8 +113,8 @@ def run(job):
             pass
     # The preloaded objects are never garbage: keep every child's collections off them
     # (and their pages shared), as any fork server would.
-    gc.collect()
     gc.freeze()
+    gc.enable()
     startup_ms = (time.monotonic() - _STARTED) * 1000
     candidates = job["candidates"]
     jobs = int(job.get("jobs", 1))
