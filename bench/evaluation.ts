@@ -273,7 +273,8 @@ export async function benchEvaluation(args: string[]): Promise<void> {
       const value = outcome.passes;
       times.get(config)!.push(ms);
       outcome.durationsMs?.forEach((d, i) => durations.get(config)![i].push(d));
-      if (outcome.trace) traces.get(config)!.push(outcome.trace);
+      // Only the warm executor traces (the cold one takes no trace option).
+      if (outcome.trace?.length) traces.get(config)!.push(outcome.trace);
       if (outcome.startupMs !== undefined) floorStartups.push(outcome.startupMs);
       const first = verdicts.get(config) ?? [...verdicts.values()][0];
       if (first && first.some((p, i) => p !== value[i])) same = false;
