@@ -175,12 +175,15 @@ interface Outcome {
   trace?: WarmTraceEvent[];
   /** The floor's start-up: its imports, before the first fork, ms. */
   startupMs?: number;
+  /** The sandbox rcb's tests ran in (auto resolves to bwrap or uid). */
+  sandbox?: string;
 }
 
 const outcomeOf = (raws: RawExecution[]): Outcome => {
   const passes = raws.map((r) => !r.infraError && officialPass(r));
   return {
     passes,
+    sandbox: [...new Set(raws.map((r) => r.sandbox))].join('+'),
     durationsMs: raws.map((r) => r.durationMs),
     failures: raws
       .filter((_, i) => !passes[i])
@@ -251,9 +254,9 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   };
   const label: Record<Config, string> = {
     original: 'original loop (copy, splice, cold python, 1 at a time)',
-    cold: `rcb cold, bwrap, ${jobs} job(s)`,
-    warm1: 'rcb warm, bwrap, 1 job',
-    warmN: `rcb warm, bwrap, ${jobs} job(s)`,
+    cold: `rcb cold, SANDBOX, ${jobs} job(s)`,
+    warm1: 'rcb warm, SANDBOX, 1 job',
+    warmN: `rcb warm, SANDBOX, ${jobs} job(s)`,
     floor: `floor (preload all, fork per test, ${jobs} at a time)`,
   };
 
@@ -276,6 +279,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
       // Only the warm executor traces (the cold one takes no trace option).
       if (outcome.trace?.length) traces.get(config)!.push(outcome.trace);
       if (outcome.startupMs !== undefined) floorStartups.push(outcome.startupMs);
+      if (outcome.sandbox) label[config] = label[config].replace('SANDBOX', outcome.sandbox);
       const first = verdicts.get(config) ?? [...verdicts.values()][0];
       if (first && first.some((p, i) => p !== value[i])) same = false;
       verdicts.set(config, value);
