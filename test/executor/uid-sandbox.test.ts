@@ -190,4 +190,32 @@ const EXECUTORS = [
       releaseSandboxUsers([user]);
     }
   });
+
+  it('runs from a small process outside the supervisor’s tree for a warm server (UidEnder), with the same answers', () => {
+    // Prepare: a supervisor as the warm server makes it, and a process of the slot uid.
+    const [user] = allocateSandboxUsers(1);
+    const script = [
+      'import os, subprocess, sys, time',
+      `sys.path.insert(0, ${JSON.stringify(join(__dirname, '..', '..', 'adapters', 'local', 'python'))})`,
+      'import rcb_contain',
+      `uid = ${user.uid}`,
+      'c = rcb_contain.Containment(uid, uid, ender=True)',
+      'c.start()',
+      'children = rcb_contain.own_children()',
+      'before = c.end_all()',
+      "p = subprocess.Popen(['setpriv', '--reuid=%d' % uid, '--regid=%d' % uid, '--clear-groups', 'sleep', '60'])",
+      'time.sleep(0.3)',
+      'had = c._ender.end()',
+      'print(children, before, had, p.wait(), c.end_all())',
+    ].join('\n');
+    try {
+      // Act
+      const out = execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8' });
+
+      // Assess: the ender is no child of the supervisor; nothing, then the sleep (killed), then nothing.
+      expect(out.trim()).toBe('[] (0, True) True -9 (0, True)');
+    } finally {
+      releaseSandboxUsers([user]);
+    }
+  });
 });

@@ -186,7 +186,7 @@ class _Strays:
 
     def __init__(self, contain, uid, gid, seccomp):
         self.namespace = contain == "namespace"
-        self.tree = None if self.namespace else rcb_contain.Containment(uid, gid, seccomp)
+        self.tree = None if self.namespace else rcb_contain.Containment(uid, gid, seccomp, ender=True)
         self.current = None  # the running child's pid
 
     def start(self):
