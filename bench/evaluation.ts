@@ -28,6 +28,7 @@ import { originalBody } from '../core/prompt/mask';
 import { candidateFor } from '../core/run/evaluate';
 import { loadPset } from '../core/pset/read-pset';
 import { createColdExecutor, createWarmExecutor } from '../adapters/local/executor';
+import type { WarmTraceEvent } from '../adapters/local/executor/warm-executor';
 import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
 import { defaultJobs } from '../adapters/local/executor/executor-options';
 import { sandboxEnvironment } from '../adapters/local/executor/environment';
@@ -170,12 +171,19 @@ interface Outcome {
   durationsMs?: number[];
   /** Why the tests that did not pass failed, when known (one line each). */
   failures?: string[];
+  /** Where a warm executor's time went (see printBreakdown). */
+  trace?: WarmTraceEvent[];
+  /** The floor's start-up: its imports, before the first fork, ms. */
+  startupMs?: number;
+  /** The sandbox rcb's tests ran in (auto resolves to bwrap or uid). */
+  sandbox?: string;
 }
 
 const outcomeOf = (raws: RawExecution[]): Outcome => {
   const passes = raws.map((r) => !r.infraError && officialPass(r));
   return {
     passes,
+    sandbox: [...new Set(raws.map((r) => r.sandbox))].join('+'),
     durationsMs: raws.map((r) => r.durationMs),
     failures: raws
       .filter((_, i) => !passes[i])
@@ -188,11 +196,15 @@ const outcomeOf = (raws: RawExecution[]): Outcome => {
 };
 
 /** Runs the candidates through an executor as `rcb run` does: told the papers first, so its workers start at once. */
-async function throughExecutor(make: () => Promise<TestExecutor>, candidates: Candidate[]): Promise<Outcome> {
-  const executor = await make();
+async function throughExecutor(
+  make: (trace: (event: WarmTraceEvent) => void) => Promise<TestExecutor>,
+  candidates: Candidate[],
+): Promise<Outcome> {
+  const trace: WarmTraceEvent[] = [];
+  const executor = await make((event) => trace.push(event));
   try {
     executor.expectPapers?.([...new Set(candidates.map((c) => c.paperDir))]);
-    return outcomeOf(await executor.run(candidates));
+    return { ...outcomeOf(await executor.run(candidates)), trace };
   } finally {
     await executor.close();
   }
@@ -230,8 +242,8 @@ export async function benchEvaluation(args: string[]): Promise<void> {
       return { passes };
     },
     cold: () => throughExecutor(() => createColdExecutor({ python, jobs, tmpDir, sandbox, warn: quiet }), candidates),
-    warm1: () => throughExecutor(() => createWarmExecutor({ python, jobs: 1, tmpDir, sandbox, warn: quiet }), candidates),
-    warmN: () => throughExecutor(() => createWarmExecutor({ python, jobs, tmpDir, sandbox, warn: quiet }), candidates),
+    warm1: () => throughExecutor((trace) => createWarmExecutor({ python, jobs: 1, tmpDir, sandbox, warn: quiet, trace }), candidates),
+    warmN: () => throughExecutor((trace) => createWarmExecutor({ python, jobs, tmpDir, sandbox, warn: quiet, trace }), candidates),
     floor: () =>
       floorHarness<Outcome>(
         python,
@@ -242,9 +254,9 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   };
   const label: Record<Config, string> = {
     original: 'original loop (copy, splice, cold python, 1 at a time)',
-    cold: `rcb cold, bwrap, ${jobs} job(s)`,
-    warm1: 'rcb warm, bwrap, 1 job',
-    warmN: `rcb warm, bwrap, ${jobs} job(s)`,
+    cold: `rcb cold, SANDBOX, ${jobs} job(s)`,
+    warm1: 'rcb warm, SANDBOX, 1 job',
+    warmN: `rcb warm, SANDBOX, ${jobs} job(s)`,
     floor: `floor (preload all, fork per test, ${jobs} at a time)`,
   };
 
@@ -252,6 +264,8 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   const times = new Map<Config, number[]>(configs.map((c) => [c, []]));
   const verdicts = new Map<Config, boolean[]>();
   const durations = new Map<Config, number[][]>(configs.map((c) => [c, candidates.map(() => [])]));
+  const traces = new Map<Config, WarmTraceEvent[][]>(configs.map((c) => [c, []]));
+  const floorStartups: number[] = [];
   let same = true;
   for (let round = 0; round < options.rounds; round++) {
     // A different order each round, so no configuration always runs first (or last).
@@ -262,6 +276,10 @@ export async function benchEvaluation(args: string[]): Promise<void> {
       const value = outcome.passes;
       times.get(config)!.push(ms);
       outcome.durationsMs?.forEach((d, i) => durations.get(config)![i].push(d));
+      // Only the warm executor traces (the cold one takes no trace option).
+      if (outcome.trace?.length) traces.get(config)!.push(outcome.trace);
+      if (outcome.startupMs !== undefined) floorStartups.push(outcome.startupMs);
+      if (outcome.sandbox) label[config] = label[config].replace('SANDBOX', outcome.sandbox);
       const first = verdicts.get(config) ?? [...verdicts.values()][0];
       if (first && first.some((p, i) => p !== value[i])) same = false;
       verdicts.set(config, value);
@@ -290,6 +308,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   }
   process.stdout.write(`ratios: medians of the per-round ratios; verdicts identical across configurations and rounds: ${same ? 'yes' : 'NO'}\n`);
   printPerPaper(candidates, configs, durations, times, (config) => (config === 'warm1' || config === 'original' ? 1 : jobs));
+  printBreakdown(configs, traces, times, floorStartups);
   await rm(tmpDir, { recursive: true, force: true });
   if (!same) process.exitCode = 1;
 }
@@ -328,6 +347,44 @@ function printPerPaper(
     );
   });
   process.stdout.write(`${line.join('\n')}\n`);
+}
+
+/**
+ * Where the warm configurations' wall time went, medians over the rounds: the host's
+ * set-up, the workers' start (spawn to hello, their imports), the first test's start, and
+ * per test each step around the test process (workspace fill, the server's fork, relay and
+ * checks, rcb's tamper check, the clean-up), against the floor's own start-up.
+ */
+function printBreakdown(configs: Config[], traces: Map<Config, WarmTraceEvent[][]>, times: Map<Config, number[]>, floorStartups: number[]): void {
+  const warm = configs.filter((c) => traces.get(c)!.length > 0);
+  if (!warm.length && !floorStartups.length) return;
+  process.stdout.write(`\nwhere the time goes, medians over the rounds (ms)\n`);
+  if (floorStartups.length) process.stdout.write(`floor: start-up (imports before the first fork) ${median(floorStartups).toFixed(0)}\n`);
+  const ms = (x: number): string => x.toFixed(0);
+  for (const config of warm) {
+    const rounds = traces.get(config)!;
+    const of = <K extends WarmTraceEvent['kind']>(events: WarmTraceEvent[], kind: K) =>
+      events.filter((e): e is Extract<WarmTraceEvent, { kind: K }> => e.kind === kind);
+    const perRound = (f: (events: WarmTraceEvent[]) => number): number => median(rounds.map(f));
+    const tests = rounds.map((events) => of(events, 'test'));
+    const perTest = (f: (t: Extract<WarmTraceEvent, { kind: 'test' }>) => number): string =>
+      ms(median(tests.map((round) => round.reduce((n, t) => n + f(t), 0) / Math.max(1, round.length))));
+    const setup = perRound((events) => of(events, 'setup')[0]?.at ?? 0);
+    const workerStart = perRound((events) => median(of(events, 'worker').map((w) => w.readyAt - w.spawnedAt)));
+    const inServer = (part: 'server' | 'preload' | 'index'): number => perRound((events) => median(of(events, 'worker').map((w) => w.startMs?.[part] ?? 0)));
+    const lastReady = perRound((events) => Math.max(...of(events, 'worker').map((w) => w.readyAt)));
+    const firstTest = perRound((events) => Math.min(...of(events, 'test').map((t) => t.startedAt + t.workerMs + t.fillMs)));
+    const restarts = perRound((events) => of(events, 'worker').length);
+    process.stdout.write(
+      `${config}: wall ${ms(median(times.get(config)!))}; host set-up done at ${ms(setup)}, worker start ${ms(workerStart)} each ` +
+        `(sandbox and interpreter start ${ms(workerStart - inServer('server') - inServer('preload') - inServer('index'))}, server imports ${ms(inServer('server'))}, ` +
+        `preload ${ms(inServer('preload'))}, index and gc ${ms(inServer('index'))}; ` +
+        `${restarts} started, last ready at ${ms(lastReady)}), first test at ${ms(firstTest)}; per test: ` +
+        `test process ${perTest((t) => t.testMs)}, around it in the server (fork, relay, checks) ${perTest((t) => t.runMs - t.testMs)}, ` +
+        `workspace fill ${perTest((t) => t.fillMs)}, tamper check ${perTest((t) => t.checkMs)}, clean-up ${perTest((t) => t.cleanMs)}, ` +
+        `waiting for a worker ${perTest((t) => t.workerMs)}\n`,
+    );
+  }
 }
 
 if (require.main === module) {

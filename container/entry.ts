@@ -113,6 +113,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env, clients: Parame
     envAllow: [],
     warn: (message) => log('error', message),
   });
+  // Its workers start (importing what the paper's tests need) while the shard's tasks and answers are read.
+  executor.expectPapers?.(ctx.pset.papers.filter((p) => p.meta.id === shard.paper).map((p) => p.dir));
   const stop = () => {
     // Spot interruption: verdicts already written stay; the retried shard does the rest.
     log('error', 'SIGTERM: stopping; finished verdicts are kept', { runId: shard.runId, paper: shard.paper });

@@ -100,6 +100,8 @@ describe('container entry point', () => {
     const verdicts = await store.listVerdicts(runId);
     expect(verdicts).toHaveLength(queue.sent.length);
     expect(verdicts.filter((v) => v.strictPass)).toHaveLength(queue.sent.length / 2);
+    // The local runs' warm pool: the shard pays its workers' start-up once, not per test.
+    expect(new Set(verdicts.map((v) => v.executor))).toEqual(new Set(['warm']));
     const shardFile = JSON.parse((await blobs.get(cloudKeys.shardVerdicts(runId, 'grouprms')))!.toString());
     expect(shardFile.verdicts).toHaveLength(queue.sent.length);
     expect(missing.status).toBe(1);

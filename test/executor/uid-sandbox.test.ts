@@ -5,15 +5,16 @@
  * directories are reported as tampering and removed; rcb's own processes (which hold the
  * credentials and write the verdicts) are unreadable to it.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ColdExecutor, WarmExecutor } from '../../adapters/local/executor';
 import { createLocalExecutor } from '../../adapters/local/executor';
-import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
+import { allocateSandboxUsers, releaseSandboxUsers, runningAsRoot } from '../../adapters/local/executor/sandbox-users';
 import { takeFilesOfUid } from '../../adapters/local/executor/uid-leftovers';
-import { CORRECT_BODY, makeTinyPaper, modelSource, type TinyPaper } from '../fixtures/executor/tiny-paper';
+import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper } from '../fixtures/executor/tiny-paper';
 
 jest.setTimeout(120_000);
 
@@ -122,5 +123,99 @@ const EXECUTORS = [
     expect(taken.sort()).toEqual([join(shared, 'g'), own].sort());
     expect([existsSync(own), existsSync(join(shared, 'g')), existsSync(join(skipped, 'h')), existsSync(join(shared, 'someone-else'))]).toEqual([false, false, true, true]);
     rmSync(root, { recursive: true, force: true });
+  });
+});
+
+(runningAsRoot() ? describe : describe.skip)('warm executor in the uid sandbox, between tests', () => {
+  it('keeps its worker for the next candidate when the test left nothing running, and replaces it when it did', async () => {
+    // Prepare
+    const paper = makeTinyPaper();
+    const workers: number[] = [];
+    const executor = await createLocalExecutor({
+      warm: true,
+      sandbox: 'uid',
+      jobs: 1,
+      preload: ['json'],
+      warn: () => undefined,
+      trace: (event) => {
+        if (event.kind === 'worker') workers.push(event.slot);
+      },
+    });
+    const marker = `${300 + Math.floor(Math.random() * 600)}.${randomBytes(2).readUInt16BE()}`;
+    const stray = modelSource(CORRECT_BODY, `import subprocess\nsubprocess.Popen(['sleep', '${marker}'], start_new_session=True)`);
+    try {
+      // Act
+      const clean = await executor.run(['a', 'b', 'c'].map((id) => paper.candidate(id, modelSource(CORRECT_BODY))));
+      const startedForClean = workers.length;
+      const [left] = await executor.run([paper.candidate('stray', stray)]);
+      const [after] = await executor.run([paper.candidate('after', modelSource(CORRECT_BODY))]);
+
+      // Assess: three clean tests, one worker start (it was one per test: a stray was
+      // reported after every test); the stray's worker replaced before the next test.
+      expect(clean.map((r) => [r.sandbox, r.exitCode])).toEqual([['uid', 0], ['uid', 0], ['uid', 0]]);
+      expect(startedForClean).toBe(1);
+      expect(left.infraError).toBeUndefined();
+      expect(after.exitCode).toBe(0);
+      expect(workers).toHaveLength(2);
+      expect(processesWith(`sleep\0${marker}`)).toEqual([]);
+    } finally {
+      await executor.close();
+      rmSync(paper.root, { recursive: true, force: true });
+    }
+  });
+});
+
+(runningAsRoot() ? describe : describe.skip)('end_uid (rcb_contain.py)', () => {
+  it('says whether the slot uid had a process, and ends it', () => {
+    // Prepare: a slot uid of this process's block, and a process of that uid.
+    const [user] = allocateSandboxUsers(1);
+    const script = [
+      'import subprocess, sys, time',
+      `sys.path.insert(0, ${JSON.stringify(join(__dirname, '..', '..', 'adapters', 'local', 'python'))})`,
+      'import rcb_contain',
+      `uid = ${user.uid}`,
+      'before = rcb_contain.end_uid(uid, uid)',
+      "p = subprocess.Popen(['setpriv', '--reuid=%d' % uid, '--regid=%d' % uid, '--clear-groups', 'sleep', '60'])",
+      'time.sleep(0.3)',
+      'during = rcb_contain.end_uid(uid, uid)',
+      'print(before, during, p.wait(), rcb_contain.end_uid(uid, uid))',
+    ].join('\n');
+    try {
+      // Act
+      const out = execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8' });
+
+      // Assess: nothing, then the sleep (killed: -9), then nothing again.
+      expect(out.trim()).toBe('False True -9 False');
+    } finally {
+      releaseSandboxUsers([user]);
+    }
+  });
+
+  it('runs from a small process outside the supervisor’s tree for a warm server (UidEnder), with the same answers', () => {
+    // Prepare: a supervisor as the warm server makes it, and a process of the slot uid.
+    const [user] = allocateSandboxUsers(1);
+    const script = [
+      'import os, subprocess, sys, time',
+      `sys.path.insert(0, ${JSON.stringify(join(__dirname, '..', '..', 'adapters', 'local', 'python'))})`,
+      'import rcb_contain',
+      `uid = ${user.uid}`,
+      'c = rcb_contain.Containment(uid, uid, ender=True)',
+      'c.start()',
+      'children = rcb_contain.own_children()',
+      'before = c.end_all()',
+      "p = subprocess.Popen(['setpriv', '--reuid=%d' % uid, '--regid=%d' % uid, '--clear-groups', 'sleep', '60'])",
+      'time.sleep(0.3)',
+      'had = c._ender.end()',
+      'print(children, before, had, p.wait(), c.end_all())',
+    ].join('\n');
+    try {
+      // Act
+      const out = execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8' });
+
+      // Assess: the ender is no child of the supervisor; nothing, then the sleep (killed), then nothing.
+      expect(out.trim()).toBe('[] (0, True) True -9 (0, True)');
+    } finally {
+      releaseSandboxUsers([user]);
+    }
   });
 });

@@ -57,6 +57,17 @@ describe('WarmExecutor', () => {
     expect(w.exitCode).toBe(0);
   });
 
+  it('collects garbage as a fresh interpreter does: the collector on, the same thresholds (the server imports with it off)', async () => {
+    const probe = ['import gc', "print('GC', gc.isenabled(), gc.get_threshold())"].join('\n');
+    const source = modelSource(CORRECT_BODY, probe);
+
+    const [w] = await warm.run([paper.candidate('tiny/add', source)]);
+    const [c] = await cold.run([paper.candidate('tiny/add', source)]);
+
+    expect(w.stdout.text).toMatch(/GC True \(\d+, \d+, \d+\)/);
+    expect(w.stdout.text).toEqual(c.stdout.text);
+  });
+
   it.each([
     ['an atexit handler', "import atexit\natexit.register(lambda: print('BYE from atexit'))"],
     ['a finalizer at shutdown', "class _Late:\n    def __del__(self):\n        print('BYE from __del__')\n_late = _Late()"],

@@ -63,9 +63,9 @@ export interface ColdExecutorOptions {
 /**
  * Tests run at once when the caller does not say: one per core this process may run on
  * (affinity, as in a container). Measured on the 9 real papers on 2 cores (warm executor,
- * `npm run bench -- evaluation --preset debian9`, medians of 5 interleaved rounds): 2 jobs
- * took 9.8 s against 15.1 s for 1 job, although each test runs slower when two share the
- * cores; a third job on 2 cores was not distinguishable from 2 in the machine's noise.
+ * `npm run bench -- evaluation --preset debian9 --jobs N`, medians of 3 interleaved rounds,
+ * load average 4-7): 1 job 7.7 s, 2 jobs 5.5 s, 3 jobs 5.8 s. The second job helps although
+ * each test runs slower when two share the cores; a third only adds a worker's start-up.
  */
 export function defaultJobs(): number {
   return Math.max(1, availableParallelism());

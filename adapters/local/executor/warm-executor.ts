@@ -13,6 +13,7 @@
  */
 import { chmod, chown, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
 import { TEST_ENTRY } from '../../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
@@ -41,7 +42,37 @@ export interface WarmExecutorOptions extends ColdExecutorOptions {
   readonly coldOnly?: readonly string[];
   /** The warm server. @default adapters/local/python/rcb_warm_server.py of this package */
   readonly serverPath?: string;
+  /** Told where the time goes (the evaluation bench's breakdown); never needed to run. @default none */
+  readonly trace?: (event: WarmTraceEvent) => void;
 }
+
+/**
+ * Where a warm executor's time went, in ms since it was constructed (`at`) or as
+ * durations: the host's set-up, each worker's start (spawn to hello: its imports), and
+ * each test's steps in its slot.
+ */
+export type WarmTraceEvent =
+  | { kind: 'setup'; at: number }
+  | { kind: 'worker'; slot: number; spawnedAt: number; readyAt: number; preloaded: number; startMs: WarmHello['startMs'] }
+  | {
+      kind: 'test';
+      slot: number;
+      taskId: string;
+      startedAt: number;
+      endedAt: number;
+      /** Waiting for the slot's worker to be ready (its start-up, or its replacement's). */
+      workerMs: number;
+      /** Filling the workspace (copies, links, the spliced file). */
+      fillMs: number;
+      /** From the request written to the done frame read: fork, the test, the relay, the server's checks. */
+      runMs: number;
+      /** The test process itself, fork to exit, as the server measured it. */
+      testMs: number;
+      /** The tamper check, and in the uid sandbox the sweep of the slot uid's files. */
+      checkMs: number;
+      /** Emptying the workspace (and the slot's home). */
+      cleanMs: number;
+    };
 
 interface Prepared extends SandboxHost {
   rcbDir: string;
@@ -68,6 +99,7 @@ export class WarmExecutor implements TestExecutor {
   private cold: ColdExecutor | undefined;
   /** What the latest worker said it preloaded (for logs and the bench). */
   lastHello: WarmHello | null = null;
+  private readonly born = performance.now();
 
   constructor(private readonly options: WarmExecutorOptions = {}) {
     this.settings = executorSettings(options);
@@ -160,7 +192,12 @@ export class WarmExecutor implements TestExecutor {
       },
     });
     this.slots = setup.slots;
+    this.options.trace?.({ kind: 'setup', at: this.since() });
     return setup;
+  }
+
+  private since(): number {
+    return performance.now() - this.born;
   }
 
   /** Starts a worker in every slot that has none (or a broken one), all at once. */
@@ -215,8 +252,10 @@ export class WarmExecutor implements TestExecutor {
           supervisor: true,
         });
     slot.worker = worker;
+    const spawnedAt = this.since();
     slot.ready = worker.ready.then((hello) => {
       this.lastHello = hello;
+      this.options.trace?.({ kind: 'worker', slot: index, spawnedAt, readyAt: this.since(), preloaded: hello.preloaded.length, startMs: hello.startMs });
       return hello;
     });
     slot.ready.catch(() => undefined);
@@ -227,11 +266,15 @@ export class WarmExecutor implements TestExecutor {
   private async runOne(setup: Prepared, candidate: Candidate, index: number): Promise<RawExecution> {
     const { limits } = this.settings;
     const slot = this.slots[index];
+    const trace = this.options.trace;
+    const marks = { startedAt: this.since(), worker: 0, filled: 0, ran: 0, checked: 0, testMs: 0 };
     let tampered: string[] = [];
     try {
       await this.ensureWorker(setup, index);
+      marks.worker = this.since();
       const worker = slot.worker!;
       const file = await slot.workspace.fill(candidate);
+      marks.filled = this.since();
       const outcome = await worker.run(
         {
           workspace: setup.sandbox ? SANDBOX_WORKSPACE : slot.workspace.workspace,
@@ -246,11 +289,14 @@ export class WarmExecutor implements TestExecutor {
         },
         this.lifecycle.abort.signal,
       );
+      marks.ran = this.since();
+      marks.testMs = outcome.durationMs;
       // A worker that may still have something running is gone before its files are read.
       if (outcome.workerBroken) await worker.stop();
       tampered = await this.baseFiles.tamperedFiles(candidate.paperDir, slot.workspace.workspace, file);
       const user = setup.users[index];
       const outside = setup.kind === 'uid' && user ? await takeFilesOfUid(user.uid, [setup.runDir]) : [];
+      marks.checked = this.since();
       // A worker that died under a candidate (the child may kill its server: same user)
       // is that candidate's failure, like any other death without a report.
       return this.lifecycle.finished(setup, candidate, outcome, [...tampered, ...outside]);
@@ -262,6 +308,22 @@ export class WarmExecutor implements TestExecutor {
       });
       const home = setup.slotHomes[index];
       if (home) await emptyDir(home).catch((error: unknown) => this.settings.warn(`rcb: could not empty ${home}: ${String(error)}`));
+      if (trace && marks.checked) {
+        const endedAt = this.since();
+        trace({
+          kind: 'test',
+          slot: index,
+          taskId: candidate.taskId,
+          startedAt: marks.startedAt,
+          endedAt,
+          workerMs: marks.worker - marks.startedAt,
+          fillMs: marks.filled - marks.worker,
+          runMs: marks.ran - marks.filled,
+          testMs: marks.testMs,
+          checkMs: marks.checked - marks.ran,
+          cleanMs: endedAt - marks.checked,
+        });
+      }
     }
   }
 }

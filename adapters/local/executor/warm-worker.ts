@@ -28,6 +28,8 @@ export interface WarmHello {
   failed: string[];
   preloadMb: number;
   notDumpable: boolean;
+  /** The server's start-up, ms: its own imports, the preload, the bookkeeping after it (index, gc). */
+  startMs?: { server: number; preload: number; index: number };
 }
 
 export interface WarmRequest {
