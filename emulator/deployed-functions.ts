@@ -14,7 +14,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { cpSync, createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import type { CfnTemplate } from './workflow-definition';
+import { PSEUDO, type CfnTemplate } from './workflow-definition';
 
 /** A function of the template with a bundled asset. */
 export interface DeployedFunction {
@@ -81,14 +81,6 @@ export interface TokenValues {
   ref(logicalId: string, type: string): string;
   getAtt(logicalId: string, type: string, attribute: string): string;
 }
-
-const PSEUDO: Record<string, string> = {
-  'AWS::Partition': 'aws',
-  'AWS::Region': 'us-east-1',
-  'AWS::AccountId': '000000000000',
-  'AWS::URLSuffix': 'amazonaws.com',
-  'AWS::StackName': 'RcbEmulated',
-};
 
 /** A CloudFormation value (string, Ref, Fn::GetAtt, Fn::Join) resolved against the emulator's resources. */
 export function resolveValue(value: unknown, template: CfnTemplate, values: TokenValues): string {

@@ -32,7 +32,8 @@ export interface SynthesizedWorkflow {
 
 export type CfnTemplate = { Resources: Record<string, { Type: string; Properties?: Record<string, any>; Metadata?: Record<string, any> }> };
 
-const PSEUDO: Record<string, string> = {
+/** CloudFormation's pseudo parameters as the emulated stack has them (the template and the functions' environment). */
+export const PSEUDO: Record<string, string> = {
   'AWS::Partition': 'aws',
   'AWS::Region': 'us-east-1',
   'AWS::AccountId': '000000000000',

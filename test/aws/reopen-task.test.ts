@@ -1,8 +1,8 @@
 /**
  * RunStore.reopenTask on both stores (SQLite, and DynamoDB on dynalite): an error answer is
  * dropped with the run's verdict on it, so a resumed run asks the model again and judges
- * the new answer; a good answer, or a task without one, stays as it is; verdicts of other
- * runs on the same task stay.
+ * the new answer; a good answer, or a task without one, stays as it is; a repeat reopens
+ * nothing; verdicts of other runs on the same task stay.
  */
 import type { RunStore } from '../../core/store';
 import { reopenFailedAnswers } from '../../core/run/generate';
@@ -35,11 +35,12 @@ describe.each(stores)('reopenTask on the %s store', (_name, open) => {
 
     // Act
     const reopened = await store.reopenTask!('run-1', 't-err');
+    const again = await store.reopenTask!('run-1', 't-err');
     const kept = await store.reopenTask!('run-1', 't-ok');
     const missing = await store.reopenTask!('run-1', 't-none');
 
     // Assess
-    expect([reopened, kept, missing]).toEqual([true, false, false]);
+    expect([reopened, again, kept, missing]).toEqual([true, false, false, false]);
     expect([...(await store.getCompletions(['t-err', 't-ok'])).keys()]).toEqual(['t-ok']);
     expect((await store.listVerdicts('run-1')).map((v) => v.taskId)).toEqual(['t-ok']);
     expect((await store.listVerdicts('run-2')).map((v) => v.taskId)).toEqual(['t-err']);
