@@ -134,7 +134,7 @@ describe('a slow model', () => {
     // Act: locally, then in the emulated cloud (its own tables: nothing is reused from the first).
     const local = await startRcb(['run', ...common, '--out', join(dir, 'local')], { env }).done;
     const afterLocal = server.responses.length;
-    const cloud = await startRcb(['cloud', 'run', '--emulate', ...common, '--out', join(dir, 'cloud')], { env: { ...env, RCB_CACHE_DIR: join(dir, 'cache-cloud') } }).done;
+    const cloud = await startRcb(['cloud', 'run', '--emulate', '--state-dir', join(dir, 'emulator'), ...common, '--out', join(dir, 'cloud')], { env: { ...env, RCB_CACHE_DIR: join(dir, 'cache-cloud') } }).done;
 
     // Assess
     expect(local.status).toBe(0);

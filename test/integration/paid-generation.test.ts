@@ -182,8 +182,10 @@ describe('a run under a budget', () => {
 describe('paid generation when answers come later than the client waits', () => {
   it('counts each timed-out attempt at its worst case, so recorded spend covers what the provider billed', async () => {
     // Prepare: 20% of answers arrive after the client gave up; the server bills them anyway.
-    const ep = await startEndpoint(0, { rate: 0.2, ms: 400 });
-    const { pset, template, entry, resolved, store, tasks } = setup(ep.url, 150);
+    // The client's 400 ms leave an on-time answer room on a loaded machine (at 150 ms, on-time
+    // answers timed out too, and a task could fail all six attempts).
+    const ep = await startEndpoint(0, { rate: 0.2, ms: 1500 });
+    const { pset, template, entry, resolved, store, tasks } = setup(ep.url, 400);
     await createRun(store, 't', null);
     try {
       // Act
@@ -191,7 +193,7 @@ describe('paid generation when answers come later than the client waits', () => 
         { store, clients: new Map([['fake-model', resolved.client]]), costs: new Map([['fake-model', resolved.cost]]) },
         { runId: 't', pset, template, withPaper: true, tasks, concurrency: 16 },
       );
-      await new Promise((r) => setTimeout(r, 500)); // let the late answers finish being billed
+      await new Promise((r) => setTimeout(r, 1600)); // let the late answers finish being billed
       // Assess
       expect(result.failed).toBe(0);
       const completions = [...(await store.getCompletions(tasks.map((t) => t.taskId))).values()];
