@@ -47,16 +47,26 @@ function localNames(dir: string): Set<string> {
   return names;
 }
 
+/** The module names of each `import` / `from ... import` line at column 0 of `text`. */
+function importedNames(text: string): string[] {
+  return [...text.matchAll(IMPORT_LINE)].flatMap((match) =>
+    match[1] ? match[1].split(',').map((part) => part.trim().split(/\s+/)[0]) : [match[2]],
+  );
+}
+
 /**
  * The paper's files that its test entry point imports, directly or through other files of
- * the paper (a local package counts whole); every file when there is no entry point.
- * Modules only the training scripts import are not worth a worker's start-up time: each
- * preloaded module costs every worker its import, on the cores the tests need.
+ * the paper (a local package counts whole), with their text (read once, here); every file
+ * when there is no entry point. Modules only the training scripts import are not worth a
+ * worker's start-up time: each preloaded module costs every worker its import, on the cores
+ * the tests need.
  */
-function testedFiles(dir: string, local: Set<string>): string[] {
-  if (!existsSync(join(dir, TEST_ENTRY))) return pythonFiles(dir);
+function testedFiles(dir: string, local: Set<string>): Map<string, string> {
+  const texts = new Map<string, string>();
   const seen = new Set<string>();
-  const queue = [TEST_ENTRY];
+  // Without an entry point every file is read, and none is followed.
+  const follow = existsSync(join(dir, TEST_ENTRY));
+  const queue = follow ? [TEST_ENTRY] : pythonFiles(dir);
   while (queue.length) {
     const rel = queue.shift()!;
     if (seen.has(rel)) continue;
@@ -67,17 +77,16 @@ function testedFiles(dir: string, local: Set<string>): string[] {
     } catch {
       continue;
     }
-    for (const match of text.matchAll(IMPORT_LINE)) {
-      const names = match[1] ? match[1].split(',').map((part) => part.trim().split(/\s+/)[0]) : [match[2]];
-      for (const name of names) {
-        const top = name.split('.')[0];
-        if (!local.has(top)) continue;
-        if (existsSync(join(dir, `${top}.py`))) queue.push(`${top}.py`);
-        else if (isDirectory(join(dir, top))) queue.push(...pythonFiles(dir, top));
-      }
+    texts.set(rel, text);
+    if (!follow) continue;
+    for (const name of importedNames(text)) {
+      const top = name.split('.')[0];
+      if (!local.has(top)) continue;
+      if (existsSync(join(dir, `${top}.py`))) queue.push(`${top}.py`);
+      else if (isDirectory(join(dir, top))) queue.push(...pythonFiles(dir, top));
     }
   }
-  return [...seen];
+  return texts;
 }
 
 function isDirectory(path: string): boolean {
@@ -103,23 +112,12 @@ export function detectPreloadModules(paperDirs: Iterable<string>): string[] {
   const modules = new Set<string>();
   for (const dir of new Set(paperDirs)) {
     const local = localNames(dir);
-    for (const rel of testedFiles(dir, local)) {
-      let text: string;
-      try {
-        text = readFileSync(join(dir, rel), 'utf8');
-      } catch {
-        continue;
-      }
-      for (const match of text.matchAll(IMPORT_LINE)) {
-        const names = match[1]
-          ? match[1].split(',').map((part) => part.trim().split(/\s+/)[0])
-          : [match[2]];
-        for (const name of names) {
-          const top = name.split('.')[0];
-          if (top && !local.has(top) && !NEVER.has(top)) {
-            modules.add(top);
-            if (name !== top) modules.add(name);
-          }
+    for (const text of testedFiles(dir, local).values()) {
+      for (const name of importedNames(text)) {
+        const top = name.split('.')[0];
+        if (top && !local.has(top) && !NEVER.has(top)) {
+          modules.add(top);
+          if (name !== top) modules.add(name);
         }
       }
       const aliases = new Map<string, string>();
