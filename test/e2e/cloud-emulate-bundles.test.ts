@@ -21,6 +21,7 @@ import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../
 import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
 import { CLAIM_LEASE_MARGIN_MS } from '../../functions/generate/handler';
 import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
+import { fakeModelsYaml } from '../helpers/fake-models-file';
 
 const KEY_ENV = 'RCB_BUNDLE_TEST_KEY';
 
@@ -95,22 +96,7 @@ let functions: DeployedFunction[];
 beforeAll(async () => {
   await endpoint.start();
   await proxy.start();
-  writeFileSync(
-    modelsFile,
-    [
-      'models:',
-      '  - id: fake',
-      '    provider: openai-compatible',
-      '    model: fake-chat',
-      `    base_url: ${proxy.url}`,
-      `    api_key_env: ${KEY_ENV}`,
-      '    params: { max_output_tokens: 1000, temperature: 0 }',
-      '    prices: { input: 1, cached_input: 0.1, output: 2, as_of: "2026-01-01" }',
-      '    knowledge_cutoff: "2024-01"',
-      '    context_window: 1000000',
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(modelsFile, fakeModelsYaml(proxy.url, KEY_ENV));
   workflow = synthesizeWorkflow({ bundle: true, outdir: join(work, 'cdk.out'), context: { [CONTEXT_KEYS.modelsFile]: modelsFile } });
   functions = deployedFunctions(workflow.deployment!.template, workflow.deployment!.assemblyDir);
 }, 120_000);

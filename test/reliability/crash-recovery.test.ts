@@ -22,6 +22,7 @@ import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
 import { FakeChatEndpoint, promptKey, type CallCounts } from './fake-chat-endpoint';
 import { recordCount } from './reliability-summary';
 import { startRcb } from './run-cli';
+import { fakeModelsYaml } from '../helpers/fake-models-file';
 
 const TRIALS = Number(process.env.RCB_CRASH_TRIALS || 4);
 const SAMPLES = 2;
@@ -95,22 +96,7 @@ describe('rcb run killed with SIGKILL and run again', () => {
 
   beforeAll(async () => {
     await endpoint.start();
-    writeFileSync(
-      modelsFile,
-      [
-        'models:',
-        '  - id: fake',
-        '    provider: openai-compatible',
-        '    model: fake-chat',
-        `    base_url: ${endpoint.url}`,
-        `    api_key_env: ${KEY_ENV}`,
-        '    params: { max_output_tokens: 1000, temperature: 0 }',
-        '    prices: { input: 1, cached_input: 0.1, output: 2, as_of: "2026-01-01" }',
-        '    knowledge_cutoff: "2024-01"',
-        '    context_window: 1000000',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(modelsFile, fakeModelsYaml(endpoint.url, KEY_ENV));
     // Prepare: the uninterrupted reference run; the endpoint answers each prompt once per sample.
     const out = join(work, 'reference');
     const r = await startRcb(args(out), { env: envFor(join(work, 'reference-cache')) }).done;
