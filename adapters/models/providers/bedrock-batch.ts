@@ -10,7 +10,7 @@ import { BedrockClient as BedrockControlClient, CreateModelInvocationJobCommand,
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { BatchClient, BatchItemResult, BatchLimits, BatchRequest, BatchStatus } from '../../../core/batch';
 import { ModelError, type ModelErrorKind } from '../../../core/model';
-import { asRecord, errorFromTransport } from '../provider-errors';
+import { asRecord, errorFromStatus, errorFromTransport } from '../provider-errors';
 import type { ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { BedrockClient, parseConverse } from './bedrock';
@@ -138,7 +138,7 @@ export class BedrockBatchClient implements BatchClient {
       if (err instanceof ModelError) throw err;
       const e = asRecord(err) ?? {};
       const status = asRecord(e.$metadata)?.httpStatusCode;
-      if (typeof status === 'number' && status >= 400) throw new ModelError(kindOf(status), `${PROVIDER} ${status}: ${String(e.name ?? '')}: ${String(e.message ?? '')}`, status);
+      if (typeof status === 'number' && status >= 400) throw errorFromStatus(PROVIDER, status, `${String(e.name ?? '')}: ${String(e.message ?? '')}`);
       throw errorFromTransport(PROVIDER, err) ?? new ModelError('other', `${PROVIDER}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }

@@ -8,7 +8,7 @@
 import { GoogleGenAI, type BatchJob } from '@google/genai';
 import type { BatchClient, BatchItemResult, BatchLimits, BatchRequest, BatchStatus } from '../../../core/batch';
 import { ModelError, type ModelErrorKind } from '../../../core/model';
-import { asRecord, errorFromTransport } from '../provider-errors';
+import { asRecord, errorFromStatus, errorFromTransport } from '../provider-errors';
 import type { ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { GeminiClient, parseGenerateContent } from './gemini';
@@ -99,11 +99,7 @@ export class GeminiBatchClient implements BatchClient {
     } catch (err) {
       if (err instanceof ModelError) throw err;
       const e = asRecord(err) ?? {};
-      if (typeof e.status === 'number') {
-        const status = e.status;
-        const kind: ModelErrorKind = status === 429 ? 'rate_limit' : status >= 500 ? 'server' : status === 401 || status === 403 ? 'auth' : 'bad_request';
-        throw new ModelError(kind, `${PROVIDER} ${status}: ${String(e.message ?? '')}`, status);
-      }
+      if (typeof e.status === 'number') throw errorFromStatus(PROVIDER, e.status, String(e.message ?? ''));
       throw errorFromTransport(PROVIDER, err) ?? new ModelError('other', `${PROVIDER}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
