@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { answerBook } from '../models/support/batch-contract';
+import { SWEEP_MODEL_IDS, sweepModelsYaml } from '../models/support/sweep-models';
 import { startFakeAnthropic, startFakeOpenAI, type FakeServer } from '../models/support/fake-batch-servers';
 import { startRcb } from '../reliability/run-cli';
 import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
 
-const batchPrices = (input: number, output: number, source: string) => ({ input: input / 2, cached_input: input / 20, output: output / 2, as_of: '2026-12-01', source });
 
 describe('a batch-mode sweep over examples/pset-mini', () => {
   let openai: FakeServer;
@@ -27,7 +27,7 @@ describe('a batch-mode sweep over examples/pset-mini', () => {
     writeFileSync(
       file,
       `pset: ${PSET_MINI}\nsamples: 2\nbudget_usd: 5\nmodels_file: models.yaml\nbatch: { poll_seconds: 0.05 }\n${extra}models:\n` +
-        ['fake-gpt', 'fake-gpt-reasoning', 'fake-claude'].map((id) => `  - id: ${id}\n    mode: ${mode}\n`).join(''),
+        SWEEP_MODEL_IDS.map((id) => `  - id: ${id}\n    mode: ${mode}\n`).join(''),
     );
     return file;
   };
@@ -42,12 +42,7 @@ describe('a batch-mode sweep over examples/pset-mini', () => {
     openai = await startFakeOpenAI(answer);
     anthropic = await startFakeAnthropic(answer);
     dir = tempDir('rcb-batch-sweep-');
-    const models = [
-      { id: 'fake-gpt', provider: 'openai', model: 'gpt-fake', base_url: `${openai.url}/v1`, params: { max_output_tokens: 2000, temperature: 0 }, prices: { input: 2, cached_input: 0.5, output: 8, as_of: '2026-12-01', batch: batchPrices(2, 8, 'https://developers.openai.com/api/docs/pricing') }, knowledge_cutoff: '2024-06', context_window: 1000000 },
-      { id: 'fake-gpt-reasoning', provider: 'openai-responses', model: 'gpt-fake-r', base_url: `${openai.url}/v1`, params: { max_output_tokens: 4000, reasoning_effort: 'low' }, prices: { input: 1, cached_input: 0.1, output: 4, as_of: '2026-12-01', batch: batchPrices(1, 4, 'https://developers.openai.com/api/docs/pricing') }, knowledge_cutoff: '2025-01', context_window: 400000 },
-      { id: 'fake-claude', provider: 'anthropic', model: 'claude-fake', base_url: anthropic.url, params: { max_output_tokens: 2000, temperature: 0 }, prices: { input: 3, cached_input: 0.3, cache_write: 3.75, output: 15, as_of: '2026-12-01', batch: batchPrices(3, 15, 'https://platform.claude.com/docs/en/build-with-claude/batch-processing') }, knowledge_cutoff: '2025-08', context_window: 200000 },
-    ];
-    writeFileSync(join(dir, 'models.yaml'), `models:\n${models.map((m) => `  - ${JSON.stringify(m)}\n`).join('')}`);
+    writeFileSync(join(dir, 'models.yaml'), sweepModelsYaml(openai.url, anthropic.url));
   });
   afterAll(async () => {
     await openai.close();
