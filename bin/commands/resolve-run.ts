@@ -6,7 +6,9 @@ import type { RunSpec } from '../../core/store';
 import type { Pset } from '../../core/types';
 import type { PromptTemplate } from '../../core/prompt/template';
 import { runId as computeRunId } from '../../core/ids';
-import { loadPromptTemplate, loadPsetOrFail, parseList, parseNumber, parsePositiveInt } from './common';
+import { loadPromptTemplate, loadPsetOrFail, parseList, parseNumber, parsePositiveInt, UsageError } from './common';
+import type { HostedModels } from '../../adapters/models/hosted-models';
+import { batchProblem } from '../../adapters/models/registry';
 import { resolveModels, type HostedModelResolver, type ResolvedModels } from './model-clients';
 
 /** The values of the run-defining flags, as commander hands them over. */
@@ -59,3 +61,17 @@ export function resolveRun(opts: RunSpecFlags, hosted: HostedModelResolver | nul
   return { pset, template, models, spec, runId: computeRunId(spec), samples, temperature, budgetUsd };
 }
 
+/**
+ * The models `--batch` sends to their provider's batch API: every registry model of the run,
+ * each of which must have one (offline and replay models have none). Shared by `rcb run` and
+ * `rcb cloud run`.
+ */
+export function batchModelIds(resolved: ResolvedRun, hosted: HostedModels): string[] {
+  const models = [...resolved.models.costs.keys()];
+  if (!models.length) throw new UsageError('--batch needs a registry model (offline and replay models have no batch API)');
+  const refused = models.filter((id) => !hosted.resolveBatch(id, { temperature: resolved.temperature }));
+  if (refused.length) {
+    throw new UsageError(`--batch: ${refused.map((id) => `${id}: ${batchProblem(hosted.entry(id)!) ?? 'cannot be batched'}`).join('; ')} (see \`rcb models\`)`);
+  }
+  return models;
+}

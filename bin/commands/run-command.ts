@@ -12,9 +12,8 @@ import { FileEnvironmentCache } from '../../adapters/local/environment-cache';
 import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
 import type { BatchClient } from '../../core/batch';
 import type { CostModel } from '../../core/run/generate';
-import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
+import { batchModelIds, resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 import type { HostedModels } from '../../adapters/models/hosted-models';
-import { batchProblem } from '../../adapters/models/registry';
 import { estimateRun, formatEstimates } from './model-commands';
 import { formatErrorSummary, summarizeErrors } from '../../core/run/error-summary';
 import { MAX_ANSWER_ATTEMPTS } from '../../core/run/generate';
@@ -45,13 +44,7 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   if (opts.cancelBatches && !opts.batch) throw new UsageError('--cancel-batches goes with --batch (the same flags as the run whose batches to cancel)');
   let batch: LocalRunExtras['batch'];
   if (opts.batch) {
-    const models = [...resolved.models.costs.keys()];
-    const refused = models.filter((id) => !hosted.resolveBatch(id, { temperature: resolved.temperature }));
-    if (!models.length) throw new UsageError('--batch needs a registry model (offline models have no batch API)');
-    if (refused.length) {
-      throw new UsageError(`--batch: ${refused.map((id) => `${id}: ${batchProblem(hosted.entry(id)!) ?? 'cannot be batched'}`).join('; ')} (see \`rcb models\`)`);
-    }
-    batch = { models: new Set(models), pollSeconds: parseNumber('--batch-poll', opts.batchPoll ?? '60', 0), cancel: !!opts.cancelBatches };
+    batch = { models: new Set(batchModelIds(resolved, hosted)), pollSeconds: parseNumber('--batch-poll', opts.batchPoll ?? '60', 0), cancel: !!opts.cancelBatches };
   }
   return runLocally(resolved, opts, hosted, { batch });
 }

@@ -49,12 +49,8 @@ export function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
 export function cloudBatchSettings(opts: CloudRunOptions, hosted: HostedModels, run: ReturnType<typeof resolveCloudRun>): BatchSettings | undefined {
   if (opts.batchSettings) return opts.batchSettings;
   if (!opts.batch) return undefined;
-  const { batchProblem } = require('../../../adapters/models/registry') as typeof import('../../../adapters/models/registry');
-  const models = [...run.models.costs.keys()];
-  if (!models.length) throw new UsageError('--batch needs a registry model (offline and replay models have no batch API)');
-  const refused = models.filter((id) => !hosted.resolveBatch(id, { temperature: run.temperature }));
-  if (refused.length) throw new UsageError(`--batch: ${refused.map((id) => `${id}: ${batchProblem(hosted.entry(id)!) ?? 'cannot be batched'}`).join('; ')} (see \`rcb models\`)`);
-  return { models };
+  const { batchModelIds } = require('../resolve-run') as typeof import('../resolve-run');
+  return { models: batchModelIds(run, hosted) };
 }
 
 export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
