@@ -388,6 +388,8 @@ def _uid_has_other_processes():
     kill(2) lets an unprivileged process signal only processes of its own uid, so a
     signal 0 that is not refused finds one. kill(-1) cannot tell: it reports success
     whenever the namespace holds any other process at all, even one it may not signal.
+    A zombie does not count: it runs nothing, and one killed earlier (by the last clean-up
+    of this uid, whose orphans init reaps in its own time) would be reported as a new stray.
     """
     me = os.getpid()
     for entry in os.listdir("/proc"):
@@ -395,9 +397,10 @@ def _uid_has_other_processes():
             continue
         try:
             os.kill(int(entry), 0)
-            return True
         except (ProcessLookupError, PermissionError):
             continue
+        if _alive(int(entry)):
+            return True
     return False
 
 
