@@ -9,7 +9,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from './rcb-function';
-import { grantArtifacts, grantTableItems } from './storage-grants';
+import { artifactWildcardFinding, grantArtifacts, grantTableItems } from './storage-grants';
 import { ARTIFACT_PATTERNS, COUNTER_ATTRIBUTES, KEY_PREFIXES, TABLE_ATTRIBUTES, leadingKeys } from '../core/cloud/storage-layout';
 
 /** Name of the evaluator container: the orchestrator's containerOverrides refer to it. */
@@ -231,8 +231,8 @@ export class EvaluationConstruct extends Construct {
           reason:
             'Object-key wildcards: the task reads psets/* and runs/* (its run id is only known at run time) and writes runs/*/evaluation/* only; its DynamoDB writes are limited to RUN#* partitions.',
           appliesTo: [
-            { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' },
-            { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/runs\\/\\*\\/evaluation\\/\\*$/g' },
+            artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs),
+            artifactWildcardFinding(ARTIFACT_PATTERNS.evaluationOutput),
           ],
         },
       ],

@@ -12,7 +12,7 @@ import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PATTERNS, KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { DEFAULT_BATCH_POLL_SCHEDULE } from '../core/cloud/generation-polling';
-import { grantArtifacts, grantTableItems } from './storage-grants';
+import { artifactWildcardFinding, grantArtifacts, grantTableItems } from './storage-grants';
 
 /** One provider lane as built: its queue, its dead-letter queue and its configuration. */
 export interface GenerationLane {
@@ -201,7 +201,7 @@ export class GenerationConstruct extends Construct {
         {
           id: 'AwsSolutions-IAM5',
           reason: 'Object-key wildcards: the batch round reads psets/* and runs/* (run ids are only known at run time); it writes no object.',
-          appliesTo: [{ regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' }],
+          appliesTo: [artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs)],
         },
       ],
       true,
@@ -299,7 +299,7 @@ export class GenerationConstruct extends Construct {
           reason:
             'Object-key wildcards: the generator reads psets/* and runs/* (run ids are only known at run time). Bedrock: model and inference-profile ids are chosen per run from the model registry; only InvokeModel actions are granted, and bedrockResourceArns narrows them.',
           appliesTo: [
-            { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' },
+            artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs),
             { regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile)\\/\\*$/g' },
           ],
         },

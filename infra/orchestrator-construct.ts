@@ -16,7 +16,7 @@ import { RcbFunction } from './rcb-function';
 import { ShardRunTask } from './shard-run-task';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PATTERNS, KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
-import { grantArtifacts, grantTableItems } from './storage-grants';
+import { artifactWildcardFinding, grantArtifacts, grantTableItems } from './storage-grants';
 import { STATE_NAMES } from './state-names';
 import { DEFAULT_POLL_SCHEDULE } from '../core/cloud/generation-polling';
 
@@ -210,7 +210,7 @@ export class OrchestratorConstruct extends Construct {
             id: 'AwsSolutions-IAM5',
             reason:
               'Object-key wildcards under the bucket\'s psets/ and runs/ prefixes only: run ids and pset digests are known at run time, not at deploy time.',
-            appliesTo: [{ regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' }],
+            appliesTo: [artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs)],
           },
         ],
         true,

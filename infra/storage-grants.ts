@@ -76,3 +76,21 @@ export function grantArtifacts(bucket: s3.IBucket, grantee: iam.IGrantable, opti
     });
   }
 }
+
+/** A key pattern as a regular expression matching it literally. */
+const literally = (pattern: string): string => pattern.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/**
+ * The cdk-nag finding (an acknowledgement's `appliesTo`) of object-key wildcards granted on
+ * the artifacts bucket by `grantArtifacts`, for the given `ARTIFACT_PATTERNS`: one regex over
+ * `Resource::<StorageArtifacts….Arn>/<pattern>`, the bucket being StorageConstruct's
+ * `Artifacts` under the stack's `Storage`. Patterns that each end in `/*` share one group.
+ */
+export function artifactWildcardFinding(...patterns: string[]): { regex: string } {
+  const wildcard = '/*';
+  const keys =
+    patterns.length > 1 && patterns.every((p) => p.endsWith(wildcard))
+      ? `(${patterns.map((p) => literally(p.slice(0, -wildcard.length))).join('|')})${literally(wildcard)}`
+      : patterns.map(literally).join('|');
+  return { regex: `/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/${keys}$/g` };
+}
