@@ -18,7 +18,14 @@ module.exports = {
   globalSetup: '<rootDir>/test/reliability/global-setup.ts',
   globalTeardown: '<rootDir>/test/reliability/global-teardown.ts',
   projects: [
-    { ...common, displayName: 'unit', testMatch: under('core', 'models', 'cloud', 'functions', 'infra') },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: under('core', 'models', 'cloud', 'functions', 'infra'),
+      // One synthesized whole stack for the infra test files that need it (test/infra/helpers.ts sharedStack).
+      globalSetup: '<rootDir>/test/infra/shared-stack-setup.ts',
+      globalTeardown: '<rootDir>/test/infra/shared-stack-teardown.ts',
+    },
     { ...common, displayName: 'integration', testMatch: under('aws', 'integration', 'executor', 'security', 'reliability') },
     { ...common, displayName: 'e2e', testMatch: under('e2e') },
   ],

@@ -12,7 +12,7 @@ import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
 import { reportCommand, importOfficialCommand } from './commands/report-commands';
 
-// rcb supports Node 20 (README, "Node versions"): the AWS SDK's notice that its releases
+// rcb supports Node 20 (docs/running-locally.md, "Node versions"): the AWS SDK's notice that its releases
 // after January 2027 will need Node 22 is about versions this lockfile does not install,
 // and it printed a screenful before every cloud command. A user who sets the variable keeps their choice.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';

@@ -1,6 +1,8 @@
 import { Aws, Duration } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambdaEventSources from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
@@ -8,9 +10,9 @@ import { Construct } from 'constructs';
 import { DEFAULT_LANES, type BedrockBatchConfig, type LaneConfig, validateLanes } from './config';
 import { RcbFunction } from './rcb-function';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
-import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
+import { ARTIFACT_PATTERNS, KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { DEFAULT_BATCH_POLL_SCHEDULE } from '../core/cloud/generation-polling';
-import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
+import { artifactWildcardFinding, grantArtifacts, grantTableItems } from './storage-grants';
 
 /** One provider lane as built: its queue, its dead-letter queue and its configuration. */
 export interface GenerationLane {
@@ -20,8 +22,10 @@ export interface GenerationLane {
 }
 
 export interface GenerationConstructProps {
-  /** Where runs, tasks, completions and artifacts live. */
-  readonly storage: StorageConstruct;
+  /** The run table: runs, tasks, completions, claims and the batch ledger. */
+  readonly table: dynamodb.ITable;
+  /** The artifacts bucket: psets and run inputs the model callers read. */
+  readonly bucket: s3.IBucket;
   /**
    * Provider lanes: one queue each, drained at the lane's maximum concurrency.
    * @default DEFAULT_LANES (openai 8, anthropic 4, gemini 4, bedrock 4)
@@ -70,12 +74,21 @@ export interface GenerationConstructProps {
    */
   readonly batchPollMaxInterval?: Duration;
   /**
+   * The run's generation deadline, which the batch round keeps as CheckProgress does: past
+   * it, the round cancels its pending batches (RCB_GENERATION_TIMEOUT_SEC).
+   * @default DEFAULT_GENERATION_TIMEOUT (24 hours)
+   */
+  readonly generationTimeout?: Duration;
+  /**
    * Bedrock batch inference from the batch round: it may create, read, list and stop model
    * invocation jobs, pass these roles to Bedrock, and write and read under these locations.
    * @default - none (a Bedrock model in batch mode fails its round with AccessDenied)
    */
   readonly bedrockBatch?: BedrockBatchConfig;
 }
+
+/** How long generation of a run may take before CheckProgress and the batch round give up on it. */
+export const DEFAULT_GENERATION_TIMEOUT = Duration.hours(24);
 
 /** Timeout of the batch round function: one submit (upload and create), one poll per pending batch, the results of those that ended. */
 const BATCH_ROUND_TIMEOUT = Duration.minutes(5);
@@ -105,7 +118,7 @@ export class GenerationConstruct extends Construct {
     const lanes = validateLanes(props.lanes ?? DEFAULT_LANES) as Required<LaneConfig>[];
     const timeout = props.generatorTimeout ?? Duration.minutes(10);
     const maxReceiveCount = props.maxReceiveCount ?? 3;
-    const { storage } = props;
+    const { table, bucket } = props;
 
     this.keysSecret = new secretsmanager.Secret(this, 'ProviderKeys', {
       description: 'rcb model provider API keys: a JSON object of KEY_NAME -> value, read only by the generator',
@@ -120,8 +133,8 @@ export class GenerationConstruct extends Construct {
       timeout,
       extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
       environment: {
-        RCB_TABLE: storage.table.tableName,
-        RCB_BUCKET: storage.bucket.bucketName,
+        RCB_TABLE: table.tableName,
+        RCB_BUCKET: bucket.bucketName,
         RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
       },
     });
@@ -129,7 +142,7 @@ export class GenerationConstruct extends Construct {
 
     // Reserve and settle budget on the run item, read tasks, write completions (first write
     // wins) and take generation claims.
-    storage.grantTable(generatorRole, [
+    grantTableItems(table, generatorRole, [
       'dynamodb:GetItem',
       'dynamodb:BatchGetItem',
       'dynamodb:PutItem',
@@ -137,10 +150,10 @@ export class GenerationConstruct extends Construct {
     ]);
     // Release its in-flight claims on tasks (TASK#<taskId>/CLAIM): the one delete it needs,
     // confined to the task partitions.
-    storage.grantTable(generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task)] });
+    grantTableItems(table, generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task)] });
     // Reads the run's inputs (pset bundle, prompt template, plan manifest); it writes no object.
-    storage.grantArtifacts(generatorRole, {
-      read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
+    grantArtifacts(bucket, generatorRole, {
+      read: [ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs],
     });
 
     const bedrockArns =
@@ -167,27 +180,28 @@ export class GenerationConstruct extends Construct {
       memorySize: 512,
       extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
       environment: {
-        RCB_TABLE: storage.table.tableName,
-        RCB_BUCKET: storage.bucket.bucketName,
+        RCB_TABLE: table.tableName,
+        RCB_BUCKET: bucket.bucketName,
         RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
         RCB_BATCH_POLL_MIN_SEC: String((props.batchPollInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec)).toSeconds()),
         RCB_BATCH_POLL_MAX_SEC: String((props.batchPollMaxInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec)).toSeconds()),
+        RCB_GENERATION_TIMEOUT_SEC: String((props.generationTimeout ?? DEFAULT_GENERATION_TIMEOUT).toSeconds()),
       },
     });
     // The run item (budget reservations, counters, status), the run's batch items
     // (RUN#<runId>/BATCH#..., the ledger: Query and UpdateItem) and the tasks' completions
     // (TASK#<taskId>/COMPLETION, first write wins). No claim, no delete.
-    storage.grantTable(this.batchRound.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], {
+    grantTableItems(table, this.batchRound.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], {
       leadingKeys: [leadingKeys(KEY_PREFIXES.run), leadingKeys(KEY_PREFIXES.task)],
     });
-    storage.grantArtifacts(this.batchRound.role, { read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`] });
+    grantArtifacts(bucket, this.batchRound.role, { read: [ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs] });
     NagSuppressions.addResourceSuppressions(
       this.batchRound.role,
       [
         {
           id: 'AwsSolutions-IAM5',
           reason: 'Object-key wildcards: the batch round reads psets/* and runs/* (run ids are only known at run time); it writes no object.',
-          appliesTo: [{ regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' }],
+          appliesTo: [artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs)],
         },
       ],
       true,
@@ -222,11 +236,11 @@ export class GenerationConstruct extends Construct {
       functionDir: 'dead-letter',
       description: 'rcb: settles each dead-lettered generation message as a failed completion of its task',
       timeout: DEAD_LETTER_TIMEOUT,
-      environment: { RCB_TABLE: storage.table.tableName, RCB_BUCKET: storage.bucket.bucketName },
+      environment: { RCB_TABLE: table.tableName, RCB_BUCKET: bucket.bucketName },
     });
     // Read the run's tasks and the task's completion; write the failed completion (first write wins).
     // ... and count it on the run item (UpdateItem ADD).
-    storage.grantTable(this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    grantTableItems(table, this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
 
     this.lanes = lanes.map((lane) => {
       const laneId = pascal(lane.name);
@@ -285,7 +299,7 @@ export class GenerationConstruct extends Construct {
           reason:
             'Object-key wildcards: the generator reads psets/* and runs/* (run ids are only known at run time). Bedrock: model and inference-profile ids are chosen per run from the model registry; only InvokeModel actions are granted, and bedrockResourceArns narrows them.',
           appliesTo: [
-            { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' },
+            artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs),
             { regex: '/^Resource::arn:<AWS::Partition>:bedrock:\\*:(<AWS::AccountId>)?:(foundation-model|inference-profile)\\/\\*$/g' },
           ],
         },
@@ -350,11 +364,6 @@ export class GenerationConstruct extends Construct {
       ],
       true,
     );
-  }
-
-  /** Lane name -> queue URL, the map PlanRun uses to route a task to its provider's lane. */
-  public laneQueueUrls(): Record<string, string> {
-    return Object.fromEntries(this.lanes.map((l) => [l.config.name, l.queue.queueUrl]));
   }
 }
 

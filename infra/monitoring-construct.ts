@@ -1,7 +1,9 @@
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import {
   DefaultDashboardFactory,
@@ -11,14 +13,20 @@ import {
 } from 'cdk-monitoring-constructs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import type { GenerationLane } from './generation-construct';
-import type { RcbFunction } from './rcb-function';
+
+/** A provider lane to alarm on: its queue and its dead-letter queue. */
+export interface MonitoredLane {
+  /** The lane's name, in alarm and dashboard names (`lane-<name>`). */
+  readonly name: string;
+  readonly queue: sqs.IQueue;
+  readonly deadLetterQueue: sqs.IQueue;
+}
 
 export interface MonitoringConstructProps {
   /** Provider lanes whose DLQ depth and oldest message age are alarmed on. */
-  readonly lanes: readonly GenerationLane[];
+  readonly lanes: readonly MonitoredLane[];
   /** Functions whose errors and throttles are alarmed on, with a human-readable name each. */
-  readonly functions: ReadonlyArray<{ readonly name: string; readonly fn: RcbFunction }>;
+  readonly functions: ReadonlyArray<{ readonly name: string; readonly fn: lambda.IFunction }>;
   /** The run workflow, alarmed on failed and timed-out executions. */
   readonly stateMachine: sfn.IStateMachine;
   /**
@@ -97,8 +105,8 @@ export class MonitoringConstruct extends Construct {
       this.facade.monitorSqsQueueWithDlq({
         queue: lane.queue,
         deadLetterQueue: lane.deadLetterQueue,
-        humanReadableName: `Lane ${lane.config.name}`,
-        alarmFriendlyName: `lane-${lane.config.name}`,
+        humanReadableName: `Lane ${lane.name}`,
+        alarmFriendlyName: `lane-${lane.name}`,
         addDeadLetterQueueMaxSizeAlarm: { Critical: { maxMessageCount: 0 } },
         addQueueMaxMessageAgeAlarm: { Warning: { maxAgeInSeconds: maxAgeSec } },
       });
@@ -114,7 +122,7 @@ export class MonitoringConstruct extends Construct {
 
     for (const { name, fn } of props.functions) {
       this.facade.monitorLambdaFunction({
-        lambdaFunction: fn.function,
+        lambdaFunction: fn,
         humanReadableName: `Function ${name}`,
         alarmFriendlyName: `fn-${name}`,
         addFaultCountAlarm: { Critical: { maxErrorCount: 0 } },

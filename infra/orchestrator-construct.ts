@@ -1,18 +1,22 @@
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { EvaluationConstruct } from './evaluation-construct';
-import { GenerationConstruct } from './generation-construct';
+import { DEFAULT_GENERATION_TIMEOUT } from './generation-construct';
 import { BatchLaneConstruct } from './batch-lane-construct';
 import { RcbFunction } from './rcb-function';
 import { ShardRunTask } from './shard-run-task';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
-import { KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
-import { ARTIFACT_PREFIXES, StorageConstruct } from './storage-construct';
+import { ARTIFACT_PATTERNS, KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
+import { artifactWildcardFinding, grantArtifacts, grantTableItems } from './storage-grants';
 import { STATE_NAMES } from './state-names';
 import { DEFAULT_POLL_SCHEDULE } from '../core/cloud/generation-polling';
 
@@ -30,10 +34,34 @@ export const CAPACITY_ERRORS = [
   'ECS.LimitExceededException',
 ];
 
+/** A provider lane as PlanRun sees it: the queue it sends the lane's task messages to. */
+export interface LaneQueue {
+  /** The lane's name (config.ts LaneConfig.name), the key of RCB_LANE_QUEUES. */
+  readonly name: string;
+  readonly queue: sqs.IQueue;
+}
+
+/** What the EvaluateShard states run: one task of this definition per shard, in these subnets and groups. */
+export interface ShardTaskTarget {
+  readonly cluster: ecs.ICluster;
+  readonly taskDefinition: ecs.TaskDefinition;
+  /** The evaluator container, whose environment the states override with the shard's. */
+  readonly container: ecs.ContainerDefinition;
+  readonly subnets: ec2.SubnetSelection;
+  readonly securityGroups: ec2.ISecurityGroup[];
+}
+
 export interface OrchestratorConstructProps {
-  readonly storage: StorageConstruct;
-  readonly generation: GenerationConstruct;
-  readonly evaluation: EvaluationConstruct;
+  /** The run table every workflow function reads and writes. */
+  readonly table: dynamodb.ITable;
+  /** The artifacts bucket: psets read, run outputs written. */
+  readonly bucket: s3.IBucket;
+  /** The generation lanes PlanRun routes tasks to (GenerationConstruct's lanes). */
+  readonly lanes: readonly LaneQueue[];
+  /** One round of the batch lane (GenerationConstruct's batch round function). */
+  readonly batchRound: lambda.IFunction;
+  /** The shard task the evaluation Map runs (EvaluationConstruct and NetworkConstruct). */
+  readonly shardTask: ShardTaskTarget;
   /**
    * Shards (papers) evaluated at once: the Map's MaxConcurrency, i.e. Fargate tasks in flight per run.
    * @default 10
@@ -52,8 +80,9 @@ export interface OrchestratorConstructProps {
   readonly generationPollMaxInterval?: Duration;
   /**
    * How long CheckProgress lets generation run before it fails the run (it receives this
-   * as RCB_GENERATION_TIMEOUT_SEC and decides; the loop itself has no counter).
-   * @default Duration.hours(24)
+   * as RCB_GENERATION_TIMEOUT_SEC and decides; the loop itself has no counter). Give the
+   * batch round (GenerationConstruct's generationTimeout) the same.
+   * @default DEFAULT_GENERATION_TIMEOUT (24 hours)
    */
   readonly generationTimeout?: Duration;
   /**
@@ -98,12 +127,10 @@ export class OrchestratorConstruct extends Construct {
 
   constructor(scope: Construct, id: string, props: OrchestratorConstructProps) {
     super(scope, id);
-    const { storage, generation } = props;
-    const common = { RCB_TABLE: storage.table.tableName, RCB_BUCKET: storage.bucket.bucketName };
+    const { table, bucket } = props;
+    const common = { RCB_TABLE: table.tableName, RCB_BUCKET: bucket.bucketName };
     const stack = Stack.of(this);
-    const generationTimeoutSec = String((props.generationTimeout ?? Duration.hours(24)).toSeconds());
-    // The batch lane keeps CheckProgress's deadline: past it, it cancels its pending batches.
-    generation.batchRound.function.addEnvironment('RCB_GENERATION_TIMEOUT_SEC', generationTimeoutSec);
+    const generationTimeoutSec = String((props.generationTimeout ?? DEFAULT_GENERATION_TIMEOUT).toSeconds());
 
     this.planRun = new RcbFunction(this, 'PlanRunFunction', {
       functionDir: 'plan-run',
@@ -113,11 +140,11 @@ export class OrchestratorConstruct extends Construct {
       extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
       environment: {
         ...common,
-        RCB_LANE_QUEUES: stack.toJsonString(generation.laneQueueUrls()),
+        RCB_LANE_QUEUES: stack.toJsonString(Object.fromEntries(props.lanes.map((l) => [l.name, l.queue.queueUrl]))),
         RCB_EVALUATION_READY: String(props.evaluationReady ?? true),
       },
     });
-    storage.grantTable(this.planRun.role, [
+    grantTableItems(table, this.planRun.role, [
       'dynamodb:GetItem',
       'dynamodb:BatchGetItem',
       'dynamodb:Query',
@@ -125,13 +152,13 @@ export class OrchestratorConstruct extends Construct {
       'dynamodb:UpdateItem',
     ]);
     // A restarted run reopens the tasks whose answer was an error: their completion and verdict go.
-    storage.grantTable(this.planRun.role, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task), leadingKeys(KEY_PREFIXES.run)] });
-    storage.grantArtifacts(this.planRun.role, {
-      read: [`${ARTIFACT_PREFIXES.psets}*`],
-      list: [`${ARTIFACT_PREFIXES.psets}*`],
-      write: [`${ARTIFACT_PREFIXES.runs}*`],
+    grantTableItems(table, this.planRun.role, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task), leadingKeys(KEY_PREFIXES.run)] });
+    grantArtifacts(bucket, this.planRun.role, {
+      read: [ARTIFACT_PATTERNS.psets],
+      list: [ARTIFACT_PATTERNS.psets],
+      write: [ARTIFACT_PATTERNS.runs],
     });
-    for (const lane of generation.lanes) lane.queue.grantSendMessages(this.planRun.role);
+    for (const lane of props.lanes) lane.queue.grantSendMessages(this.planRun.role);
 
     this.checkProgress = new RcbFunction(this, 'CheckProgressFunction', {
       functionDir: 'check-progress',
@@ -145,7 +172,7 @@ export class OrchestratorConstruct extends Construct {
       },
     });
     // Progress is read from the run's items alone: it needs no queue access.
-    storage.grantTable(this.checkProgress.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    grantTableItems(table, this.checkProgress.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
 
     this.aggregate = new RcbFunction(this, 'AggregateFunction', {
       functionDir: 'aggregate',
@@ -154,17 +181,17 @@ export class OrchestratorConstruct extends Construct {
       timeout: Duration.minutes(10),
       environment: common,
     });
-    storage.grantTable(this.aggregate.role, [
+    grantTableItems(table, this.aggregate.role, [
       'dynamodb:GetItem',
       'dynamodb:BatchGetItem',
       'dynamodb:Query',
       'dynamodb:PutItem',
       'dynamodb:UpdateItem',
     ]);
-    storage.grantArtifacts(this.aggregate.role, {
-      read: [`${ARTIFACT_PREFIXES.psets}*`, `${ARTIFACT_PREFIXES.runs}*`],
-      list: [`${ARTIFACT_PREFIXES.runs}*`],
-      write: [`${ARTIFACT_PREFIXES.runs}*`],
+    grantArtifacts(bucket, this.aggregate.role, {
+      read: [ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs],
+      list: [ARTIFACT_PATTERNS.runs],
+      write: [ARTIFACT_PATTERNS.runs],
     });
 
     this.markRunFailed = new RcbFunction(this, 'MarkRunFailedFunction', {
@@ -173,7 +200,7 @@ export class OrchestratorConstruct extends Construct {
       timeout: Duration.seconds(30),
       environment: common,
     });
-    storage.grantTable(this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
+    grantTableItems(table, this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
 
     for (const fn of [this.planRun, this.checkProgress, this.aggregate, this.markRunFailed]) {
       NagSuppressions.addResourceSuppressions(
@@ -183,7 +210,7 @@ export class OrchestratorConstruct extends Construct {
             id: 'AwsSolutions-IAM5',
             reason:
               'Object-key wildcards under the bucket\'s psets/ and runs/ prefixes only: run ids and pset digests are known at run time, not at deploy time.',
-            appliesTo: [{ regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' }],
+            appliesTo: [artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs)],
           },
         ],
         true,
@@ -258,7 +285,7 @@ export class OrchestratorConstruct extends Construct {
       comment: 'The SQS lanes\' progress loop beside the batch lane; a failure of either (its deadline, a round that keeps failing) fails the run',
       resultPath: sfn.JsonPath.DISCARD,
     });
-    generate.branch(this.generationPhase(props));
+    generate.branch(this.generationPhase());
     generate.branch(this.batchPhase(props));
     generate.addCatch(failurePath, { errors: [sfn.Errors.ALL], resultPath: '$.failure' });
     return planRun.next(generate).next(evaluateShards).next(aggregate).next(succeeded);
@@ -269,7 +296,7 @@ export class OrchestratorConstruct extends Construct {
    * otherwise nothing, so a run without batch-mode models invokes no batch function.
    */
   private batchPhase(props: OrchestratorConstructProps): sfn.IChainable {
-    const lane = new BatchLaneConstruct(this, 'BatchLane', { batchRound: props.generation.batchRound.function });
+    const lane = new BatchLaneConstruct(this, 'BatchLane', { batchRound: props.batchRound });
     return new sfn.Choice(this, 'BatchLaneChoice', { stateName: STATE_NAMES.batchLane })
       // A plan without the field (a PlanRun deployed before the lane) has no batch tasks.
       .when(sfn.Condition.and(sfn.Condition.isPresent('$.plan.batchTasks'), sfn.Condition.numberGreaterThan('$.plan.batchTasks', 0)), lane)
@@ -284,7 +311,7 @@ export class OrchestratorConstruct extends Construct {
    * loop's history events stay bounded (test/infra/history-bound.test.ts computes the bound).
    * Its failures are caught by the Parallel around it.
    */
-  private generationPhase(props: OrchestratorConstructProps): sfn.IChainable {
+  private generationPhase(): sfn.IChainable {
     const wait = new sfn.Wait(this, 'WaitForGeneration', {
       stateName: STATE_NAMES.waitForGeneration,
       time: sfn.WaitTime.secondsPath('$.progress.waitSec'),
@@ -311,25 +338,25 @@ export class OrchestratorConstruct extends Construct {
    * (no capacity, or interrupted twice) moves to on-demand Fargate.
    */
   private evaluationPhase(props: OrchestratorConstructProps): sfn.Map {
-    const { evaluation } = props;
+    const { shardTask } = props;
     const runShard = (id: string, stateName: string, capacityProvider: 'FARGATE_SPOT' | 'FARGATE'): tasks.EcsRunTask =>
       new ShardRunTask(this, id, {
         stateName,
         comment: `Evaluate one paper's candidates on ${capacityProvider}`,
         integrationPattern: sfn.IntegrationPattern.RUN_JOB,
-        cluster: evaluation.cluster,
-        taskDefinition: evaluation.taskDefinition,
+        cluster: shardTask.cluster,
+        taskDefinition: shardTask.taskDefinition,
         launchTarget: new tasks.EcsFargateLaunchTarget({
           platformVersion: ecs.FargatePlatformVersion.LATEST,
           capacityProviderOptions: tasks.CapacityProviderOptions.custom([{ capacityProvider, weight: 1 }]),
         }),
         assignPublicIp: false,
-        subnets: evaluation.taskSubnets,
-        securityGroups: [evaluation.taskSecurityGroup],
+        subnets: shardTask.subnets,
+        securityGroups: shardTask.securityGroups,
         propagatedTagSource: ecs.PropagatedTagSource.TASK_DEFINITION,
         containerOverrides: [
           {
-            containerDefinition: evaluation.container,
+            containerDefinition: shardTask.container,
             environment: [
               { name: 'RCB_RUN_ID', value: sfn.JsonPath.stringAt('$.runId') },
               { name: 'RCB_SHARD', value: sfn.JsonPath.stringAt('$.paper') },

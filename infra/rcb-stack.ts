@@ -1,10 +1,11 @@
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import type { Construct } from 'constructs';
+import { Construct } from 'constructs';
 import type { RcbDeployConfig, RcbOptions } from './config';
 import { EvaluationConstruct } from './evaluation-construct';
-import { GenerationConstruct, pascal } from './generation-construct';
+import { DEFAULT_GENERATION_TIMEOUT, GenerationConstruct, pascal } from './generation-construct';
 import { MonitoringConstruct } from './monitoring-construct';
+import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
 
@@ -26,6 +27,7 @@ export function stackPropsFromConfig(config: RcbDeployConfig): RcbStackProps {
 export class RcbStack extends Stack {
   public readonly storage: StorageConstruct;
   public readonly generation: GenerationConstruct;
+  public readonly network: NetworkConstruct;
   public readonly evaluation: EvaluationConstruct;
   public readonly orchestrator: OrchestratorConstruct;
   public readonly monitoring: MonitoringConstruct;
@@ -34,45 +36,68 @@ export class RcbStack extends Stack {
     super(scope, id, props);
     const interfaceEndpoints = props.interfaceEndpoints ?? true;
 
-    this.storage = new StorageConstruct(this, 'Storage', {
+    const { table, bucket } = (this.storage = new StorageConstruct(this, 'Storage', {
       artifactRetentionDays: props.artifactRetentionDays,
       retainData: props.retainData,
-    });
+    }));
+    const generationTimeout = DEFAULT_GENERATION_TIMEOUT;
     this.generation = new GenerationConstruct(this, 'Generation', {
-      storage: this.storage,
+      table,
+      bucket,
       lanes: props.lanes,
       generatorTimeout: props.generatorTimeoutSec ? Duration.seconds(props.generatorTimeoutSec) : undefined,
+      generationTimeout,
       bedrockResourceArns: props.bedrockResourceArns,
       bedrockBatch: props.bedrockBatch,
       modelsFile: props.modelsFile,
     });
-    this.evaluation = new EvaluationConstruct(this, 'Evaluation', {
-      storage: this.storage,
-      cpu: props.taskCpu,
-      memoryMiB: props.taskMemoryMiB,
-      cpuArchitecture: props.cpuArchitecture === 'ARM64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
+    // The network and the shard task were one construct, 'Evaluation'. Construct ids named
+    // 'Default' are left out of logical ids, so under it both keep the ids their resources
+    // were deployed with: an existing stack updates in place instead of replacing its VPC.
+    const evaluationScope = new Construct(this, 'Evaluation');
+    this.network = new NetworkConstruct(evaluationScope, 'Default', {
+      bucket,
+      table,
       interfaceEndpoints,
       dnsFirewall: props.dnsFirewall,
     });
+    this.evaluation = new EvaluationConstruct(this.network, 'Default', {
+      table,
+      bucket,
+      vpc: this.network.vpc,
+      logGroup: this.network.taskLogGroup,
+      cpu: props.taskCpu,
+      memoryMiB: props.taskMemoryMiB,
+      cpuArchitecture: props.cpuArchitecture === 'ARM64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
+    });
     this.orchestrator = new OrchestratorConstruct(this, 'Orchestrator', {
-      storage: this.storage,
-      generation: this.generation,
-      evaluation: this.evaluation,
+      table,
+      bucket,
+      lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue })),
+      batchRound: this.generation.batchRound.function,
+      shardTask: {
+        cluster: this.evaluation.cluster,
+        taskDefinition: this.evaluation.taskDefinition,
+        container: this.evaluation.container,
+        subnets: this.network.taskSubnets,
+        securityGroups: [this.network.taskSecurityGroup],
+      },
+      generationTimeout,
       evaluationMaxConcurrency: props.evaluationMaxConcurrency,
       evaluationReady: interfaceEndpoints,
       modelsFile: props.modelsFile,
     });
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
-      lanes: this.generation.lanes,
+      lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue, deadLetterQueue: lane.deadLetterQueue })),
       stateMachine: this.orchestrator.stateMachine,
       functions: [
-        { name: 'generate', fn: this.generation.generator },
-        { name: 'dead-letter', fn: this.generation.deadLetter },
-        { name: 'batch-round', fn: this.generation.batchRound },
-        { name: 'plan-run', fn: this.orchestrator.planRun },
-        { name: 'check-progress', fn: this.orchestrator.checkProgress },
-        { name: 'aggregate', fn: this.orchestrator.aggregate },
-        { name: 'mark-failed', fn: this.orchestrator.markRunFailed },
+        { name: 'generate', fn: this.generation.generator.function },
+        { name: 'dead-letter', fn: this.generation.deadLetter.function },
+        { name: 'batch-round', fn: this.generation.batchRound.function },
+        { name: 'plan-run', fn: this.orchestrator.planRun.function },
+        { name: 'check-progress', fn: this.orchestrator.checkProgress.function },
+        { name: 'aggregate', fn: this.orchestrator.aggregate.function },
+        { name: 'mark-failed', fn: this.orchestrator.markRunFailed.function },
       ],
       alarmEmail: props.alarmEmail,
       maxMessageAge: props.maxMessageAgeSec ? Duration.seconds(props.maxMessageAgeSec) : undefined,

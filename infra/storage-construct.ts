@@ -1,62 +1,9 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { ARTIFACT_PREFIXES, TABLE_ATTRIBUTES as RUN_TABLE_KEYS } from '../core/cloud/storage-layout';
-
-/**
- * Key prefixes of the artifacts bucket. The blob store adapter writes under these and
- * nothing else; IAM grants and lifecycle rules are written against them.
- */
-export { ARTIFACT_PREFIXES };
-
-/**
- * Where the evaluation container writes inside a run: `runs/<runId>/evaluation/<paper>/...`.
- * The task role can write there and nowhere else.
- */
-export const EVALUATION_OUTPUT_PATTERN = `${ARTIFACT_PREFIXES.runs}*/evaluation/*`;
-
-/** Names of the single-table keys: the DynamoDB adapter's, so the two cannot drift apart. */
-export const TABLE_KEYS = RUN_TABLE_KEYS;
-
-/** DynamoDB item actions a grantee may receive (never table management or Scan). */
-export type TableItemAction =
-  | 'dynamodb:GetItem'
-  | 'dynamodb:BatchGetItem'
-  | 'dynamodb:Query'
-  | 'dynamodb:PutItem'
-  | 'dynamodb:UpdateItem'
-  | 'dynamodb:BatchWriteItem'
-  | 'dynamodb:ConditionCheckItem'
-  | 'dynamodb:DeleteItem';
-
-export interface TableGrantOptions {
-  /** Also allow the actions on the gsi1 index (only meaningful for Query). */
-  readonly index?: boolean;
-  /**
-   * Restrict the items to partition keys matching these patterns (`dynamodb:LeadingKeys`,
-   * StringLike), e.g. `['RUN#*']`.
-   * @default - any partition key
-   */
-  readonly leadingKeys?: string[];
-  /**
-   * Restrict the attributes the request may name (`dynamodb:Attributes`, every one of them
-   * in this list, key attributes included), e.g. for an UpdateItem of one counter.
-   * @default - any attribute
-   */
-  readonly attributes?: string[];
-}
-
-export interface ArtifactGrantOptions {
-  /** Object key patterns the grantee may read (s3:GetObject), e.g. `psets/*`. */
-  readonly read?: string[];
-  /** Object key patterns the grantee may write (s3:PutObject), e.g. `runs/*`. */
-  readonly write?: string[];
-  /** Key prefixes the grantee may list (s3:ListBucket with an s3:prefix condition), e.g. `psets/*`. */
-  readonly list?: string[];
-}
+import { ARTIFACT_PREFIXES, TABLE_ATTRIBUTES as TABLE_KEYS } from '../core/cloud/storage-layout';
 
 export interface StorageConstructProps {
   /**
@@ -164,41 +111,5 @@ export class StorageConstruct extends Construct {
       sortKey: { name: TABLE_KEYS.gsi1SortKey, type: dynamodb.AttributeType.STRING },
       projectionType: dynamodb.ProjectionType.ALL,
     });
-  }
-
-  /** Grants exactly the listed item actions on the table (and its index when asked). */
-  public grantTable(grantee: iam.IGrantable, actions: TableItemAction[], options: TableGrantOptions = {}): iam.Grant {
-    const resources = [this.table.tableArn];
-    if (options.index) resources.push(`${this.table.tableArn}/index/${TABLE_KEYS.gsi1Name}`);
-    return iam.Grant.addToPrincipal({
-      grantee,
-      actions,
-      resourceArns: resources,
-      conditions: options.leadingKeys || options.attributes
-        ? {
-            ...(options.leadingKeys ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': options.leadingKeys } } : {}),
-            ...(options.attributes ? { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': options.attributes } } : {}),
-          }
-        : undefined,
-    });
-  }
-
-  /** Grants object reads, writes and listings under the given key patterns only. */
-  public grantArtifacts(grantee: iam.IGrantable, options: ArtifactGrantOptions): void {
-    const objectArns = (patterns: string[]) => patterns.map((p) => this.bucket.arnForObjects(p));
-    if (options.read?.length) {
-      iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: objectArns(options.read) });
-    }
-    if (options.write?.length) {
-      iam.Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: objectArns(options.write) });
-    }
-    if (options.list?.length) {
-      iam.Grant.addToPrincipal({
-        grantee,
-        actions: ['s3:ListBucket'],
-        resourceArns: [this.bucket.bucketArn],
-        conditions: { StringLike: { 's3:prefix': options.list } },
-      });
-    }
   }
 }

@@ -4,7 +4,7 @@
  * Builds the real evaluation image here, without Docker Hub or PyPI, and runs shards of
  * examples/pset-mini in it the way Fargate would, against the emulator's local DynamoDB
  * and S3; the verdicts must equal a local run's. Not part of `npm test` (80 s warm on 2
- * cores; minutes more the first time, see README "Check the image offline"). Steps:
+ * cores; minutes more the first time, see docs/cloud.md, "Check the image offline"). Steps:
  *   1. a base image with Node.js and Debian's Python 3 / python3-numpy / python3-torch, made
  *      once with mmdebstrap from this machine's Debian mirror and `podman import`ed;
  *   2. the stack synthesized (as `cdk synth` does, bundling aside) and container/Dockerfile

@@ -9,7 +9,7 @@ set -euo pipefail
 PACKAGES=(bubblewrap python3 python3-numpy)
 # What the tests of the 9 papers of the public pset that run on Debian's Python need
 # (`rcb doctor` lists them; npm test runs their oracle). The other 11 need modules Debian
-# does not package (timm, jax, hydra, ...): see the README's recipe with a virtualenv.
+# does not package (timm, jax, hydra, ...): see the recipe with a virtualenv in docs/running-locally.md.
 PAPER_PACKAGES=(python3-torch python3-scipy python3-pandas python3-yaml python3-tqdm python3-torchvision python3-omegaconf python3-matplotlib)
 # --test: also what only the test suite needs: chromium, the headless browser that
 # test/e2e/results.test.ts drives through puppeteer-core to read the rendered HTML report.

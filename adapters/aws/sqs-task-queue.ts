@@ -25,7 +25,7 @@ export const DEFAULT_PROVIDER_LANES: Readonly<Record<string, string>> = {
 };
 
 export interface LaneRouting {
-  /** Queue URL of each lane, by lane name (what GenerationConstruct.laneQueueUrls() gives). */
+  /** Queue URL of each lane, by lane name (RCB_LANE_QUEUES, which OrchestratorConstruct writes from the lanes). */
   queueUrls: Readonly<Record<string, string>>;
   /** Lane of the providers that have no lane of their own; must be a key of `queueUrls`. */
   defaultLane: string;

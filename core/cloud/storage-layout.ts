@@ -71,17 +71,29 @@ export const ARTIFACT_PREFIXES = {
 
 const runs = ARTIFACT_PREFIXES.runs;
 const psets = ARTIFACT_PREFIXES.psets;
+/** A run's evaluation outputs: `runs/<runId>/evaluation/...`, the only keys the shard task writes. */
+const evaluation = 'evaluation/';
 
 /** Where run artifacts live in the bucket. */
 export const cloudKeys = {
   planManifest: (runId: string) => `${runs}${runId}/plan.json`,
   reportPrefix: (runId: string) => `${runs}${runId}/reports/`,
   /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
-  shardVerdicts: (runId: string, paper: string, slice?: string) => `${runs}${runId}/evaluation/${paper}/${slice ? `${slice}/` : ''}verdicts.json`,
+  shardVerdicts: (runId: string, paper: string, slice?: string) => `${runs}${runId}/${evaluation}${paper}/${slice ? `${slice}/` : ''}verdicts.json`,
   /** A verdict too large for its table item (its logs), by content digest (adapters/aws/dynamo-run-store.ts). */
-  verdictRecord: (runId: string, taskId: string, digest: string) => `${runs}${runId}/evaluation/verdicts/${taskId}-${digest}.json`,
+  verdictRecord: (runId: string, taskId: string, digest: string) => `${runs}${runId}/${evaluation}verdicts/${taskId}-${digest}.json`,
   promptTemplate: (digest: string) => `${psets}templates/${digest}.txt`,
   psetBundle: (digest: string) => `${psets}${digest}.json`,
   /** A replay file of the run's `replay:FILE` models, by the digest their parameters carry. */
   replayFile: (digest: string) => `${psets}replays/${digest}.jsonl`,
+} as const;
+
+/** Object key patterns of IAM grants (resources, `s3:prefix` conditions) over the artifacts bucket. */
+export const ARTIFACT_PATTERNS = {
+  /** Every pset bundle, template and replay file. */
+  psets: `${psets}*`,
+  /** Everything of every run. */
+  runs: `${runs}*`,
+  /** The evaluation outputs of every run (`runs/<runId>/evaluation/...`): where the shard task may write, and nowhere else. */
+  evaluationOutput: `${runs}*/${evaluation}*`,
 } as const;

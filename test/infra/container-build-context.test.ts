@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVALUATOR_PYTHON } from '../../infra/evaluation-construct';
 import { containerApp, dockerInstructions, imageContextOf, type ContainerApp, type DockerInstruction } from '../../emulator/container-app';
-import { buildStack, REPO_ROOT, resourcesOfType } from './helpers';
+import { REPO_ROOT, resourcesOfType, sharedStack } from './helpers';
 
 let cache: string;
 let dockerfile: DockerInstruction[];
@@ -23,8 +23,8 @@ let buildError: string | undefined;
 
 beforeAll(() => {
   // The context exactly as `cdk synth` stages it for the image asset.
-  const { app: cdkApp, stack } = buildStack();
-  const context = imageContextOf(cdkApp.synth().directory, stack.artifactId);
+  const { assemblyDir, artifactId } = sharedStack();
+  const context = imageContextOf(assemblyDir, artifactId);
   dockerfile = dockerInstructions(readFileSync(join(context.directory, 'container', 'Dockerfile'), 'utf8'));
   cache = mkdtempSync(join(tmpdir(), 'rcb-build-context-'));
   try {
@@ -83,8 +83,8 @@ describe('the evaluation image build context', () => {
   });
 
   it('is built once per context digest: a second call finds it in the cache', () => {
-    const { app: cdkApp, stack } = buildStack();
-    const again = containerApp(imageContextOf(cdkApp.synth().directory, stack.artifactId), cache);
+    const { assemblyDir, artifactId } = sharedStack();
+    const again = containerApp(imageContextOf(assemblyDir, artifactId), cache);
     expect(again).toEqual({ ...app, built: false });
   });
 
@@ -92,8 +92,8 @@ describe('the evaluation image build context', () => {
     const env = dockerfile.filter((i) => i.stage === 'runtime' && i.keyword === 'ENV').map((i) => i.args).join(' ');
     expect(env).toMatch(new RegExp(`(^|\\s)RCB_PYTHON=${EVALUATOR_PYTHON}(\\s|$)`));
     expect(dockerfile.filter((i) => i.stage === 'runtime' && i.keyword === 'USER')).toEqual([]);
-    const [task] = Object.values(resourcesOfType(buildStack().template, 'AWS::ECS::TaskDefinition'));
-    const [container] = task.Properties?.ContainerDefinitions as Array<{ Environment: Array<{ Name: string; Value: unknown }>; User: string }>;
+    const [task] = Object.values(resourcesOfType(sharedStack().template, 'AWS::ECS::TaskDefinition'));
+    const [container] = task.Properties!.ContainerDefinitions as Array<{ Environment: Array<{ Name: string; Value: unknown }>; User: string }>;
     expect(container.Environment).toEqual(expect.arrayContaining([{ Name: 'RCB_PYTHON', Value: EVALUATOR_PYTHON }]));
     expect(container.User).toBe('0:0');
   });

@@ -1,13 +1,16 @@
 /**
- * Builds the rcb stack for infra tests: the feature flags of cdk.json, bundling off (no
- * esbuild run, no Docker), props given directly. Stacks are cached by their props, since
- * a synth stages the Docker build context and takes a second or two.
+ * Stacks for infra tests: the feature flags of cdk.json, bundling off (no esbuild run, no
+ * Docker), props given directly. A construct's tests build it alone on a stack of its own
+ * (`constructStack`); the tests that need the whole stack as deployed share one synthesis
+ * of it per jest run (`sharedStack`), since a synthesis stages the Docker build context.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { RcbStack, type RcbStackProps } from '../../infra/rcb-stack';
+import { SHARED_STACK_DIR_ENV } from './shared-stack-env';
 
 export const REPO_ROOT = join(__dirname, '..', '..');
 
@@ -25,23 +28,98 @@ export function featureFlags(): Record<string, unknown> {
 /** Context that skips asset bundling: NodejsFunction assets are staged from source, unbuilt. */
 export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] as string[] };
 
-export interface Built {
-  app: App;
-  stack: RcbStack;
-  template: Template;
+/** The app every test stack lives in: cdk.json's feature flags, no bundling. */
+export function testApp(outdir?: string): App {
+  return new App({ context: { ...featureFlags(), ...NO_BUNDLING }, builtinCloudFormationValidation: false, ...(outdir ? { outdir } : {}) });
 }
 
-const cache = new Map<string, Built>();
+/** A stack of its own for the constructs one test builds, and its template. */
+export function constructStack<T>(build: (stack: Stack) => T): { stack: Stack; template: Template; built: T } {
+  const stack = new Stack(testApp(), 'RcbTest', { analyticsReporting: false });
+  const built = build(stack);
+  return { stack, template: Template.fromStack(stack), built };
+}
 
-export function buildStack(props: RcbStackProps = {}): Built {
-  const key = JSON.stringify(props);
-  const hit = cache.get(key);
-  if (hit) return hit;
-  const app = new App({ context: { ...featureFlags(), ...NO_BUNDLING }, builtinCloudFormationValidation: false });
-  const stack = new RcbStack(app, 'RcbTest', { analyticsReporting: false, ...props });
-  const built = { app, stack, template: Template.fromStack(stack) };
-  cache.set(key, built);
-  return built;
+/** `build` called once per distinct props (compared as JSON), its result kept for the file's other tests. */
+export function oncePerProps<P, T>(build: (props: P) => T, defaults: P): (props?: P) => T {
+  const built = new Map<string, T>();
+  return (props = defaults) => {
+    const key = JSON.stringify(props);
+    if (!built.has(key)) built.set(key, build(props));
+    return built.get(key) as T;
+  };
+}
+
+/** The whole stack, built (not synthesized): for what the construct tree itself shows. */
+export function unsynthesizedStack(props: RcbStackProps = {}): RcbStack {
+  return new RcbStack(testApp(), 'RcbTest', { analyticsReporting: false, ...props });
+}
+
+/** The whole stack with default props, synthesized: its template and its cloud assembly. */
+export interface SharedStack {
+  template: Template;
+  /** The cloud assembly folder (the staged image context is in it). */
+  assemblyDir: string;
+  artifactId: string;
+}
+
+interface SharedStackManifest {
+  artifactId: string;
+  templateFile: string;
+}
+
+let sharedHere: SharedStack | undefined;
+
+/**
+ * The whole stack, synthesized once per jest run and read by every test file that needs it:
+ * the first worker to ask synthesizes it into the run's folder (test/infra/shared-stack-setup.ts
+ * makes it), the others wait for its manifest. Outside such a run (no folder given), it is
+ * synthesized once in this process.
+ */
+export function sharedStack(): SharedStack {
+  if (sharedHere) return sharedHere;
+  const dir = process.env[SHARED_STACK_DIR_ENV] || mkdtempSync(join(tmpdir(), 'rcb-stack-'));
+  const manifestFile = join(dir, 'manifest.json');
+  const failedFile = join(dir, 'failed.txt');
+  const outdir = join(dir, 'cdk.out');
+  let mine = false;
+  try {
+    closeSync(openSync(join(dir, 'lock'), 'wx'));
+    mine = true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  if (mine) {
+    try {
+      mkdirSync(outdir, { recursive: true });
+      const app = testApp(outdir);
+      const stack = new RcbStack(app, 'RcbTest', { analyticsReporting: false });
+      app.synth();
+      const manifest: SharedStackManifest = { artifactId: stack.artifactId, templateFile: stack.templateFile };
+      writeFileSync(`${manifestFile}.tmp`, JSON.stringify(manifest));
+      renameSync(`${manifestFile}.tmp`, manifestFile);
+    } catch (e) {
+      writeFileSync(failedFile, String((e as Error).stack ?? e));
+      throw e;
+    }
+  } else {
+    waitFor(() => existsSync(manifestFile) || existsSync(failedFile), 180_000, `the shared stack in ${dir}`);
+    if (existsSync(failedFile)) throw new Error(`the shared stack failed to synthesize in another test file:\n${readFileSync(failedFile, 'utf8')}`);
+  }
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as SharedStackManifest;
+  const template = Template.fromJSON(JSON.parse(readFileSync(join(outdir, manifest.templateFile), 'utf8')));
+  sharedHere = { template, assemblyDir: outdir, artifactId: manifest.artifactId };
+  return sharedHere;
+}
+
+/** Blocks until `done()` (the other worker synthesizes meanwhile; nothing of this one can run). */
+function waitFor(done: () => boolean, timeoutMs: number, what: string): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting ${timeoutMs / 1000} s for ${what}`);
+    Atomics.wait(pause, 0, 0, 100);
+  }
 }
 
 type Resources = Record<string, { Type: string; Properties?: Record<string, any>; [k: string]: unknown }>;
@@ -74,7 +152,7 @@ export function roleStatements(template: Template, roleLogicalId: string): State
   const statements: Statement[] = [];
   for (const policy of Object.values(policies)) {
     const roles = (policy.Properties?.Roles ?? []) as Array<{ Ref?: string }>;
-    if (roles.some((r) => r.Ref === roleLogicalId)) statements.push(...(policy.Properties?.PolicyDocument.Statement as Statement[]));
+    if (roles.some((r) => r.Ref === roleLogicalId)) statements.push(...(policy.Properties!.PolicyDocument.Statement as Statement[]));
   }
   const role = resourcesOfType(template, 'AWS::IAM::Role')[roleLogicalId];
   for (const inline of (role?.Properties?.Policies ?? []) as Array<{ PolicyDocument: { Statement: Statement[] } }>) {

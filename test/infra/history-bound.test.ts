@@ -9,7 +9,7 @@
  */
 import { BATCH_CANCEL_GRACE_SEC, DEFAULT_BATCH_POLL_SCHEDULE, pollCount, pollWaitSec, DEFAULT_POLL_SCHEDULE, HISTORY_EVENT_LIMIT } from '../../core/cloud/generation-polling';
 import { STATE_NAMES } from '../../infra/state-names';
-import { allStates, buildStack, stateMachineDefinition } from './helpers';
+import { allStates, sharedStack, stateMachineDefinition } from './helpers';
 
 type State = Record<string, any>;
 
@@ -30,7 +30,7 @@ function events(state: State): number {
 }
 
 describe('the run workflow history', () => {
-  const template = buildStack().template;
+  const template = sharedStack().template;
   const definition = stateMachineDefinition(template);
   const states = allStates(definition.States) as Record<string, State>;
   const env = (name: string): string =>

@@ -14,11 +14,11 @@ import {
   userNamespaceRefusingProfile,
   type SynthContainerDefinition,
 } from '../../scripts/image-check-fargate';
-import { buildStack, resourcesOfType } from './helpers';
+import { resourcesOfType, sharedStack } from './helpers';
 
 function evaluator(): SynthContainerDefinition {
-  const [task] = Object.values(resourcesOfType(buildStack().template, 'AWS::ECS::TaskDefinition'));
-  return (task.Properties?.ContainerDefinitions as SynthContainerDefinition[])[0];
+  const [task] = Object.values(resourcesOfType(sharedStack().template, 'AWS::ECS::TaskDefinition'));
+  return (task.Properties?.ContainerDefinitions as SynthContainerDefinition[] | undefined)?.[0] as SynthContainerDefinition;
 }
 
 const resolved = { RCB_TABLE: 'rcb-runs', RCB_BUCKET: 'rcb-artifacts', AWS_REGION: 'us-east-1' };

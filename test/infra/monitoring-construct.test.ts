@@ -1,6 +1,43 @@
 import { Match } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
 import { DEFAULT_LANES } from '../../infra/config';
-import { buildStack, logicalIdStartingWith, resourcesOfType } from './helpers';
+import { pascal } from '../../infra/generation-construct';
+import { MonitoringConstruct, type MonitoringConstructProps } from '../../infra/monitoring-construct';
+import { constructStack, logicalIdStartingWith, oncePerProps, resourcesOfType } from './helpers';
+
+/**
+ * The monitoring construct on a stack of its own, watching stand-ins of what the rcb stack
+ * gives it, at the same paths: the default lanes' queues and DLQs, seven functions, a workflow.
+ */
+const monitoringStack = oncePerProps(
+  (props: Pick<MonitoringConstructProps, 'alarmEmail' | 'maxMessageAge'>) =>
+    constructStack((stack) => {
+      const generation = new Construct(stack, 'Generation');
+      const orchestrator = new Construct(stack, 'Orchestrator');
+      const lanes = DEFAULT_LANES.map((lane) => ({
+        name: lane.name,
+        queue: new sqs.Queue(generation, `${pascal(lane.name)}Queue`),
+        deadLetterQueue: new sqs.Queue(generation, `${pascal(lane.name)}DeadLetterQueue`),
+      }));
+      const fn = (scope: Construct, id: string) =>
+        new lambda.Function(scope, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler = async () => ({})') });
+      const functions = [
+        { name: 'generate', fn: fn(generation, 'GeneratorFunction') },
+        { name: 'dead-letter', fn: fn(generation, 'DeadLetterFunction') },
+        { name: 'batch-round', fn: fn(generation, 'BatchRoundFunction') },
+        { name: 'plan-run', fn: fn(orchestrator, 'PlanRunFunction') },
+        { name: 'check-progress', fn: fn(orchestrator, 'CheckProgressFunction') },
+        { name: 'aggregate', fn: fn(orchestrator, 'AggregateFunction') },
+        { name: 'mark-failed', fn: fn(orchestrator, 'MarkRunFailedFunction') },
+      ];
+      const stateMachine = new sfn.StateMachine(orchestrator, 'RunWorkflow', { definitionBody: sfn.DefinitionBody.fromChainable(new sfn.Pass(orchestrator, 'Start')) });
+      return new MonitoringConstruct(stack, 'Monitoring', { lanes, functions, stateMachine, ...props });
+    }),
+  {},
+);
 
 type Alarm = { Properties?: Record<string, any> };
 
@@ -17,10 +54,10 @@ function alarmsOn(alarms: Alarm[], metricName: string): Array<{ watched: string;
 }
 
 describe('MonitoringConstruct', () => {
-  const alarms = (props = {}) => Object.values(resourcesOfType(buildStack(props).template, 'AWS::CloudWatch::Alarm')) as Alarm[];
+  const alarms = (props = {}) => Object.values(resourcesOfType(monitoringStack(props).template, 'AWS::CloudWatch::Alarm')) as Alarm[];
 
   it('alarms as soon as any lane DLQ holds a message', () => {
-    const { template } = buildStack();
+    const { template } = monitoringStack();
     const onDlqDepth = alarmsOn(alarms(), 'ApproximateNumberOfMessagesVisible');
     const dlqs = DEFAULT_LANES.map((l) => {
       const id = l.name.charAt(0).toUpperCase() + l.name.slice(1);
@@ -31,7 +68,7 @@ describe('MonitoringConstruct', () => {
   });
 
   it('alarms when a lane oldest message is older than six hours', () => {
-    const { template } = buildStack();
+    const { template } = monitoringStack();
     const onAge = alarmsOn(alarms(), 'ApproximateAgeOfOldestMessage');
     const queues = DEFAULT_LANES.map((l) => {
       const id = l.name.charAt(0).toUpperCase() + l.name.slice(1);
@@ -42,7 +79,7 @@ describe('MonitoringConstruct', () => {
   });
 
   it('alarms on any failed or timed-out run workflow execution', () => {
-    const { template } = buildStack();
+    const { template } = monitoringStack();
     const machine = logicalIdStartingWith(template, 'AWS::StepFunctions::StateMachine', 'OrchestratorRunWorkflow');
     for (const metric of ['ExecutionsFailed', 'ExecutionsTimedOut']) {
       expect(alarmsOn(alarms(), metric)).toEqual([{ watched: machine, threshold: 0, operator: 'GreaterThanThreshold', actions: undefined }]);
@@ -50,7 +87,7 @@ describe('MonitoringConstruct', () => {
   });
 
   it('alarms on errors and throttles of every pipeline function', () => {
-    const { template } = buildStack();
+    const { template } = monitoringStack();
     const functions = Object.keys(resourcesOfType(template, 'AWS::Lambda::Function')).filter(
       (id) => id.startsWith('Generation') || id.startsWith('Orchestrator'),
     );
@@ -63,13 +100,13 @@ describe('MonitoringConstruct', () => {
   });
 
   it('creates one dashboard and no SNS topic without an alarm e-mail', () => {
-    const { template } = buildStack();
+    const { template } = monitoringStack();
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     template.resourceCountIs('AWS::SNS::Topic', 0);
   });
 
   it('publishes every alarm to an SSL-only topic with an e-mail subscription when an address is given', () => {
-    const { template } = buildStack({ alarmEmail: 'team@example.org' });
+    const { template } = monitoringStack({ alarmEmail: 'team@example.org' });
     const topic = logicalIdStartingWith(template, 'AWS::SNS::Topic', 'MonitoringAlarmTopic');
     template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'team@example.org', TopicArn: { Ref: topic } });
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {

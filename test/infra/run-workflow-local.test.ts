@@ -8,7 +8,7 @@
 import '../../emulator/promise-polyfill';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { STATE_NAMES } from '../../infra/orchestrator-construct';
-import { buildStack, stateMachineDefinition } from './helpers';
+import { sharedStack, stateMachineDefinition } from './helpers';
 
 /** An error as Step Functions sees it: matched by name in Retry/Catch. */
 function stateError(name: string, message: string): Error {
@@ -29,7 +29,7 @@ function shardEnv(runTaskParameters: any): Record<string, string> {
 }
 
 function run(handlers: Partial<Record<string, Handler>>, input: Parameters<StateMachine['run']>[0]) {
-  const machine = new StateMachine(stateMachineDefinition(buildStack().template), {
+  const machine = new StateMachine(stateMachineDefinition(sharedStack().template), {
     validationOptions: { checkArn: false },
   });
   const execution = machine.run(input, {

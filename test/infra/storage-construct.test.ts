@@ -1,10 +1,14 @@
 import { Match } from 'aws-cdk-lib/assertions';
-import { buildStack, resourcesOfType } from './helpers';
+import { StorageConstruct, type StorageConstructProps } from '../../infra/storage-construct';
+import { constructStack, oncePerProps, resourcesOfType } from './helpers';
+
+/** The storage construct alone on a stack of its own. */
+const storageStack = oncePerProps((props: StorageConstructProps) => constructStack((stack) => new StorageConstruct(stack, 'Storage', props)), {});
 
 describe('StorageConstruct', () => {
   describe('artifacts bucket', () => {
     it('encrypts objects at rest with S3-managed keys', () => {
-      const { template } = buildStack();
+      const { template } = storageStack();
       template.hasResourceProperties('AWS::S3::Bucket', {
         BucketEncryption: {
           ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
@@ -13,7 +17,7 @@ describe('StorageConstruct', () => {
     });
 
     it('blocks every form of public access and enforces bucket-owner object ownership', () => {
-      const { template } = buildStack();
+      const { template } = storageStack();
       template.hasResourceProperties('AWS::S3::Bucket', {
         PublicAccessBlockConfiguration: {
           BlockPublicAcls: true,
@@ -26,7 +30,7 @@ describe('StorageConstruct', () => {
     });
 
     it('denies requests without TLS (and below TLS 1.2) in the bucket policy', () => {
-      const { template } = buildStack();
+      const { template } = storageStack();
       template.hasResourceProperties('AWS::S3::BucketPolicy', {
         PolicyDocument: {
           Statement: Match.arrayWith([
@@ -38,7 +42,7 @@ describe('StorageConstruct', () => {
     });
 
     it('expires run artifacts after 180 days by default and cleans up uploads and old versions', () => {
-      const { template } = buildStack();
+      const { template } = storageStack();
       template.hasResourceProperties('AWS::S3::Bucket', {
         VersioningConfiguration: { Status: 'Enabled' },
         LifecycleConfiguration: {
@@ -56,7 +60,7 @@ describe('StorageConstruct', () => {
     });
 
     it('keeps run artifacts forever when the retention is 0 days', () => {
-      const { template } = buildStack({ artifactRetentionDays: 0 });
+      const { template } = storageStack({ artifactRetentionDays: 0 });
       const [bucket] = Object.values(resourcesOfType(template, 'AWS::S3::Bucket'));
       const rules = bucket.Properties?.LifecycleConfiguration.Rules as Array<Record<string, unknown>>;
       expect(rules.filter((r) => r.ExpirationInDays !== undefined)).toEqual([]);
@@ -64,14 +68,14 @@ describe('StorageConstruct', () => {
     });
 
     it('survives stack deletion by default, and not when retainData is false', () => {
-      expect(buildStack().template.findResources('AWS::S3::Bucket', { DeletionPolicy: 'Retain' })).not.toEqual({});
-      expect(buildStack({ retainData: false }).template.findResources('AWS::S3::Bucket', { DeletionPolicy: 'Delete' })).not.toEqual({});
+      expect(storageStack().template.findResources('AWS::S3::Bucket', { DeletionPolicy: 'Retain' })).not.toEqual({});
+      expect(storageStack({ retainData: false }).template.findResources('AWS::S3::Bucket', { DeletionPolicy: 'Delete' })).not.toEqual({});
     });
   });
 
   describe('runs table', () => {
     it('is on-demand with point-in-time recovery, encryption and the expiresAt TTL', () => {
-      const { template } = buildStack();
+      const { template } = storageStack();
       template.hasResourceProperties('AWS::DynamoDB::Table', {
         BillingMode: 'PAY_PER_REQUEST',
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
@@ -81,7 +85,7 @@ describe('StorageConstruct', () => {
     });
 
     it('has the single-table keys pk/sk and the gsi1 index the RunStore adapter queries', () => {
-      const { template } = buildStack();
+      const { template } = storageStack();
       template.hasResourceProperties('AWS::DynamoDB::Table', {
         KeySchema: [
           { AttributeName: 'pk', KeyType: 'HASH' },
@@ -107,9 +111,9 @@ describe('StorageConstruct', () => {
     });
 
     it('is retained and deletion-protected by default, and neither when retainData is false', () => {
-      const kept = buildStack().template;
+      const kept = storageStack().template;
       kept.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', Properties: Match.objectLike({ DeletionProtectionEnabled: true }) });
-      const disposable = buildStack({ retainData: false }).template;
+      const disposable = storageStack({ retainData: false }).template;
       disposable.hasResource('AWS::DynamoDB::Table', {
         DeletionPolicy: 'Delete',
         Properties: Match.objectLike({ DeletionProtectionEnabled: false }),

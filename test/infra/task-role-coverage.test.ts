@@ -31,7 +31,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry } from '../../adapters/models/registry';
 import { answerBook } from '../models/support/batch-contract';
 import { startFakeOpenAI, type FakeServer } from '../models/support/fake-batch-servers';
-import { actionsOf, buildStack, flatten, logicalIdStartingWith, resourcesOfType, roleStatements, type Statement } from './helpers';
+import { actionsOf, flatten, logicalIdStartingWith, resourcesOfType, roleStatements, sharedStack, type Statement } from './helpers';
 
 /** One AWS call, as IAM sees it. */
 interface Call {
@@ -165,7 +165,7 @@ afterAll(async () => {
 });
 
 describe('the evaluation task role', () => {
-  const { template } = buildStack();
+  const { template } = sharedStack();
   const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'EvaluationTaskRole');
   const tableArn = `\${${logicalIdStartingWith(template, 'AWS::DynamoDB::Table', 'StorageRuns')}.Arn}`;
   const bucketArn = `\${${logicalIdStartingWith(template, 'AWS::S3::Bucket', 'StorageArtifacts')}.Arn}`;
@@ -200,7 +200,7 @@ describe('the evaluation task role', () => {
  * server in OpenAI's batch wire format, every table and bucket call recorded.
  */
 describe('the batch round role', () => {
-  const { template } = buildStack();
+  const { template } = sharedStack();
   const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'GenerationBatchRoundRole');
   const tableArn = `\${${logicalIdStartingWith(template, 'AWS::DynamoDB::Table', 'StorageRuns')}.Arn}`;
   const bucketArn = `\${${logicalIdStartingWith(template, 'AWS::S3::Bucket', 'StorageArtifacts')}.Arn}`;

@@ -89,7 +89,11 @@ export class ProcessEnder {
     const init = 'sandbox' in this.how ? this.how.sandbox.initPid() : null;
     if (init !== null) killQuietly(init);
     else if ('supervisor' in this.how) killQuietly(pid, 'SIGTERM');
-    else return killQuietly(-pid); // bwrap has not said its init yet: --die-with-parent ends the namespace with bwrap
+    else {
+      // bwrap has not said its init yet: --die-with-parent ends the namespace with bwrap
+      killQuietly(-pid);
+      return;
+    }
     this.timer = setTimeout(() => {
       if (this.alive) killQuietly(-pid);
     }, this.graceMs);

@@ -37,7 +37,7 @@ export interface ColdExecutorOptions {
    * How tests are isolated: `bwrap` (bubblewrap: namespaces, an empty root, no network);
    * `uid` (no namespaces, for hosts that refuse them such as Fargate: rcb runs as root and
    * each slot's tests as a uid of their own under a seccomp filter; see uid-sandbox.md in
-   * the README's Security model); `none` (the same as unsafeNoSandbox); `auto`: bwrap where
+   * docs/security.md); `none` (the same as unsafeNoSandbox); `auto`: bwrap where
    * it can start, else uid when rcb runs as root, else an error naming both.
    * @default 'auto' ('none' when unsafeNoSandbox is set)
    */
