@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { importOverallStats } from '../../core/report/official';
 import { checkSubsets, formatCheck } from '../../core/subset/check';
 import { assertMatrixOfPset, verdictMatrix, type VerdictMatrix } from '../../core/subset/matrix';
-import { buildSubset, serializeSubset } from '../../core/subset/subset-file';
+import { assertSubsetFitsPset, buildSubset, parseSubsetFile, serializeSubset } from '../../core/subset/subset-file';
 import { defaultPsetDir, loadPsetOrFail, UsageError } from './common';
 
 function collect(value: string, previous: string[]): string[] {
@@ -118,6 +118,51 @@ export function subsetCheckCommand(opts: SubsetCheckOptions): number {
   return 0;
 }
 
+export interface SubsetShowOptions {
+  pset?: string;
+  json?: boolean;
+}
+
+/** A subset file, read and checked against the pset it will run on: its tasks and what it was fitted on. */
+export function subsetShowCommand(file: string, opts: SubsetShowOptions): number {
+  const path = resolve(file);
+  if (!existsSync(path)) throw new UsageError(`subset file ${path} does not exist`);
+  let subset;
+  try {
+    subset = parseSubsetFile(readFileSync(path, 'utf8'), path);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const whole = loadPsetOrFail(opts.pset);
+  const have = new Set(whole.papers.map((p) => p.meta.id));
+  const lacking = subset.pset.papers.filter((p) => !have.has(p));
+  if (lacking.length) {
+    const list = lacking.length > 5 ? `${lacking.slice(0, 5).join(', ')} and ${lacking.length - 5} more` : lacking.join(', ');
+    throw new UsageError(`${path}: made for ${subset.pset.papers.length} papers; the pset at ${whole.root} lacks ${lacking.length} of them (${list}); --pset names the pset the subset is for`);
+  }
+  const pset = subset.pset.papers.length === whole.papers.length ? whole : loadPsetOrFail(opts.pset, subset.pset.papers);
+  try {
+    assertSubsetFitsPset(subset, pset, path);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(subset, null, 2)}\n`);
+    return 0;
+  }
+  const loc = subset.tasks.reduce((s, t) => s + t.loc, 0);
+  const totalLoc = subset.items.reduce((s, t) => s + t.loc, 0);
+  const lines = [
+    `${path}: ${subset.size} of ${subset.items.length} tasks (${loc} of ${totalLoc} LoC, ${((100 * loc) / totalLoc).toFixed(1)}%) of the pset at ${pset.root}`,
+    `method ${subset.method.name}, prior sd ${subset.method.priorSd}, 95% interval ×${subset.method.inflation.toFixed(2)} (calibrated), seed ${subset.method.seed}`,
+    `fitted on ${subset.models.length} models${subset.excludedModels.length ? ` (excluded: ${subset.excludedModels.join(', ')})` : ''}`,
+    '',
+    ...subset.tasks.map((t) => `  ${t.paper.padEnd(30)} ${t.snippet.padEnd(44)} ${String(t.loc).padStart(4)} LoC`),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return 0;
+}
+
 /** The `rcb subset` commands on `program`; `done` receives each command's exit code. */
 export function registerSubsetCommands(program: Command, done: (code: number) => void): void {
   const subset = program.command('subset').description('screen models on a small calibrated subset of the tasks, fitted from published verdicts (docs/subsets.md)');
@@ -141,4 +186,11 @@ export function registerSubsetCommands(program: Command, done: (code: number) =>
     .option('--random-seeds <n>', 'random subsets drawn per held-out model', '10')
     .option('--json', 'the check as JSON, every held-out model included')
     .action((o: SubsetCheckOptions) => done(subsetCheckCommand(o)));
+  subset
+    .command('show')
+    .description('a subset file, checked against the pset it is for: its tasks, method and the models it was fitted on')
+    .argument('<file>', 'subset file')
+    .option('--pset <dir>', 'the pset to check it against (default: the bundled example)')
+    .option('--json', 'the subset file as read')
+    .action((file: string, o: SubsetShowOptions) => done(subsetShowCommand(file, o)));
 }

@@ -34,7 +34,12 @@ export const FIT_DEFAULTS: Fit2plOptions = { iterations: 60, learningRate: 0.25,
 const A_MIN = 0.05;
 const A_MAX = 5;
 
-const logit = (p: number) => Math.log(p / (1 - p));
+// Module bindings, not `Math.x` in the loops: where the code runs in a vm context (jest's
+// test environment), each lookup of the global Math is an interceptor call, ten times the exp.
+const { exp, log, log1p, sqrt } = Math;
+const isNaN = (x: number) => x !== x;
+
+const logit = (p: number) => log(p / (1 - p));
 const clip = (x: number, lo: number, hi: number) => (x < lo ? lo : x > hi ? hi : x);
 
 /**
@@ -51,7 +56,7 @@ export function fit2pl(y: Float64Array, rows: number, cols: number, opts: Fit2pl
     let n = 0;
     for (let i = 0; i < rows; i++) {
       const v = y[i * cols + j];
-      if (!Number.isNaN(v)) {
+      if (!isNaN(v)) {
         s += v;
         n++;
       }
@@ -63,7 +68,7 @@ export function fit2pl(y: Float64Array, rows: number, cols: number, opts: Fit2pl
     let n = 0;
     for (let j = 0; j < cols; j++) {
       const v = y[i * cols + j];
-      if (!Number.isNaN(v)) {
+      if (!isNaN(v)) {
         s += v;
         n++;
       }
@@ -75,8 +80,8 @@ export function fit2pl(y: Float64Array, rows: number, cols: number, opts: Fit2pl
   const gTheta = new Float64Array(rows);
   const gA = new Float64Array(cols);
   const gB = new Float64Array(cols);
-  const stepTheta = opts.learningRate / Math.sqrt(cols);
-  const stepItem = opts.learningRate / Math.sqrt(rows);
+  const stepTheta = opts.learningRate / sqrt(cols);
+  const stepItem = opts.learningRate / sqrt(rows);
   for (let it = 0; it < opts.iterations; it++) {
     gTheta.fill(0);
     gA.fill(0);
@@ -87,9 +92,9 @@ export function fit2pl(y: Float64Array, rows: number, cols: number, opts: Fit2pl
       const base = i * cols;
       for (let j = 0; j < cols; j++) {
         const v = y[base + j];
-        if (Number.isNaN(v)) continue;
+        if (isNaN(v)) continue;
         const d = th - b[j];
-        const r = v - 1 / (1 + Math.exp(-a[j] * d));
+        const r = v - 1 / (1 + exp(-a[j] * d));
         g += r * a[j];
         gA[j] += r * d;
         gB[j] -= r * a[j];
@@ -112,7 +117,7 @@ function standardise(x: Float64Array): void {
   for (const v of x) mean += v / n;
   let ss = 0;
   for (const v of x) ss += (v - mean) ** 2;
-  const sd = Math.sqrt(ss / n) + 1e-9;
+  const sd = sqrt(ss / n) + 1e-9;
   for (let i = 0; i < n; i++) x[i] = (x[i] - mean) / sd;
 }
 
@@ -151,7 +156,7 @@ export function abilityPosterior(
     for (let g = 0; g < G; g++) {
       // log P = -log(1 + e^-z), log(1 - P) = log P - z
       const z = aj * (theta[g] - bj);
-      const logP = z > 0 ? -Math.log1p(Math.exp(-z)) : z - Math.log1p(Math.exp(z));
+      const logP = z > 0 ? -log1p(exp(-z)) : z - log1p(exp(z));
       ll[g] += logP - (1 - v) * z;
     }
   }
@@ -160,7 +165,7 @@ export function abilityPosterior(
   const weight = new Float64Array(G);
   let sum = 0;
   for (let g = 0; g < G; g++) {
-    weight[g] = Math.exp(ll[g] - max);
+    weight[g] = exp(ll[g] - max);
     sum += weight[g];
   }
   for (let g = 0; g < G; g++) weight[g] /= sum;
@@ -219,7 +224,7 @@ export function estimateScore(
     const bj = params.b[j];
     const l = loc[j];
     for (let k = 0; k < G; k++) {
-      const p = 1 / (1 + Math.exp(-aj * (theta[live[k]] - bj)));
+      const p = 1 / (1 + exp(-aj * (theta[live[k]] - bj)));
       expected[k] += p * l;
       bernoulli[k] += p * (1 - p) * l * l;
     }
@@ -240,7 +245,7 @@ export function estimateScore(
   const pct = (x: number) => (totalLoc ? (100 * x) / totalLoc : 0);
   return {
     mean: pct(passedLoc + mean),
-    sd: pct(Math.sqrt(within + between)),
+    sd: pct(sqrt(within + between)),
     observed: seenLoc ? (100 * passedLoc) / seenLoc : 0,
     floor: pct(passedLoc),
     ceiling: pct(passedLoc + totalLoc - seenLoc),
