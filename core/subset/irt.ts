@@ -51,30 +51,8 @@ export function fit2pl(y: Float64Array, rows: number, cols: number, opts: Fit2pl
   const theta = new Float64Array(rows);
   const a = new Float64Array(cols).fill(1);
   const b = new Float64Array(cols);
-  for (let j = 0; j < cols; j++) {
-    let s = 0;
-    let n = 0;
-    for (let i = 0; i < rows; i++) {
-      const v = y[i * cols + j];
-      if (!isNaN(v)) {
-        s += v;
-        n++;
-      }
-    }
-    b[j] = -logit(clip(n ? s / n : 0.5, 0.02, 0.98));
-  }
-  for (let i = 0; i < rows; i++) {
-    let s = 0;
-    let n = 0;
-    for (let j = 0; j < cols; j++) {
-      const v = y[i * cols + j];
-      if (!isNaN(v)) {
-        s += v;
-        n++;
-      }
-    }
-    theta[i] = logit(clip(n ? s / n : 0.5, 0.01, 0.99));
-  }
+  for (let j = 0; j < cols; j++) b[j] = -logit(clip(passRate(y, j, cols, rows), 0.02, 0.98));
+  for (let i = 0; i < rows; i++) theta[i] = logit(clip(passRate(y, i * cols, 1, cols), 0.01, 0.99));
   standardise(theta);
 
   const gTheta = new Float64Array(rows);
@@ -108,6 +86,20 @@ export function fit2pl(y: Float64Array, rows: number, cols: number, opts: Fit2pl
     }
   }
   return { theta, a, b };
+}
+
+/** Mean of the `count` cells of `y` from `start` every `stride`, NaN cells left out (0.5 if all are). */
+function passRate(y: Float64Array, start: number, stride: number, count: number): number {
+  let s = 0;
+  let n = 0;
+  for (let k = 0; k < count; k++) {
+    const v = y[start + k * stride];
+    if (!isNaN(v)) {
+      s += v;
+      n++;
+    }
+  }
+  return n ? s / n : 0.5;
 }
 
 function standardise(x: Float64Array): void {
