@@ -11,6 +11,7 @@ import { UsageError } from './commands/common';
 import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
 import { reportCommand, importOfficialCommand } from './commands/report-commands';
+import { registerSubsetCommands } from './commands/subset-commands';
 
 // rcb supports Node 20 (docs/running-locally.md, "Node versions"): the AWS SDK's notice that its releases
 // after January 2027 will need Node 22 is about versions this lockfile does not install,
@@ -225,6 +226,10 @@ async function main(argv: string[]): Promise<number> {
     .action(async (file, o) => {
       code = await importOfficialCommand(file, o);
     });
+
+  registerSubsetCommands(program, (c) => {
+    code = c;
+  });
 
   const sweep = program.command('sweep').description('many models under one budget, from a sweep file (YAML): plan, run, status, report');
   sweep

@@ -1,0 +1,165 @@
+/**
+ * The subset file (JSON, schema `rcb-subset/1`): the pset it was made for, the chosen tasks,
+ * the method and its fitted parameters, the models it was fitted on. `estimateFromSubset` reads
+ * a model's verdicts on the chosen tasks and gives its estimated full-set scaled pass@1.
+ */
+import { z } from 'zod';
+import type { Pset } from '../types';
+import { byCodeUnit, scaledScore, taskKey, type SubsetTask, type VerdictMatrix } from './matrix';
+import { estimateWithInterval, fitSubset, METHOD_DEFAULTS, METHOD_NAME, type MethodOptions } from './method';
+
+export const SUBSET_SCHEMA = 'rcb-subset/1';
+
+const Task = z.object({ paper: z.string().min(1), snippet: z.string().min(1), loc: z.number().int().positive() }).strict();
+const Item = Task.extend({ a: z.number().positive(), b: z.number() }).strict();
+
+export const SubsetFile = z
+  .object({
+    schema: z.literal(SUBSET_SCHEMA),
+    /** The pset the verdicts were made on: the digest rcb computes for these papers (SPEC 1). */
+    pset: z.object({ digest: z.string().regex(/^[0-9a-f]{64}$/, 'must be a sha256 in hex'), papers: z.array(z.string().min(1)).min(1) }).strict(),
+    method: z
+      .object({
+        name: z.literal(METHOD_NAME),
+        /** Standard deviation of the normal prior on a new model's ability. */
+        priorSd: z.number().positive(),
+        /** Normal quantile of the interval. */
+        z: z.number().positive(),
+        /** Factor on the posterior standard deviation, calibrated by leave-one-out over the fitted models. */
+        inflation: z.number().min(1),
+        grid: z.object({ lo: z.number(), hi: z.number(), points: z.number().int().min(2) }).strict(),
+        fit: z.object({ iterations: z.number().int().positive(), learningRate: z.number().positive(), reg: z.number().nonnegative() }).strict(),
+        seed: z.number().int().nonnegative(),
+      })
+      .strict(),
+    size: z.number().int().positive(),
+    /** The chosen tasks. */
+    tasks: z.array(Task).min(1),
+    /** Every task of the full set with its fitted 2PL parameters. */
+    items: z.array(Item).min(1),
+    /** The models fitted on, with their fitted ability and their full-set scaled pass@1. */
+    models: z.array(z.object({ id: z.string().min(1), source: z.string(), ability: z.number(), scaled: z.number() }).strict()).min(2),
+    excludedModels: z.array(z.string()),
+  })
+  .strict();
+export type SubsetFile = z.infer<typeof SubsetFile>;
+
+/** Build the subset of `size` tasks from the verdict matrix (all its models) for the pset. */
+export function buildSubset(
+  m: VerdictMatrix,
+  pset: { digest: string; papers: string[] },
+  size: number,
+  opts: { seed: number; excludedModels: string[]; method?: MethodOptions },
+): SubsetFile {
+  const method = opts.method ?? METHOD_DEFAULTS;
+  const rows = m.models.map((_, i) => i);
+  const fitted = fitSubset(m, rows, size, opts.seed, method);
+  const round = (x: number) => Number(x.toPrecision(12));
+  return {
+    schema: SUBSET_SCHEMA,
+    pset: { digest: pset.digest, papers: [...pset.papers].sort(byCodeUnit) },
+    method: {
+      name: METHOD_NAME,
+      priorSd: method.priorSd,
+      z: method.z,
+      inflation: round(fitted.inflation),
+      grid: method.grid,
+      fit: method.fit,
+      seed: opts.seed,
+    },
+    size,
+    tasks: fitted.tasks.map((j) => ({ ...m.tasks[j] })),
+    items: m.tasks.map((t, j) => ({ ...t, a: round(fitted.params.a[j]), b: round(fitted.params.b[j]) })),
+    models: m.models.map((id, i) => ({ id, source: m.sourceOf.get(id) ?? '', ability: round(fitted.theta[i]), scaled: round(scaledScore(m, i)) })),
+    excludedModels: [...opts.excludedModels].sort(byCodeUnit),
+  };
+}
+
+export function serializeSubset(s: SubsetFile): string {
+  return `${JSON.stringify(s, null, 2)}\n`;
+}
+
+/** Parse and check a subset file's text; every error names `source`. */
+export function parseSubsetFile(text: string, source: string): SubsetFile {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${source}: not JSON (${(e as Error).message})`);
+  }
+  if (json && typeof json === 'object' && 'schema' in json && (json as { schema: unknown }).schema !== SUBSET_SCHEMA) {
+    throw new Error(`${source}: schema ${JSON.stringify((json as { schema: unknown }).schema)} is not ${SUBSET_SCHEMA} (made by another version of rcb? rebuild it with \`rcb subset build\`)`);
+  }
+  const parsed = SubsetFile.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`${source}: ${issue.path.join('.') || '(top level)'}: ${issue.message}`);
+  }
+  const s = parsed.data;
+  const items = new Map<string, number>();
+  const papers = new Set(s.pset.papers);
+  s.items.forEach((t, i) => {
+    const key = taskKey(t.paper, t.snippet);
+    if (items.has(key)) throw new Error(`${source}: items.${i}: ${t.paper} snippet ${t.snippet} is listed twice`);
+    if (!papers.has(t.paper)) throw new Error(`${source}: items.${i}: paper ${t.paper} is not among pset.papers`);
+    items.set(key, t.loc);
+  });
+  const chosen = new Set<string>();
+  s.tasks.forEach((t, i) => {
+    const key = taskKey(t.paper, t.snippet);
+    const loc = items.get(key);
+    if (loc === undefined) throw new Error(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} is not among the items`);
+    if (loc !== t.loc) throw new Error(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} has ${t.loc} lines of code, its item ${loc}`);
+    if (chosen.has(key)) throw new Error(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} is listed twice`);
+    chosen.add(key);
+  });
+  if (s.tasks.length !== s.size) throw new Error(`${source}: size is ${s.size} but ${s.tasks.length} task(s) are listed`);
+  if (!(s.method.grid.hi > s.method.grid.lo)) throw new Error(`${source}: method.grid: hi must be above lo`);
+  return s;
+}
+
+/** Refuse a subset made for another pset (or another choice of its papers). */
+export function assertSubsetFitsPset(s: SubsetFile, pset: Pick<Pset, 'digest' | 'root'>, source: string): void {
+  if (s.pset.digest !== pset.digest) {
+    throw new Error(
+      `${source}: made for the pset with digest ${s.pset.digest.slice(0, 12)}… (papers ${s.pset.papers.join(', ')}), but the pset at ${pset.root} has digest ${pset.digest.slice(0, 12)}…; build a subset for this pset with \`rcb subset build --pset ${pset.root}\``,
+    );
+  }
+}
+
+/** The estimate a subset gives for one model. Percent of scaled pass@1 (SPEC 8, official judge). */
+export interface SubsetEstimate {
+  /** The subset's own scaled pass@1: its observed tasks only. */
+  subsetScore: number;
+  /** Estimated full-set scaled pass@1 and its 95% interval. */
+  mean: number;
+  low: number;
+  high: number;
+  /** Chosen tasks with a verdict, and those without (estimated like the tasks outside the subset). */
+  observed: number;
+  missing: SubsetTask[];
+}
+
+/**
+ * A model's estimated full-set score from its verdicts on the subset's tasks: `verdict`
+ * gives the share of its samples that passed a task (undefined for a task it has no verdict on).
+ */
+export function estimateFromSubset(s: SubsetFile, verdict: (paper: string, snippet: string) => number | undefined): SubsetEstimate {
+  const index = new Map(s.items.map((t, j) => [taskKey(t.paper, t.snippet), j]));
+  const params = { a: Float64Array.from(s.items, (t) => t.a), b: Float64Array.from(s.items, (t) => t.b) };
+  const loc = Float64Array.from(s.items, (t) => t.loc);
+  const observed = { tasks: [] as number[], values: [] as number[] };
+  const missing: SubsetTask[] = [];
+  for (const t of s.tasks) {
+    const v = verdict(t.paper, t.snippet);
+    if (v === undefined || Number.isNaN(v)) {
+      missing.push(t);
+      continue;
+    }
+    if (v < 0 || v > 1) throw new Error(`${t.paper} snippet ${t.snippet}: a pass share must lie in [0, 1] (got ${v})`);
+    observed.tasks.push(index.get(taskKey(t.paper, t.snippet))!);
+    observed.values.push(v);
+  }
+  const e = estimateWithInterval(params, loc, observed, s.method.inflation, { priorSd: s.method.priorSd, z: s.method.z, grid: s.method.grid });
+  return { subsetScore: e.observed, mean: e.mean, low: e.low, high: e.high, observed: observed.tasks.length, missing };
+}
