@@ -146,6 +146,21 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - fail;
 }
 
+/** SPEC 8's pass@k of a scope: the unbiased per-task estimate, averaged over tasks and weighted by LoC, in percent. */
+function passAtKOf(groups: TaskGroup[], samples: number, k: number): { tasks: number; loc: number } {
+  let tasks = 0;
+  let loc = 0;
+  let totalLoc = 0;
+  for (const g of groups) {
+    const c = [...g.samples.values()].filter(Boolean).length;
+    const p = passAtK(samples, c, k);
+    tasks += p;
+    loc += p * g.loc;
+    totalLoc += g.loc;
+  }
+  return { tasks: groups.length ? (100 * tasks) / groups.length : 0, loc: totalLoc ? (100 * loc) / totalLoc : 0 };
+}
+
 interface TaskGroup {
   paper: string;
   file: string;
@@ -226,7 +241,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     // A sample without a verdict counts as failed in the interval, as it does in the rates.
     // The bootstrap task's weight is its LoC; task-weighted metrics weigh each task 1.
     const resampled = (tasks: TaskGroup[]): BootstrapTask[] =>
-      tasks.map((g) => ({ weight: g.loc, samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
+      tasks.map((g) => ({ weight: g.loc, cluster: g.paper, samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
     const locWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: (t) => t.weight, stat });
     const taskWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: () => 1, stat });
     const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number, ci: ConfidenceInterval | null) => {
@@ -241,46 +256,39 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     const byLoc = (g: TaskGroup) => g.loc;
     const byTask = () => 1;
     const paperIds = [...new Set(all.map((g) => g.paper))].sort();
-    // Every interval of the model from one set of resamples: scaled, pass@1, then pass@k by tasks and by LoC.
+    // The intervals (SPEC 8): task-weighted scores resample tasks; LoC-weighted ones (scaled
+    // pass@1, LoC-weighted pass@k) resample papers, a paper's tasks sharing code. Each task keeps
+    // its statistic from all its samples. One resampling per scheme serves all its metrics.
     const ks = Array.from({ length: samples }, (_, i) => i + 1);
     const atK = (k: number): TaskStatistic => (n, c) => passAtK(n, c, k);
-    const [scaledCi, pass1Ci, ...kCis] = bootstrapIntervals(resampled(all), model, [
-      locWeighted(passRate),
-      taskWeighted(passRate),
-      ...ks.flatMap((k) => [taskWeighted(atK(k)), locWeighted(atK(k))]),
-    ]);
-    const passAtKs: PassAtK[] = [];
-    for (const k of ks) {
-      let tasks = 0;
-      let loc = 0;
-      let totalLoc = 0;
-      for (const g of all) {
-        const c = [...g.samples.values()].filter(Boolean).length;
-        const p = passAtK(samples, c, k);
-        tasks += p;
-        loc += p * g.loc;
-        totalLoc += g.loc;
-      }
-      passAtKs.push({
-        k,
-        tasks: all.length ? (100 * tasks) / all.length : 0,
-        loc: totalLoc ? (100 * loc) / totalLoc : 0,
-        tasksCi: kCis[2 * (k - 1)],
-        locCi: kCis[2 * (k - 1) + 1],
-      });
-    }
+    const scaled = rates(all, byLoc, null);
+    const pass1 = rates(all, byTask, null);
+    const kEstimates = ks.map((k) => passAtKOf(all, samples, k));
+    const [pass1Ci, ...kTaskCis] = bootstrapIntervals(resampled(all), `${model}\0tasks`, [taskWeighted(passRate), ...ks.map((k) => taskWeighted(atK(k)))], {
+      estimates: [pass1.mean, ...kEstimates.map((e) => e.tasks)],
+    });
+    const [scaledCi, ...kLocCis] = bootstrapIntervals(resampled(all), `${model}\0papers`, [locWeighted(passRate), ...ks.map((k) => locWeighted(atK(k)))], {
+      clustered: true,
+      estimates: [scaled.mean, ...kEstimates.map((e) => e.loc)],
+    });
+    const passAtKs: PassAtK[] = ks.map((k, i) => ({ k, ...kEstimates[i], tasksCi: kTaskCis[i], locCi: kLocCis[i] }));
     report.models.push({
       model,
-      scaled: rates(all, byLoc, scaledCi),
-      pass1: rates(all, byTask, pass1Ci),
+      scaled: { ...scaled, ci: scaledCi },
+      pass1: { ...pass1, ci: pass1Ci },
       passAtK: passAtKs,
       papers: paperIds.map((paper) => {
         const tasks = all.filter((g) => g.paper === paper);
-        const [paperScaledCi, paperPass1Ci] = bootstrapIntervals(resampled(tasks), `${model}\0${paper}`, [locWeighted(passRate), taskWeighted(passRate)]);
+        // Within one paper the tasks are what can be drawn again.
+        const paperScaled = rates(tasks, byLoc, null);
+        const paperPass1 = rates(tasks, byTask, null);
+        const [paperScaledCi, paperPass1Ci] = bootstrapIntervals(resampled(tasks), `${model}\0${paper}`, [locWeighted(passRate), taskWeighted(passRate)], {
+          estimates: [paperScaled.mean, paperPass1.mean],
+        });
         return {
           paper,
-          scaled: rates(tasks, byLoc, paperScaledCi),
-          pass1: rates(tasks, byTask, paperPass1Ci),
+          scaled: { ...paperScaled, ci: paperScaledCi },
+          pass1: { ...paperPass1, ci: paperPass1Ci },
           tasks: tasks.length,
           loc: tasks.reduce((a, g) => a + g.loc, 0),
         };

@@ -9,7 +9,7 @@ import type { LoadedRun } from './loaded-run';
 import type { ModelScore, ScoreReport } from '../scoring';
 import { scoreStoredRun } from '../scoring';
 import type { ConfidenceInterval, PairedTask } from './bootstrap';
-import { INTERVAL_METHOD, pairedDifferenceInterval, weightedScore } from './bootstrap';
+import { BOOTSTRAP_RESAMPLES, EXACT_MAX_UNITS, pairedDifferenceInterval, weightedScore } from './bootstrap';
 
 export interface FlippedTask {
   paper: string;
@@ -80,7 +80,7 @@ export function compareRuns(a: LoadedRun, b: LoadedRun, judge: Judge): RunCompar
     judge,
     runA: a.run.runId,
     runB: b.run.runId,
-    method: `paired difference B - A over the tasks both runs hold; ${INTERVAL_METHOD}, each task drawn in both runs at once`,
+    method: `paired difference B - A over the tasks both runs hold: 95% percentile bootstrap over those tasks, each drawn in both runs at once and keeping its pass rate from all its samples in each; exact bootstrap distribution for ${EXACT_MAX_UNITS} tasks or fewer, else ${BOOTSTRAP_RESAMPLES} resamples with a fixed seed`,
     models: [],
     onlyA: modelsA.filter((m) => !modelsB.has(m)),
     onlyB: [...modelsB].filter((m) => !modelsA.includes(m)),
