@@ -2,7 +2,7 @@
  * Scores (SPEC 8) and the contamination-safe subsets (SPEC 9).
  */
 import type { FailureClass, Judge, PaperMeta } from './types';
-import type { PaperEnvironment, TaskRecord, Verdict } from './store';
+import type { PaperEnvironment, RunRecord, TaskRecord, Verdict } from './store';
 import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic } from './report/bootstrap';
 import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
 
@@ -37,6 +37,26 @@ export interface PaperScore {
   loc: number;
 }
 
+/** One task (paper, file, snippet) of a model as the score saw it: what `rcb compare` pairs. */
+export interface TaskOutcome {
+  paper: string;
+  file: string;
+  snippet: string;
+  loc: number;
+  /** Pass per sample index under the judge; a sample with no verdict is false. */
+  samples: boolean[];
+  /** Failure classes of the failing samples ('untested' for one with no verdict). */
+  classes: string[];
+}
+
+/** A paper whose oracle fails in the run's environment: its tasks are out of every score. */
+export interface EnvBrokenPaper {
+  paper: string;
+  reason: string | null;
+  /** Task samples of the paper in scope, over every model. */
+  taskSamples: number;
+}
+
 export interface ModelScore {
   model: string;
   /** Scaled pass@1: LoC-weighted, the headline. */
@@ -58,10 +78,14 @@ export interface ModelScore {
   pending: number;
   /** Task samples of papers that cannot run in the run's environment (env_broken): out of the scores. */
   envBroken: number;
+  /** The same, per paper. */
+  envBrokenByPaper: Record<string, number>;
   /** Papers in scope for this model. */
   paperIds: string[];
   /** Cutoff used for the subset, if any. */
   cutoff: string | null;
+  /** The scored tasks themselves (not printed by the formats; `rcb compare` pairs them). */
+  outcomes: TaskOutcome[];
 }
 
 export interface ScoreInput {
@@ -84,6 +108,8 @@ export interface ScoreReport {
   /** How the `ci` intervals were computed. */
   interval: string;
   models: ModelScore[];
+  /** Papers that cannot run in the run's environment and had tasks in scope: listed, never scored (not 0%). */
+  envBroken: EnvBrokenPaper[];
   /** What a reader must know to read the scores: untested and env_broken tasks, and how they are treated. */
   notes: string[];
 }
@@ -120,19 +146,59 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - fail;
 }
 
+/** SPEC 8's pass@k of a scope: the unbiased per-task estimate, averaged over tasks and weighted by LoC, in percent. */
+function passAtKOf(groups: TaskGroup[], samples: number, k: number): { tasks: number; loc: number } {
+  let tasks = 0;
+  let loc = 0;
+  let totalLoc = 0;
+  for (const g of groups) {
+    const c = [...g.samples.values()].filter(Boolean).length;
+    const p = passAtK(samples, c, k);
+    tasks += p;
+    loc += p * g.loc;
+    totalLoc += g.loc;
+  }
+  return { tasks: groups.length ? (100 * tasks) / groups.length : 0, loc: totalLoc ? (100 * loc) / totalLoc : 0 };
+}
+
 interface TaskGroup {
   paper: string;
+  file: string;
+  snippet: string;
   loc: number;
   /** Pass per sample index; undefined = no verdict yet. */
   samples: Map<number, boolean | undefined>;
+  classes: Set<string>;
+}
+
+/** The papers of a run that cannot run in its environment, with the reason (none when the check was skipped). */
+export function envBrokenPapers(run: RunRecord): Map<string, string | null> {
+  return new Map((run.environment?.papers ?? []).filter((p) => !p.runs).map((p) => [p.paper, p.reason]));
+}
+
+/** A run's tasks split into those that count (their paper runs here) and the env_broken ones. */
+export function splitRunnable(run: RunRecord, tasks: TaskRecord[]): { runnable: TaskRecord[]; envBroken: TaskRecord[] } {
+  const broken = envBrokenPapers(run);
+  return { runnable: tasks.filter((t) => !broken.has(t.paper)), envBroken: tasks.filter((t) => broken.has(t.paper)) };
+}
+
+/**
+ * The one way a stored run is scored, behind every output (report formats, HTML, `rcb runs`,
+ * `rcb show`, `rcb compare`, cloud results): with the run's environment check (env_broken
+ * papers out of the score, listed) and its models' knowledge cutoffs.
+ */
+export function scoreStoredRun(run: RunRecord, tasks: TaskRecord[], verdicts: Map<string, Verdict>, judge: Judge, subset: Subset): ScoreReport {
+  const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
+  return scoreRun({ tasks, verdicts, papers: run.papers, judge, subset, cutoffs, environment: run.environment?.papers });
 }
 
 export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
   const models = [...new Set(input.tasks.map((t) => t.model))];
   const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
-  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, interval: INTERVAL_METHOD, models: [], notes: [] };
+  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, interval: INTERVAL_METHOD, models: [], envBroken: [], notes: [] };
   const broken = new Map((input.environment ?? []).filter((p) => !p.runs).map((p) => [p.paper, p.reason]));
+  const brokenSamples = new Map<string, number>();
 
   for (const model of models) {
     const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : input.cutoffs[model] ?? null;
@@ -144,18 +210,23 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     const failures: Partial<Record<FailureClass, number>> = {};
     let pending = 0;
     let envBroken = 0;
+    const envBrokenByPaper: Record<string, number> = {};
     let samples = 0;
     for (const t of input.tasks) {
       if (t.model !== model || !inScope(t.paper)) continue;
       if (broken.has(t.paper)) {
         envBroken++;
+        envBrokenByPaper[t.paper] = (envBrokenByPaper[t.paper] ?? 0) + 1;
+        brokenSamples.set(t.paper, (brokenSamples.get(t.paper) ?? 0) + 1);
         continue;
       }
       const key = `${t.paper}\0${t.file}\0${t.snippet}`;
       let g = groups.get(key);
-      if (!g) groups.set(key, (g = { paper: t.paper, loc: t.loc, samples: new Map() }));
+      if (!g) groups.set(key, (g = { paper: t.paper, file: t.file, snippet: t.snippet, loc: t.loc, samples: new Map(), classes: new Set() }));
       const v = input.verdicts.get(t.taskId);
       g.samples.set(t.sample, v ? passed(v, input.judge) : undefined);
+      if (!v) g.classes.add('untested');
+      else if (!passed(v, input.judge)) g.classes.add(v.failureClass ?? 'integrity');
       samples = Math.max(samples, t.sample + 1);
       if (!v) pending++;
       else if (!passed(v, input.judge)) {
@@ -170,7 +241,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     // A sample without a verdict counts as failed in the interval, as it does in the rates.
     // The bootstrap task's weight is its LoC; task-weighted metrics weigh each task 1.
     const resampled = (tasks: TaskGroup[]): BootstrapTask[] =>
-      tasks.map((g) => ({ weight: g.loc, samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
+      tasks.map((g) => ({ weight: g.loc, cluster: g.paper, samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true) }));
     const locWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: (t) => t.weight, stat });
     const taskWeighted = (stat: TaskStatistic): BootstrapMetric => ({ weight: () => 1, stat });
     const rates = (tasks: TaskGroup[], weight: (g: TaskGroup) => number, ci: ConfidenceInterval | null) => {
@@ -185,46 +256,39 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     const byLoc = (g: TaskGroup) => g.loc;
     const byTask = () => 1;
     const paperIds = [...new Set(all.map((g) => g.paper))].sort();
-    // Every interval of the model from one set of resamples: scaled, pass@1, then pass@k by tasks and by LoC.
+    // The intervals (SPEC 8): task-weighted scores resample tasks; LoC-weighted ones (scaled
+    // pass@1, LoC-weighted pass@k) resample papers, a paper's tasks sharing code. Each task keeps
+    // its statistic from all its samples. One resampling per scheme serves all its metrics.
     const ks = Array.from({ length: samples }, (_, i) => i + 1);
     const atK = (k: number): TaskStatistic => (n, c) => passAtK(n, c, k);
-    const [scaledCi, pass1Ci, ...kCis] = bootstrapIntervals(resampled(all), model, [
-      locWeighted(passRate),
-      taskWeighted(passRate),
-      ...ks.flatMap((k) => [taskWeighted(atK(k)), locWeighted(atK(k))]),
-    ]);
-    const passAtKs: PassAtK[] = [];
-    for (const k of ks) {
-      let tasks = 0;
-      let loc = 0;
-      let totalLoc = 0;
-      for (const g of all) {
-        const c = [...g.samples.values()].filter(Boolean).length;
-        const p = passAtK(samples, c, k);
-        tasks += p;
-        loc += p * g.loc;
-        totalLoc += g.loc;
-      }
-      passAtKs.push({
-        k,
-        tasks: all.length ? (100 * tasks) / all.length : 0,
-        loc: totalLoc ? (100 * loc) / totalLoc : 0,
-        tasksCi: kCis[2 * (k - 1)],
-        locCi: kCis[2 * (k - 1) + 1],
-      });
-    }
+    const scaled = rates(all, byLoc, null);
+    const pass1 = rates(all, byTask, null);
+    const kEstimates = ks.map((k) => passAtKOf(all, samples, k));
+    const [pass1Ci, ...kTaskCis] = bootstrapIntervals(resampled(all), `${model}\0tasks`, [taskWeighted(passRate), ...ks.map((k) => taskWeighted(atK(k)))], {
+      estimates: [pass1.mean, ...kEstimates.map((e) => e.tasks)],
+    });
+    const [scaledCi, ...kLocCis] = bootstrapIntervals(resampled(all), `${model}\0papers`, [locWeighted(passRate), ...ks.map((k) => locWeighted(atK(k)))], {
+      clustered: true,
+      estimates: [scaled.mean, ...kEstimates.map((e) => e.loc)],
+    });
+    const passAtKs: PassAtK[] = ks.map((k, i) => ({ k, ...kEstimates[i], tasksCi: kTaskCis[i], locCi: kLocCis[i] }));
     report.models.push({
       model,
-      scaled: rates(all, byLoc, scaledCi),
-      pass1: rates(all, byTask, pass1Ci),
+      scaled: { ...scaled, ci: scaledCi },
+      pass1: { ...pass1, ci: pass1Ci },
       passAtK: passAtKs,
       papers: paperIds.map((paper) => {
         const tasks = all.filter((g) => g.paper === paper);
-        const [paperScaledCi, paperPass1Ci] = bootstrapIntervals(resampled(tasks), `${model}\0${paper}`, [locWeighted(passRate), taskWeighted(passRate)]);
+        // Within one paper the tasks are what can be drawn again.
+        const paperScaled = rates(tasks, byLoc, null);
+        const paperPass1 = rates(tasks, byTask, null);
+        const [paperScaledCi, paperPass1Ci] = bootstrapIntervals(resampled(tasks), `${model}\0${paper}`, [locWeighted(passRate), taskWeighted(passRate)], {
+          estimates: [paperScaled.mean, paperPass1.mean],
+        });
         return {
           paper,
-          scaled: rates(tasks, byLoc, paperScaledCi),
-          pass1: rates(tasks, byTask, paperPass1Ci),
+          scaled: { ...paperScaled, ci: paperScaledCi },
+          pass1: { ...paperPass1, ci: paperPass1Ci },
           tasks: tasks.length,
           loc: tasks.reduce((a, g) => a + g.loc, 0),
         };
@@ -235,16 +299,26 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       failures,
       pending,
       envBroken,
+      envBrokenByPaper,
       paperIds,
       cutoff,
+      outcomes: all.map((g) => ({
+        paper: g.paper,
+        file: g.file,
+        snippet: g.snippet,
+        loc: g.loc,
+        samples: Array.from({ length: samples }, (_, i) => g.samples.get(i) === true),
+        classes: [...g.classes].sort(),
+      })),
     });
   }
+  report.envBroken = [...brokenSamples].sort(([a], [b]) => a.localeCompare(b)).map(([paper, taskSamples]) => ({ paper, reason: broken.get(paper) ?? null, taskSamples }));
   report.models.sort((a, b) => b.scaled.mean - a.scaled.mean || a.model.localeCompare(b.model));
-  report.notes = scoreNotes(report, broken);
+  report.notes = scoreNotes(report);
   return report;
 }
 
-function scoreNotes(report: ScoreReport, broken: Map<string, string | null>): string[] {
+function scoreNotes(report: ScoreReport): string[] {
   const notes: string[] = [];
   const pending = report.models.filter((m) => m.pending > 0);
   if (pending.length) {
@@ -256,10 +330,10 @@ function scoreNotes(report: ScoreReport, broken: Map<string, string | null>): st
     notes.push(`untested: ${n} task sample(s) have no verdict (${pending.map((m) => `${m.model} ${m.pending}`).join(', ')}): ${treated}`);
   }
   const brokenCount = report.models.reduce((a, m) => a + m.envBroken, 0);
-  if (broken.size && brokenCount) {
-    const papers = [...broken].map(([paper, reason]) => `${paper} (${reason ?? 'its oracle fails here'})`).join(', ');
+  if (report.envBroken.length && brokenCount) {
+    const papers = report.envBroken.map(({ paper, reason }) => [paper, reason] as const).map(([paper, reason]) => `${paper} (${reason ?? 'its oracle fails here'})`).join(', ');
     notes.push(
-      `env_broken: ${brokenCount} task sample(s) of ${broken.size} paper(s) that cannot run in this environment (their oracle fails here) are kept out of the scores, not counted as model failures: ${papers}`,
+      `env_broken: ${brokenCount} task sample(s) of ${report.envBroken.length} paper(s) that cannot run in this environment (their oracle fails here) are kept out of the scores, not counted as model failures: ${papers}`,
     );
   }
   return notes;

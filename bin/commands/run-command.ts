@@ -182,9 +182,13 @@ export async function runLocally(
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     if (result.run.status === 'cancelled') {
       // A partial leaderboard would score every untested task as failed: say where the run stands instead.
-      const judged = (await store.listVerdicts(runId)).length;
+      // Counted over the papers that run here: env_broken tasks are never tested.
+      const broken = new Set(result.envBroken.map((t) => t.taskId));
+      const runnable = result.tasks.length - broken.size;
+      const judged = (await store.listVerdicts(runId)).filter((v) => !broken.has(v.taskId)).length;
+      const envNote = broken.size ? ` (and ${broken.size} env_broken, not run: their paper cannot run here)` : '';
       process.stderr.write(
-        `run cancelled after ${seconds}s: ${judged} of ${result.tasks.length} task(s) judged, ${result.evaluated} test(s) run by this invocation\n` +
+        `run cancelled after ${seconds}s: ${judged} of ${runnable} task(s) judged${envNote}, ${result.evaluated} test(s) run by this invocation\n` +
           `run the same command again to resume; the run directory is ${dir}\n`,
       );
       return 130;

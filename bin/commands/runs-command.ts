@@ -1,7 +1,7 @@
 /** `rcb runs [DIR]`: the run directories under DIR (default ./runs) with their spec, status and scores. */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { scoreRun } from '../../core/scoring';
+import { scoreStoredRun, splitRunnable } from '../../core/scoring';
 import { defaultJudge } from '../../core/report/build-report';
 import { loadRun } from '../../core/report/loaded-run';
 import { openRunDir, runIdIn, UsageError } from './common';
@@ -20,8 +20,14 @@ export interface RunListing {
   scores: Record<string, number | null>;
   /** Its 95% bootstrap interval. */
   intervals: Record<string, { low: number; high: number } | null>;
+  /** Verdicts and tasks of the papers that run here (env_broken ones are counted apart). */
   judged: number;
   tasks: number;
+  /** Task samples of papers that cannot run in the run's environment: out of the scores and the counts above. */
+  envBroken: number;
+  envBrokenPapers: string[];
+  /** The score's notes (untested and env_broken tasks). */
+  notes: string[];
 }
 
 function isRunDir(dir: string): boolean {
@@ -41,8 +47,8 @@ export async function listRuns(root: string): Promise<RunListing[]> {
       const loaded = await loadRun(store, runId!);
       const { run } = loaded;
       const judge = defaultJudge(run, 'table');
-      const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-      const report = scoreRun({ tasks: loaded.tasks, verdicts: loaded.verdicts, papers: run.papers, judge, subset: 'all', cutoffs });
+      const report = scoreStoredRun(run, loaded.tasks, loaded.verdicts, judge, 'all');
+      const { runnable, envBroken } = splitRunnable(run, loaded.tasks);
       out.push({
         dir,
         runId: run.runId,
@@ -55,8 +61,11 @@ export async function listRuns(root: string): Promise<RunListing[]> {
         judge,
         scores: Object.fromEntries(report.models.map((m) => [m.model, m.tasks ? m.scaled.mean : null])),
         intervals: Object.fromEntries(report.models.map((m) => [m.model, m.scaled.ci])),
-        judged: loaded.verdicts.size,
-        tasks: loaded.tasks.length,
+        judged: runnable.filter((t) => loaded.verdicts.has(t.taskId)).length,
+        tasks: runnable.length,
+        envBroken: envBroken.length,
+        envBrokenPapers: [...new Set(envBroken.map((t) => t.paper))].sort(),
+        notes: report.notes,
       });
     } finally {
       await store.close();
@@ -86,7 +95,9 @@ export async function runsCommand(dir: string | undefined, opts: { json?: boolea
       .join(', ');
     process.stdout.write(
       `${relative(process.cwd(), r.dir) || '.'}  run ${r.runId}  ${r.status}  ${r.createdAt.slice(0, 16).replace('T', ' ')}\n` +
-        `  ${r.papers} paper(s), ${r.samples} sample(s)${r.withPaper ? '' : ', no paper'}; judged ${r.judged}/${r.tasks}\n` +
+        `  ${r.papers} paper(s), ${r.samples} sample(s)${r.withPaper ? '' : ', no paper'}; judged ${r.judged}/${r.tasks}` +
+        (r.envBroken ? `; env_broken ${r.envBroken} (${r.envBrokenPapers.join(', ')}: cannot run here, not scored)` : '') +
+        '\n' +
         `  scaled pass@1 % (${r.judge}): ${scores || '-'}\n`,
     );
   }

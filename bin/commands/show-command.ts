@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { Judge } from '../../core/types';
 import type { TaskRecord } from '../../core/store';
 import { defaultJudge } from '../../core/report/build-report';
-import { formatTaskDetail, promptPrefixes, taskDetails } from '../../core/report/task-detail';
+import { countDetails, detailStatus, formatTaskDetail, promptPrefixes, taskDetails } from '../../core/report/task-detail';
 import { loadRun } from '../../core/report/loaded-run';
 import { closestNames } from '../../core/util/closest-names';
 import { openRunDir, UsageError } from './common';
@@ -49,7 +49,8 @@ export async function showCommand(runDir: string, opts: ShowOptions): Promise<nu
     );
     const sources = taskSources(loaded.run, opts);
     let details = taskDetails(loaded, judge, sources, chosen);
-    if (opts.failed) details = details.filter((d) => !d.passed);
+    // Failed means judged and not passing: an untested task or one whose paper cannot run here did not fail.
+    if (opts.failed) details = details.filter((d) => detailStatus(d) === 'fail');
     if (!details.length) {
       process.stderr.write(`no task ${opts.failed ? `failed the ${judge} judge` : 'matches'} among the ${chosen.length} selected\n`);
       return 0;
@@ -60,7 +61,9 @@ export async function showCommand(runDir: string, opts: ShowOptions): Promise<nu
       if (opts.prompt && d.promptTail !== null) process.stdout.write(`--- prompt:\n${prefixes.get(d.task.paper) ?? ''}${d.promptTail}`);
       process.stdout.write('\n');
     }
-    process.stderr.write(`${details.length} task(s) shown, ${details.filter((d) => !d.passed).length} failed under the ${judge} judge\n`);
+    const n = countDetails(details);
+    const rest = [n.untested ? `${n.untested} untested` : '', n.envBroken ? `${n.envBroken} env_broken (their paper cannot run here; out of the scores)` : ''].filter(Boolean);
+    process.stderr.write(`${n.shown} task(s) shown, ${n.failed} failed under the ${judge} judge (${[`${n.passed} passed`, ...rest].join(', ')})\n`);
     return 0;
   } finally {
     await store.close();

@@ -5,6 +5,7 @@
  */
 import type { BlobStore, RunStore } from '../store';
 import { buildReport } from '../report/build-report';
+import { splitRunnable } from '../scoring';
 import type { ReportFormat } from '../report/format';
 import type { Judge } from '../types';
 import { cloudKeys, type AggregateResult } from './payloads';
@@ -36,7 +37,8 @@ export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore }, 
     const { text } = await buildReport(deps.store, runId, { format: r.format, judge: r.judge, subset: 'all' });
     await deps.blobs.put(reportPrefix + r.file, text, r.contentType);
   }
-  const tasks = await deps.store.listTasks(runId);
+  // Tasks of papers that cannot run in the run's environment are never judged: not missing.
+  const tasks = splitRunnable(run, await deps.store.listTasks(runId)).runnable;
   const verdicts = await deps.store.listVerdicts(runId);
   const judged = new Set(verdicts.map((v) => v.taskId));
   const missing = tasks.filter((t) => !judged.has(t.taskId)).length;

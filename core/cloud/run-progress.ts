@@ -4,6 +4,7 @@
  * and the emulated cloud report alike.
  */
 import type { RunRecord, RunStatus, RunStore } from '../store';
+import { splitRunnable } from '../scoring';
 import type { ExecutionStatus } from './execution-attempts';
 import type { RunCounters } from './ports';
 
@@ -26,9 +27,13 @@ export async function readProgress(store: RunStore, counters: RunCounters | unde
     const cap = (n: number) => Math.min(n, counts.total);
     return { total: counts.total, answered: cap(counts.settled), failed: cap(counts.failed), judged: cap(counts.judged) };
   }
-  const tasks = await store.listTasks(runId);
+  // Counted over the papers that run in the run's environment: env_broken tasks are never run.
+  const run = await store.getRun(runId);
+  const all = await store.listTasks(runId);
+  const tasks = run ? splitRunnable(run, all).runnable : all;
   const completions = await store.getCompletions(tasks.map((t) => t.taskId));
-  const verdicts = await store.listVerdicts(runId);
+  const ids = new Set(tasks.map((t) => t.taskId));
+  const verdicts = (await store.listVerdicts(runId)).filter((v) => ids.has(v.taskId));
   return { total: tasks.length, answered: completions.size, failed: [...completions.values()].filter((c) => c.error).length, judged: verdicts.length };
 }
 

@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Paper, PaperMeta, Pset, PsetProblem, SourceFile } from '../types';
-import { parseSnippets } from './markers';
+import { parseSnippets, readMarkerLine } from './markers';
 import { closestNames } from '../util/closest-names';
 
 export const PAPER_TEXT_FILES = ['paper2code_paper.tex', 'paper2code_paper.md'] as const;
@@ -195,6 +195,15 @@ function readPaper(
   const annotatedFiles = annotated.map((p) => readSource(p, 'annotated file')).filter((f): f is SourceFile => !!f);
   const contextFiles = context.map((p) => readSource(p, 'context file')).filter((f): f is SourceFile => !!f);
 
+  // Context files are shown to the model whole: a marker there would reach every prompt of the paper.
+  for (const file of contextFiles) {
+    if (annotated.includes(file.path)) continue;
+    file.lines.forEach((text, i) => {
+      if (readMarkerLine(text)) {
+        problems.push({ path: show(join(dir, file.path)), line: i + 1, message: 'snippet marker in a context file: context files are shown whole, so it would reach the prompt (markers belong in annotated files)' });
+      }
+    });
+  }
   const snippets = [];
   const names = new Map<string, string>();
   for (const file of annotatedFiles) {

@@ -5,7 +5,7 @@
 import type { Judge } from '../types';
 import type { RunRecord, RunStore } from '../store';
 import type { Subset } from '../scoring';
-import { scoreRun } from '../scoring';
+import { scoreStoredRun } from '../scoring';
 import type { ReportFormat } from './format';
 import { formatCsv, formatJson, formatMarkdown, formatTable } from './format';
 import { toOverallStats } from './official';
@@ -46,8 +46,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
-  const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  const report = scoreRun({ tasks, verdicts, papers: run.papers, judge, subset: opts.subset, cutoffs, environment: run.environment?.papers });
+  const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset);
   switch (opts.format) {
     case 'table':
       return { run, text: formatTable(report, run) };

@@ -6,9 +6,10 @@
  */
 import type { Judge } from '../types';
 import type { LoadedRun } from './loaded-run';
-import { passed } from '../scoring';
+import type { ModelScore, ScoreReport } from '../scoring';
+import { scoreStoredRun } from '../scoring';
 import type { ConfidenceInterval, PairedTask } from './bootstrap';
-import { INTERVAL_METHOD, pairedDifferenceInterval, weightedScore } from './bootstrap';
+import { BOOTSTRAP_RESAMPLES, EXACT_MAX_UNITS, pairedDifferenceInterval, weightedScore } from './bootstrap';
 
 export interface FlippedTask {
   paper: string;
@@ -37,6 +38,9 @@ export interface ModelComparison {
   pass1B: number;
   pass1Difference: number;
   pass1Ci: ConfidenceInterval | null;
+  /** Each run's own score of the model, as its report prints it (all its tasks, not only the shared ones). */
+  reportA: { scaled: number; pass1: number; tasks: number };
+  reportB: { scaled: number; pass1: number; tasks: number };
   /** Tasks passing more often in B (gained) or less often (lost). */
   gained: FlippedTask[];
   lost: FlippedTask[];
@@ -51,49 +55,49 @@ export interface RunComparison {
   /** Models only one run holds: nothing to pair them with. */
   onlyA: string[];
   onlyB: string[];
+  /** Papers that cannot run in each run's environment: out of the comparison, as out of the scores. */
+  envBrokenA: string[];
+  envBrokenB: string[];
 }
 
 interface Outcomes {
   loc: number;
   samples: boolean[];
-  classes: Set<string>;
+  classes: string[];
 }
 
-function outcomesByTask(run: LoadedRun, model: string, judge: Judge): Map<string, Outcomes> {
-  const out = new Map<string, Outcomes>();
-  for (const t of run.tasks) {
-    if (t.model !== model) continue;
-    const key = `${t.paper}\0${t.file}\0${t.snippet}`;
-    let o = out.get(key);
-    if (!o) out.set(key, (o = { loc: t.loc, samples: [], classes: new Set() }));
-    const v = run.verdicts.get(t.taskId);
-    o.samples[t.sample] = passed(v, judge);
-    if (!o.samples[t.sample]) o.classes.add(v ? (v.failureClass ?? 'integrity') : 'untested');
-  }
-  for (const o of out.values()) for (let i = 0; i < o.samples.length; i++) o.samples[i] = !!o.samples[i];
-  return out;
+/** The model's scored tasks, by (paper, file, snippet): the very tasks its report scores. */
+function outcomesByTask(m: ModelScore | undefined): Map<string, Outcomes> {
+  return new Map((m?.outcomes ?? []).map((o) => [`${o.paper}\0${o.file}\0${o.snippet}`, { loc: o.loc, samples: o.samples, classes: o.classes }]));
 }
 
 export function compareRuns(a: LoadedRun, b: LoadedRun, judge: Judge): RunComparison {
   const modelsA = [...new Set(a.tasks.map((t) => t.model))];
   const modelsB = new Set(b.tasks.map((t) => t.model));
+  const scoreA: ScoreReport = scoreStoredRun(a.run, a.tasks, a.verdicts, judge, 'all');
+  const scoreB: ScoreReport = scoreStoredRun(b.run, b.tasks, b.verdicts, judge, 'all');
   const result: RunComparison = {
     judge,
     runA: a.run.runId,
     runB: b.run.runId,
-    method: `paired difference B - A over the tasks both runs hold; ${INTERVAL_METHOD}, each task drawn in both runs at once`,
+    method: `paired difference B - A over the tasks both runs hold: 95% percentile bootstrap over those tasks, each drawn in both runs at once and keeping its pass rate from all its samples in each; exact bootstrap distribution for ${EXACT_MAX_UNITS} tasks or fewer, else ${BOOTSTRAP_RESAMPLES} resamples with a fixed seed`,
     models: [],
     onlyA: modelsA.filter((m) => !modelsB.has(m)),
     onlyB: [...modelsB].filter((m) => !modelsA.includes(m)),
+    envBrokenA: scoreA.envBroken.map((p) => p.paper),
+    envBrokenB: scoreB.envBroken.map((p) => p.paper),
   };
   for (const model of modelsA.filter((m) => modelsB.has(m))) {
-    const oa = outcomesByTask(a, model, judge);
-    const ob = outcomesByTask(b, model, judge);
+    const ma = scoreA.models.find((m) => m.model === model);
+    const mb = scoreB.models.find((m) => m.model === model);
+    const oa = outcomesByTask(ma);
+    const ob = outcomesByTask(mb);
     const pairs: (PairedTask & { key: string; classesA: string[]; classesB: string[] })[] = [];
     for (const [key, x] of oa) {
       const y = ob.get(key);
-      if (y) pairs.push({ key, weight: x.loc, a: x.samples, b: y.samples, classesA: [...x.classes].sort(), classesB: [...y.classes].sort() });
+      if (y) pairs.push({ key, weight: x.loc, a: x.samples, b: y.samples, classesA: x.classes, classesB: y.classes });
     }
+    const own = (m: ModelScore | undefined) => ({ scaled: m?.tasks ? m.scaled.mean : 0, pass1: m?.tasks ? m.pass1.mean : 0, tasks: m?.tasks ?? 0 });
     const rate = (s: boolean[]) => s.filter(Boolean).length / s.length;
     const gained: FlippedTask[] = [];
     const lost: FlippedTask[] = [];
@@ -120,6 +124,8 @@ export function compareRuns(a: LoadedRun, b: LoadedRun, judge: Judge): RunCompar
       pass1B,
       pass1Difference: pass1B - pass1A,
       pass1Ci: pairedDifferenceInterval(byTask, `${model}\0compare pass1`),
+      reportA: own(ma),
+      reportB: own(mb),
       gained,
       lost,
     });
@@ -139,6 +145,7 @@ export function formatComparison(c: RunComparison, labelA: string, labelB: strin
       `  scaled pass@1 %  A ${pct(m.scaledA)}  B ${pct(m.scaledB)}  B-A ${signed(m.difference)} ${ci(m.ci)}`,
       `  pass@1 %         A ${pct(m.pass1A)}  B ${pct(m.pass1B)}  B-A ${signed(m.pass1Difference)} ${ci(m.pass1Ci)}`,
     );
+    out.push(`  own reports: A ${pct(m.reportA.scaled)} over ${m.reportA.tasks} task(s), B ${pct(m.reportB.scaled)} over ${m.reportB.tasks} task(s)`);
     if (!m.gained.length && !m.lost.length) out.push('  no task flipped');
     const list = (title: string, tasks: FlippedTask[]) => {
       if (!tasks.length) return;
@@ -152,6 +159,8 @@ export function formatComparison(c: RunComparison, labelA: string, labelB: strin
   }
   if (c.onlyA.length) out.push(`only in A: ${c.onlyA.join(', ')}`);
   if (c.onlyB.length) out.push(`only in B: ${c.onlyB.join(', ')}`);
+  if (c.envBrokenA.length) out.push(`env_broken in A (cannot run there, not compared): ${c.envBrokenA.join(', ')}`);
+  if (c.envBrokenB.length) out.push(`env_broken in B (cannot run there, not compared): ${c.envBrokenB.join(', ')}`);
   if (!c.models.length) out.push('no model is in both runs: nothing to compare');
   out.push(`${c.judge} judge; [low, high]: ${c.method}`);
   return out.join('\n') + '\n';

@@ -100,12 +100,18 @@ function paperRows(report: ScoreReport): string[][] {
   return body;
 }
 
+/** The env_broken papers, listed apart: they have no score, and are never drawn as 0%. */
+export function envBrokenRows(report: ScoreReport): string[][] {
+  return report.envBroken.map((p) => [p.paper, String(p.taskSamples), p.reason ?? 'its oracle fails here']);
+}
+
 export function formatTable(report: ScoreReport, run?: RunRecord): string {
   const out = alignedTable(HEADER, rows(report));
   const notes = emptySubsetNotes(report, run);
   if (notes.length) out.push('', ...notes);
   const perPaper = paperRows(report);
   if (perPaper.length) out.push('', 'per paper:', ...alignedTable(['paper', 'model', 'scaled pass@1 %', '95% CI', 'tasks', 'LoC'], perPaper));
+  if (report.envBroken.length) out.push('', 'env_broken (cannot run here, not scored):', ...alignedTable(['paper', 'task samples', 'reason'], envBrokenRows(report)));
   for (const m of report.models) {
     if (m.samples > 1) out.push('', `${m.model}: ${passAtKLine(m)}`);
   }
@@ -129,6 +135,10 @@ export function formatMarkdown(report: ScoreReport, run?: RunRecord): string {
   out.push('', `_${describeScope(report)}_`, '', `_${describeIntervals(report)}_`);
   for (const note of emptySubsetNotes(report, run)) out.push('', `- ${esc(note)}`);
   for (const note of report.notes) out.push('', `**note:** ${esc(note)}`);
+  if (report.envBroken.length) {
+    out.push('', '### env_broken (cannot run here, not scored)', '', '| paper | task samples | reason |', '|---|---|---|');
+    for (const r of envBrokenRows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
+  }
   for (const m of report.models) {
     if (!m.tasks) continue;
     out.push('', `### ${m.model}`, '', '| paper | scaled pass@1 % | 95% CI | pass@1 % | 95% CI | tasks | LoC |', '|---|---|---|---|---|---|---|');
@@ -155,7 +165,7 @@ export function formatCsv(report: ScoreReport): string {
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
   const ci = (c: ConfidenceInterval | null) => (c ? [pct(c.low), pct(c.high)] : ['', '']);
-  // untested and env_broken are the model's task samples, on its ALL row only.
+  // untested and env_broken are the model's task samples, on its ALL row (and env_broken on its papers' rows).
   const row = (m: ModelScore, paper: string, s: MeanStd, p: MeanStd, tasks: number, loc: number) =>
     [report.judge, report.subset, m.model, paper, num(s.mean, tasks), num(s.std, tasks), num(p.mean, tasks), num(p.std, tasks), String(tasks), String(loc), String(m.samples),
       ...ci(s.ci), ...ci(p.ci), report.interval, ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken)] : ['', ''])]
@@ -164,6 +174,10 @@ export function formatCsv(report: ScoreReport): string {
   for (const m of report.models) {
     out.push(row(m, 'ALL', m.scaled, m.pass1, m.tasks, m.loc));
     for (const p of m.papers) out.push(row(m, p.paper, p.scaled, p.pass1, p.tasks, p.loc));
+    // An env_broken paper: no score cells (not 0), its task samples in env_broken.
+    for (const [paper, n] of Object.entries(m.envBrokenByPaper).sort(([a], [b]) => a.localeCompare(b))) {
+      out.push([report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n)].map(csvCell).join(','));
+    }
   }
   return out.join('\n') + '\n';
 }
@@ -175,6 +189,8 @@ export function formatJson(report: ScoreReport, run: RunRecord): string {
         run: { runId: run.runId, status: run.status, source: run.source, spec: run.spec, spentUsd: run.spentUsd },
         scope: describeScope(report),
         ...report,
+        // The scored tasks themselves stay out of the file: it holds the figures.
+        models: report.models.map(({ outcomes: _outcomes, ...m }) => m),
         // The score's own notes (untested, env_broken) and those of empty subsets.
         notes: [...report.notes, ...emptySubsetNotes(report, run)],
       },

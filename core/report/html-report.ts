@@ -13,11 +13,11 @@
 import { createHash } from 'node:crypto';
 import type { FailureClass, Judge } from '../types';
 import type { ModelScore, ScoreReport, Subset } from '../scoring';
-import { scoreRun } from '../scoring';
+import { scoreStoredRun } from '../scoring';
 import { describeScope, emptySubsetNotes } from './format';
 import type { LoadedRun } from './loaded-run';
 import type { TaskDetail, TaskSources } from './task-detail';
-import { describeVerdict, promptPrefixes, taskDetails } from './task-detail';
+import { describeVerdict, detailStatus, promptPrefixes, taskDetails } from './task-detail';
 import { INTERVAL_METHOD } from './bootstrap';
 import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, stackedBarChart } from './svg-charts';
 
@@ -95,7 +95,7 @@ details.task{border:1px solid var(--line);border-radius:6px;margin:4px 0;padding
 details.task>summary{cursor:pointer;padding:5px 0;list-style-position:inside}
 details.task[open]>summary{border-bottom:1px solid var(--line);margin-bottom:6px}
 .badge{display:inline-block;min-width:38px;text-align:center;border-radius:4px;color:#fff;font-size:12px;padding:0 5px;margin-right:6px}
-.badge.pass{background:var(--pass)}.badge.fail{background:var(--fail)}.badge.untested{background:#888}
+.badge.pass{background:var(--pass)}.badge.fail{background:var(--fail)}.badge.untested{background:#888}.badge.env_broken{background:#b08800}
 pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:8px;overflow:auto;max-height:420px;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre}
 pre.diff .add{background:#e6ffec;display:block}pre.diff .del{background:#ffebe9;display:block}pre.diff .hunk{color:#6f42c1;display:block}
 .filters{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid var(--line);z-index:1}
@@ -149,20 +149,20 @@ function leaderboard(entries: Entry[]): string {
   const withK = entries.some((e) => e.score.samples > 1);
   const rows = entries.map((e, i) => {
     const k = withK
-      ? `<td class="num">${e.score.passAtK.map((p) => `pass@${p.k} ${pct(p.tasks)} ${ci(p.tasksCi)}`).join('<br>')}</td>`
+      ? `<td class="num" data-metric="pass-at-k">${e.score.passAtK.map((p) => `pass@${p.k} ${pct(p.tasks)} ${ci(p.tasksCi)}`).join('<br>')}</td>`
       : '';
     return (
       `<tr class="model-row" data-model="${esc(e.name)}"><td class="num">${i + 1}</td><td class="name"><span class="swatch" style="background:${e.color}"></span>${esc(e.name)}</td>` +
       scoreCells(e.score, 'scaled') +
       scoreCells(e.score, 'pass1') +
       k +
-      `<td class="num">${e.score.tasks}</td><td class="num">${e.score.samples}</td><td class="num">${e.score.pending}</td><td>${failureText(e.score.failures)}</td></tr>`
+      `<td class="num" data-metric="tasks">${e.score.tasks}</td><td class="num" data-metric="samples">${e.score.samples}</td><td class="num" data-metric="untested">${e.score.pending}</td><td class="num" data-metric="env-broken">${e.score.envBroken}</td><td>${failureText(e.score.failures)}</td></tr>`
     );
   });
   const head =
     '<tr><th class="num">#</th><th>model</th><th class="num">scaled pass@1 %</th><th class="num">95% CI</th><th class="num">pass@1 %</th><th class="num">95% CI</th>' +
     (withK ? '<th class="num">pass@k % (unbiased) [95% CI]</th>' : '') +
-    '<th class="num">tasks</th><th class="num">samples</th><th class="num">untested</th><th>failures by class</th></tr>';
+    '<th class="num">tasks</th><th class="num">samples</th><th class="num">untested</th><th class="num">env_broken</th><th>failures by class</th></tr>';
   const chart = intervalBarChart(
     'leaderboard-chart',
     'scaled pass@1 per model with 95% bootstrap intervals',
@@ -178,8 +178,15 @@ function leaderboard(entries: Entry[]): string {
   return `<table id="leaderboard"><thead>${head}</thead><tbody>${rows.join('')}</tbody></table>${chart}`;
 }
 
-function paperHeatmap(entries: Entry[]): string {
-  const papers = [...new Set(entries.flatMap((e) => e.score.papers.map((p) => p.paper)))].sort();
+/** The score's own notes (untested and env_broken tasks, how they are treated), per run. */
+function scoreNotes(inputs: HtmlRunInput[], reports: ScoreReport[]): string {
+  const items = reports.flatMap((r, i) => r.notes.map((n) => `<li class="score-note">${inputs.length > 1 ? `${esc(inputs[i].label)}: ` : ''}${esc(n)}</li>`));
+  return items.length ? `<ul class="note" id="score-notes">${items.join('')}</ul>` : '';
+}
+
+function paperHeatmap(entries: Entry[], reports: ScoreReport[]): string {
+  const broken = new Map(reports.flatMap((r) => r.envBroken.map((p) => [p.paper, p.reason ?? 'its oracle fails here'] as const)));
+  const papers = [...new Set([...entries.flatMap((e) => e.score.papers.map((p) => p.paper)), ...broken.keys()])].sort();
   if (!papers.length) return '<p class="note">no paper in scope</p>';
   return heatmap(
     'paper-heatmap',
@@ -188,6 +195,9 @@ function paperHeatmap(entries: Entry[]): string {
     papers,
     (i, j) => {
       const p = entries[i].score.papers.find((q) => q.paper === papers[j]);
+      const n = entries[i].score.envBrokenByPaper[papers[j]];
+      // An env_broken paper has no score: an empty cell that says why, never a 0%.
+      if (!p && n) return { value: null, title: `${entries[i].name} / ${papers[j]}: env_broken, cannot run here (${broken.get(papers[j])}); ${n} task sample(s) not scored` };
       if (!p) return { value: null, title: `${entries[i].name} / ${papers[j]}: not in the run` };
       return { value: p.scaled.mean, title: `${entries[i].name} / ${papers[j]}: ${pct(p.scaled.mean)}% ${ci(p.scaled.ci)}, ${p.tasks} task(s), ${p.loc} LoC` };
     },
@@ -234,6 +244,15 @@ function lengthChart(entries: Entry[], judge: Judge): string {
     }).join('')}</tr>`)
     .join('');
   return `${legend(entries)}${chart}<table>${head}${rows}</table>`;
+}
+
+/** The env_broken papers under the heatmap: their cells are empty, and this says why. */
+function envBrokenNote(reports: ScoreReport[]): string {
+  const papers = [...new Map(reports.flatMap((r) => r.envBroken.map((p) => [p.paper, p] as const))).values()];
+  if (!papers.length) return '';
+  return ` <span id="env-broken-papers">env_broken (cannot run here, not scored; an empty cell, not 0%): ${papers
+    .map((p) => `<span class="env-broken" data-paper="${esc(p.paper)}" data-task-samples="${p.taskSamples}">${esc(p.paper)} (${esc(p.reason ?? 'its oracle fails here')}; ${p.taskSamples} task sample(s))</span>`)
+    .join(', ')}</span>`;
 }
 
 function legend(entries: Entry[]): string {
@@ -351,9 +370,10 @@ function logTail(name: string, log: { text: string; totalBytes: number; truncate
 
 function taskBlock(d: TaskDetail, entryName: string, judge: Judge, runIndex: number): string {
   const t = d.task;
-  const status = !d.verdict ? 'untested' : d.passed ? 'pass' : 'fail';
+  const status = detailStatus(d);
   const cls = d.verdict?.failureClass ?? (d.passed || !d.verdict ? '' : 'integrity');
-  const parts: string[] = [`<p class="verdict">${esc(describeVerdict(d.verdict, judge))}</p>`];
+  const verdict = d.envBroken ? `env_broken: ${t.paper} cannot run here (${d.envBroken}); not run, out of the scores` : describeVerdict(d.verdict, judge);
+  const parts: string[] = [`<p class="verdict">${esc(verdict)}</p>`];
   const c = d.completion;
   if (!c) parts.push(`<p class="note">${d.verdict ? 'answer not recorded (imported results keep no answers)' : 'no answer yet (not generated)'}</p>`);
   else if (c.error) parts.push(`<p class="note">the model call failed: ${esc(`${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`)}</p>`);
@@ -380,9 +400,7 @@ function taskBlock(d: TaskDetail, entryName: string, judge: Judge, runIndex: num
 }
 
 function scoreOf(r: HtmlRunInput, judge: Judge, subset: Subset): ScoreReport {
-  const run = r.loaded.run;
-  const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  return scoreRun({ tasks: r.loaded.tasks, verdicts: r.loaded.verdicts, papers: run.papers, judge, subset, cutoffs });
+  return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset);
 }
 
 export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions = {}): string {
@@ -422,9 +440,11 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
     for (const d of details) (byPaper.get(d.task.paper) ?? byPaper.set(d.task.paper, []).get(d.task.paper)!).push(d);
     for (const [paper, list] of [...byPaper].sort(([a], [b]) => a.localeCompare(b))) {
       list.sort((a, b) => a.task.snippet.localeCompare(b.task.snippet) || a.task.model.localeCompare(b.task.model) || a.task.sample - b.task.sample);
-      const failed = list.filter((d) => !d.passed).length;
+      const failed = list.filter((d) => detailStatus(d) === 'fail').length;
+      const untested = list.filter((d) => detailStatus(d) === 'untested').length;
+      const state = list[0].envBroken ? `env_broken: cannot run here (${list[0].envBroken}), not scored` : `${failed} failed${untested ? `, ${untested} untested` : ''}`;
       taskSections.push(
-        `<h3>${esc(paper)}${inputs.length > 1 ? ` <span class="muted">(${esc(r.label)})</span>` : ''} <span class="muted">${list.length} task sample(s), ${failed} not passing</span></h3>` +
+        `<h3>${esc(paper)}${inputs.length > 1 ? ` <span class="muted">(${esc(r.label)})</span>` : ''} <span class="muted">${list.length} task sample(s), ${esc(state)}</span></h3>` +
           list.map((d) => taskBlock(d, nameOf(d.task.model), judge, runIndex)).join(''),
       );
     }
@@ -450,10 +470,10 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
 <p class="muted">rcb report of ${inputs.length} run(s), made ${esc(stamp)} UTC. ${esc(scope)}. Intervals: ${esc(INTERVAL_METHOD)}.</p>
 <nav><a href="#s-leaderboard">leaderboard</a><a href="#s-papers">papers</a><a href="#s-length">snippet length</a><a href="#s-failures">failures</a><a href="#s-subsets">contamination-safe</a><a href="#s-cost">cost</a><a href="#s-tasks">tasks</a></nav>
 <table id="runs"><tr><th>run</th><th>id</th><th>status</th><th>pset</th><th class="num">samples</th><th>paper</th><th>template</th><th class="num">spend</th><th>created</th></tr>${runRows}</table>
-<section id="s-leaderboard"><h2>Leaderboard</h2>${leaderboard(entries)}
+<section id="s-leaderboard"><h2>Leaderboard</h2>${leaderboard(entries)}${scoreNotes(inputs, reports)}
 <p class="note">Scaled pass@1 weights each task by its lines of code (the benchmark's headline); pass@1 weights tasks equally. [low, high] is the 95% bootstrap interval${entries.some((e) => e.score.samples > 1) ? '; ± the standard deviation over samples' : ''}.</p></section>
 <div class="grid">
-<section id="s-papers"><h2>Per paper</h2>${paperHeatmap(entries)}<p class="note">Scaled pass@1 % per model and paper; hover a cell for its interval.</p></section>
+<section id="s-papers"><h2>Per paper</h2>${paperHeatmap(entries, reports)}<p class="note">Scaled pass@1 % per model and paper; hover a cell for its interval.${envBrokenNote(reports)}</p></section>
 <section id="s-length"><h2>Pass rate against snippet length</h2>${lengthChart(entries, judge)}</section>
 </div>
 <section id="s-failures"><h2>Failure classes</h2>${failureChart(entries)}</section>

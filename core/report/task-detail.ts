@@ -13,7 +13,7 @@ import { buildPrompt } from '../prompt/template';
 import { extractCompletion } from '../prompt/extract';
 import { completionLines, findFile } from '../prompt/mask';
 import { planTasks } from '../run/plan';
-import { passed } from '../scoring';
+import { envBrokenPapers, passed } from '../scoring';
 
 /** Where the diff and the prompt come from; either may be missing (another machine, the cloud). */
 export interface TaskSources {
@@ -31,6 +31,11 @@ export interface TaskDetail {
   verdict: Verdict | null;
   /** Under the report's judge; false for a task with no verdict yet. */
   passed: boolean;
+  /**
+   * Why the task's paper cannot run in the run's environment, when it cannot (env_broken):
+   * the task is out of the scores, neither passed nor failed. Null otherwise.
+   */
+  envBroken: string | null;
   /** Unified diff of the annotated file after the splice; null when the pset is not at hand. */
   diff: string | null;
   /** The prompt's text after the shared prefix (instructions + paper), and the prefix's length. */
@@ -77,6 +82,7 @@ export function taskDetails(loaded: LoadedRun, judge: Judge, sources: TaskSource
   const matching = matchingTaskIds(run, sources.pset);
   const papers = new Map((sources.pset?.papers ?? []).map((p) => [p.meta.id, p]));
   const templateFits = !!sources.template && sources.template.digest === run.spec.promptTemplateDigest;
+  const broken = envBrokenPapers(run);
   return tasks.map((task) => {
     const completion = loaded.completions.get(task.taskId) ?? null;
     const verdict = loaded.verdicts.get(task.taskId) ?? null;
@@ -100,7 +106,8 @@ export function taskDetails(loaded: LoadedRun, judge: Judge, sources: TaskSource
         notes.push(`no prompt: the run's prompt template (sha256 ${run.spec.promptTemplateDigest.slice(0, 12)}) is not at hand; pass it with --prompt-template FILE`);
       }
     }
-    return { task, completion, answer, verdict, passed: passed(verdict ?? undefined, judge), diff, promptTail, promptPrefixChars, notes };
+    const envBroken = broken.has(task.paper) ? (broken.get(task.paper) ?? 'its oracle fails here') : null;
+    return { task, completion, answer, verdict, passed: passed(verdict ?? undefined, judge), envBroken, diff, promptTail, promptPrefixChars, notes };
   });
 }
 
@@ -133,14 +140,27 @@ export function describeVerdict(v: Verdict | null, judge: Judge): string {
     .join('; ');
 }
 
+/** What a selection of tasks holds under the judge: the counts `rcb show` and the HTML page print. */
+export function countDetails(details: TaskDetail[]): { shown: number; passed: number; failed: number; untested: number; envBroken: number } {
+  const envBroken = details.filter((d) => d.envBroken).length;
+  const untested = details.filter((d) => !d.envBroken && !d.verdict).length;
+  const passedCount = details.filter((d) => !d.envBroken && d.passed).length;
+  return { shown: details.length, passed: passedCount, failed: details.length - envBroken - untested - passedCount, untested, envBroken };
+}
+
+/** A task's state in one word: pass, fail, untested, or env_broken (its paper cannot run here). */
+export function detailStatus(d: TaskDetail): 'pass' | 'fail' | 'untested' | 'env_broken' {
+  return d.envBroken ? 'env_broken' : !d.verdict ? 'untested' : d.passed ? 'pass' : 'fail';
+}
+
 /** `rcb show`'s text for one task. */
 export function formatTaskDetail(d: TaskDetail, judge: Judge): string {
   const t = d.task;
   const out = [`=== ${t.paper} / ${t.file} / ${t.snippet}  model ${t.model}  sample ${t.sample}  (${t.loc} LoC, task ${t.taskId})`];
-  out.push(`verdict: ${describeVerdict(d.verdict, judge)}`);
+  out.push(d.envBroken ? `verdict: env_broken: ${d.task.paper} cannot run here (${d.envBroken}); not run, out of the scores` : `verdict: ${describeVerdict(d.verdict, judge)}`);
   const c = d.completion;
   // A verdict without an answer comes from imported results, which keep none.
-  if (!c) out.push(d.verdict ? 'answer: not recorded (imported results keep no answers)' : 'answer: none yet (not generated)');
+  if (!c) out.push(d.verdict ? 'answer: not recorded (imported results keep no answers)' : d.envBroken ? 'answer: none (not generated: its paper cannot run here)' : 'answer: none yet (not generated)');
   else if (c.error) out.push(`answer: the model call failed: ${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`);
   else {
     out.push(`answer (${c.usage.inputTokens} input, ${c.usage.outputTokens} output tokens, $${c.costUsd.toFixed(4)}, finish ${c.finishReason}):`);

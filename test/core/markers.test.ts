@@ -1,4 +1,5 @@
-import { CLOSE_MARKER, countLoc, isCodeLine, OPEN_MARKER, parseSnippets } from '../../core/pset/markers';
+import { CLOSE_MARKER, countLoc, isCodeLine, isMarkerLine, OPEN_MARKER, parseSnippets, readMarkerLine } from '../../core/pset/markers';
+import { maskedView } from '../../core/prompt/mask';
 
 describe('countLoc (SPEC 4)', () => {
   it('counts only lines with code before any #, whatever the indentation', () => {
@@ -281,5 +282,60 @@ describe('parseSnippets (SPEC 3)', () => {
 
     // Assess
     expect(problems.map((p) => p.line).sort((a, b) => a - b)).toEqual([1, 2, 4]);
+  });
+});
+
+describe('malformed markers: one grammar for the reader, the validator and the masked view', () => {
+  const parse = (lines: string[]) => parseSnippets(lines, 'paper', 'model.py', 'pset/paper/model.py');
+  const lines = (open: string, close: string) => ['def f():', open, '    y = 1', close, '    # <paper2code name="z">', '    return y', '    # </paper2code name="z">'];
+
+  it('reports nam="x" on both tags at both lines, and nothing else (the snippet would vanish silently)', () => {
+    // Act
+    const { snippets, problems } = parse(lines('    # <paper2code nam="x">', '    # </paper2code nam="x">'));
+    // Assess
+    expect(problems.map((p) => [p.line, p.message.split(';')[0]])).toEqual([
+      [2, 'malformed marker: unknown attribute "nam": the only one is name="NAME"'],
+      [4, 'malformed marker: unknown attribute "nam": the only one is name="NAME"'],
+    ]);
+    expect(snippets.map((s) => s.name)).toEqual(['z']);
+  });
+
+  it('reports a broken name="x> at its own line, not at the closing line', () => {
+    const { problems } = parse(lines('    # <paper2code name="x>', '    # </paper2code name="x">'));
+    expect(problems.map((p) => [p.line, p.message.split(';')[0]])).toEqual([[2, "malformed marker: the name's closing quote is missing"]]);
+  });
+
+  it.each([
+    ['#<paper2cod name="x">', 'misspelt tag "<paper2cod"'],
+    ['<paper2code name="x">', 'the marker is not a comment'],
+    ['x = 1  # <paper2code name="x">', 'marker text after code'],
+    ['# <paper2code name="x"> trailing', 'text after the marker: "trailing"'],
+    ["# <paper2code name='x'>", 'the name must be in double quotes'],
+    ['# <paper2code name="">', 'the name is empty'],
+    ['# <paper2codename="x">', 'no space between the tag and name="NAME"'],
+    ['# <paper2 code name="x">', 'no space inside the tag'],
+    ['# <paper code name="x">', 'misspelt tag "<paper code"'],
+    ['# <pape<2code name="x">', 'misspelt tag "<pape<2code"'],
+    ['# <paper2code name = "x">', 'no space around `=`'],
+    ['# <paper2code name="x" id="y">', 'unknown attribute "id"'],
+    ['# paper2code name="x">', 'the tag has no `<`'],
+    ['# </paper2code name="x"', 'the tag is not closed with `>`'],
+  ])('%j is a malformed marker: %s', (line, why) => {
+    const m = readMarkerLine(line);
+    expect(m?.kind).toBe('malformed');
+    expect(m && m.kind === 'malformed' && m.problem).toContain(why);
+    expect(isMarkerLine(line)).toBe(false);
+  });
+
+  it.each(['def fractalar_in64_paper2code(**kwargs):', 'TEST = "paper2code_test.py"', 'x = 1  # a comment', 'html = "<p>"'])('%j is ordinary code', (line) => {
+    expect(readMarkerLine(line)).toBeNull();
+  });
+
+  it('leaves no marker text in the masked view of a file without problems', () => {
+    // The masked view removes exactly the lines the grammar reads as markers.
+    const file = { path: 'model.py', lines: lines('    # <paper2code name="x">', '    # </paper2code name="x">'), finalNewline: true };
+    const { snippets, problems } = parse(file.lines);
+    expect(problems).toEqual([]);
+    for (const s of snippets) expect(maskedView(file, s)).not.toMatch(/paper2code/);
   });
 });

@@ -28,10 +28,13 @@ const run = { runId: 'r', status: 'succeeded', source: 'rcb', spec: { budgetUsd:
 describe('report formats: intervals and empty subsets', () => {
   it('the table shows each score with its interval, no ± for one sample, and the method under it', () => {
     const text = formatTable(scoreRun(input('all')), run);
-    // "old" passes 3 of 4 equal tasks: 75 with the hand-computed interval [25, 100] (test/core/bootstrap.test.ts).
-    expect(text).toMatch(/^old\s+75\.00\s+\[25\.00, 100\.00\]\s+75\.00\s+\[25\.00, 100\.00\]\s+4\s+1\s+functional 1$/m);
+    // "old" passes 3 of 4 equal tasks: pass@1 75 with the hand-computed interval [25, 100]
+    // (test/core/bootstrap.test.ts). Scaled resamples the papers, p1 at 100 and p2 at 50 with
+    // 2 LoC each: p1p1 (1/4) 100, p1p2 (1/2) 75, p2p2 (1/4) 50, so [50, 100].
+    expect(text).toMatch(/^old\s+75\.00\s+\[50\.00, 100\.00\]\s+75\.00\s+\[25\.00, 100\.00\]\s+4\s+1\s+functional 1$/m);
     expect(text).not.toContain('±');
-    expect(text).toContain('[low, high]: 95% percentile bootstrap, 2000 resamples of the tasks in scope');
+    expect(text).toContain('[low, high]: 95% percentile bootstrap over tasks, each keeping its statistic from all its samples');
+    expect(text).toContain('scaled (LoC-weighted) scores resample papers (clustered by paper');
     expect(text).toMatch(/per paper:\n.*\n.*\np1\s+new\s+100\.00\s+\[100\.00, 100\.00\]\s+2\s+2\n\s+old\s+100\.00/);
   });
 

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync, cpSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { PSET_MINI, rcb, tempDir } from '../helpers/cli';
 
@@ -26,6 +26,22 @@ describe('rcb validate', () => {
     expect(r.stdout).toContain('smoothfocal/loss.py:3: close marker for "b" but the innermost open snippet is "a"');
     expect(r.stdout).toContain('smoothfocal/loss.py:1: snippet "a" is never closed');
     expect(r.stdout).toMatch(/^papers\.yaml:4: paper "ghost": paper folder ghost is missing$/m);
+  });
+
+  it('reports a snippet whose two markers say nam="x" at both lines instead of "no problems"', () => {
+    // Prepare: one of smoothfocal's snippets with the attribute misspelt on both tags.
+    const root = tempDir();
+    cpSync(join(PSET_MINI, 'smoothfocal'), join(root, 'smoothfocal'), { recursive: true });
+    writeFileSync(join(root, 'papers.yaml'), '- id: smoothfocal\n  annotated_file_paths: [loss.py]\n  context_file_paths: [numerics.py, defaults.py]\n');
+    const loss = join(root, 'smoothfocal', 'loss.py');
+    writeFileSync(loss, readFileSync(loss, 'utf8').replace(/(<\/?paper2code )name="log softmax"/g, '$1nam="log softmax"'));
+    // Act
+    const r = rcb(['validate', '--pset', root], { cwd: root });
+    // Assess
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/^smoothfocal\/loss\.py:8: malformed marker: unknown attribute "nam"/m);
+    expect(r.stdout).toMatch(/^smoothfocal\/loss\.py:12: malformed marker: unknown attribute "nam"/m);
+    expect(r.stderr).toContain('2 problem(s)');
   });
 });
 
