@@ -10,7 +10,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from './rcb-function';
 import { ARTIFACT_PREFIXES, EVALUATION_OUTPUT_PATTERN, StorageConstruct, TABLE_KEYS } from './storage-construct';
-import { COUNTER_ATTRIBUTES, TABLE_ATTRIBUTES } from '../core/cloud/storage-layout';
+import { COUNTER_ATTRIBUTES, KEY_PREFIXES, leadingKeys, TABLE_ATTRIBUTES } from '../core/cloud/storage-layout';
 
 /** Name of the evaluator container: the orchestrator's containerOverrides refer to it. */
 export const EVALUATOR_CONTAINER_NAME = 'evaluator';
@@ -213,6 +213,9 @@ export class EvaluationConstruct extends Construct {
     storage.grantTable(this.taskRole, ['dynamodb:BatchGetItem'], { leadingKeys: ['TASK#*'] });
     // What it writes: verdict items (first write wins) under the run's partition, nothing else.
     storage.grantTable(this.taskRole, ['dynamodb:PutItem'], { leadingKeys: ['RUN#*'] });
+    // The environment check of its paper, kept per image (core/cloud/shard-environment.ts): read,
+    // claim and store items under IMAGE#<digest>, nothing else there.
+    storage.grantTable(this.taskRole, ['dynamodb:GetItem', 'dynamodb:PutItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.image)] });
     // And the run's count of verdicts (ADD on the run item): that one attribute, no other.
     storage.grantTable(this.taskRole, ['dynamodb:UpdateItem'], {
       leadingKeys: ['RUN#*'],
