@@ -121,6 +121,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--json', 'JSON array of {paper, runs, reason}')
     .option('--timeout <seconds>', 'time limit of one test run', '60')
+    .option('--repeat <n>', 'run every snippet\'s oracle N times and list the snippets whose verdict changes (flaky references; rcb run then flags their verdicts); exit 1 if any')
+    .option('--jobs <n>', 'tests at once with --repeat (default: one per CPU)')
     .action(async (o) => {
       const { doctorCommand } = require('./commands/doctor-command') as typeof import('./commands/doctor-command');
       code = await doctorCommand(o);

@@ -58,6 +58,8 @@ export interface ModelScore {
   pending: number;
   /** Task samples of papers that cannot run in the run's environment (env_broken): out of the scores. */
   envBroken: number;
+  /** Scored task samples whose verdict is flagged flaky_reference (the snippet's reference is flaky: `rcb doctor --repeat`); kept in the scores. */
+  flaky: number;
   /** Papers in scope for this model. */
   paperIds: string[];
   /** Cutoff used for the subset, if any. */
@@ -144,6 +146,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     const failures: Partial<Record<FailureClass, number>> = {};
     let pending = 0;
     let envBroken = 0;
+    let flaky = 0;
     let samples = 0;
     for (const t of input.tasks) {
       if (t.model !== model || !inScope(t.paper)) continue;
@@ -157,6 +160,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       const v = input.verdicts.get(t.taskId);
       g.samples.set(t.sample, v ? passed(v, input.judge) : undefined);
       samples = Math.max(samples, t.sample + 1);
+      if (v?.flags.includes(FLAKY_REFERENCE)) flaky++;
       if (!v) pending++;
       else if (!passed(v, input.judge)) {
         // An official failure carries its class; a task failing only the strict judge is 'integrity'.
@@ -235,16 +239,27 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       failures,
       pending,
       envBroken,
+      flaky,
       paperIds,
       cutoff,
     });
   }
   report.models.sort((a, b) => b.scaled.mean - a.scaled.mean || a.model.localeCompare(b.model));
-  report.notes = scoreNotes(report, broken);
+  report.notes = scoreNotes(report, broken, flakySnippets(input));
   return report;
 }
 
-function scoreNotes(report: ScoreReport, broken: Map<string, string | null>): string[] {
+/** The verdict flag of a task whose snippet's reference solution is flaky (its verdict changed under `rcb doctor --repeat`). */
+export const FLAKY_REFERENCE = 'flaky_reference';
+
+/** `paper/file/snippet` of the snippets whose verdicts carry the flaky_reference flag. */
+function flakySnippets(input: ScoreInput): string[] {
+  const out = new Set<string>();
+  for (const t of input.tasks) if (input.verdicts.get(t.taskId)?.flags.includes(FLAKY_REFERENCE)) out.add(`${t.paper}/${t.file}/${t.snippet}`);
+  return [...out].sort();
+}
+
+function scoreNotes(report: ScoreReport, broken: Map<string, string | null>, flaky: string[]): string[] {
   const notes: string[] = [];
   const pending = report.models.filter((m) => m.pending > 0);
   if (pending.length) {
@@ -260,6 +275,12 @@ function scoreNotes(report: ScoreReport, broken: Map<string, string | null>): st
     const papers = [...broken].map(([paper, reason]) => `${paper} (${reason ?? 'its oracle fails here'})`).join(', ');
     notes.push(
       `env_broken: ${brokenCount} task sample(s) of ${broken.size} paper(s) that cannot run in this environment (their oracle fails here) are kept out of the scores, not counted as model failures: ${papers}`,
+    );
+  }
+  const flakyCount = report.models.reduce((a, m) => a + m.flaky, 0);
+  if (flakyCount) {
+    notes.push(
+      `flaky_reference: ${flakyCount} scored task sample(s) of ${flaky.length} snippet(s) whose reference solution's verdict changes from run to run (rcb doctor --repeat) are kept in the scores and flagged; their pass or fail is partly chance: ${flaky.join(', ')}`,
     );
   }
   return notes;
