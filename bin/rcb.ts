@@ -63,6 +63,17 @@ async function main(argv: string[]): Promise<number> {
     });
 
   program
+    .command('overlay')
+    .description('write the pset with an overlay\'s documented patches (a seed, a tolerance) to a new folder; the original is kept (docs/environment-checks.md)')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .requiredOption('--overlay <dir>', 'overlay folder: overlay.yaml (file, reason per entry) and the replacement files')
+    .requiredOption('--out <dir>', 'new folder for the patched pset')
+    .action((o) => {
+      const { overlayCommand } = require('./commands/overlay-command') as typeof import('./commands/overlay-command');
+      code = overlayCommand(o);
+    });
+
+  program
     .command('tasks')
     .description('list the tasks (snippets) of a pset')
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
