@@ -288,7 +288,7 @@ export class EvaluationConstruct extends Construct {
         {
           id: 'AwsSolutions-IAM5',
           reason:
-            'Object-key wildcards: the task reads psets/* and runs/* (its run id is only known at run time) and writes runs/*/evaluation/* only; its DynamoDB writes are limited to RUN#* partitions.',
+            'Object-key wildcards: the task reads psets/* and runs/* (its run id is only known at run time) and writes runs/*/evaluation/* only; its DynamoDB writes are limited to RUN#* and IMAGE#* partitions (the environment check of its paper, kept per image).',
           appliesTo: [
             { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/(psets|runs)\\/\\*$/g' },
             { regex: '/^Resource::<StorageArtifacts[0-9A-F]+\\.Arn>\\/runs\\/\\*\\/evaluation\\/\\*$/g' },
