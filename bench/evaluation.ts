@@ -8,7 +8,7 @@
  *   warm jN   the warm pool with N jobs, start-up included;
  *   rcbrun    the whole `rcb run --model oracle` as a user runs it (node dist/bin/rcb.js, a
  *             fresh cache folder: its environment check, generation, store, reports
- *             included), --jobs N; needs `npm run build` first;
+ *             included), --jobs N; without `npm run build`, through tsx (slower: said so);
  *   floor     bench/floor-harness.py: one interpreter that preloads every module the
  *             papers' tests import (learned before the rounds), then copies, splices and
  *             forks per test, N at a time, no sandbox, one BLAS thread, start-up included.
@@ -243,8 +243,10 @@ async function runnablePapers(options: EvaluationArgs): Promise<string[]> {
   }
 }
 
-/** The built command line: `rcb run` as a user runs it, not through tsx. */
+/** The built command line: `rcb run` as a user runs it; the sources through tsx when it is not built. */
 const RCB_CLI = resolve(__dirname, '..', 'dist', 'bin', 'rcb.js');
+const rcbCommand = (): { args: string[]; built: boolean } =>
+  existsSync(RCB_CLI) ? { args: [RCB_CLI], built: true } : { args: ['-r', require.resolve('tsx/cjs'), resolve(__dirname, '..', 'bin', 'rcb.ts')], built: false };
 
 /**
  * `rcb run --model oracle` over the papers, in a fresh run folder and cache folder (so its
@@ -254,7 +256,7 @@ const RCB_CLI = resolve(__dirname, '..', 'dist', 'bin', 'rcb.js');
 async function rcbRun(options: EvaluationArgs, papers: string[], candidates: Candidate[], tmpDir: string): Promise<Outcome> {
   const dir = await mkdtemp(join(tmpDir, 'rcbrun-'));
   try {
-    const args = [RCB_CLI, 'run', '--pset', options.pset, '--papers', papers.join(','), '--model', 'oracle', '--python', options.python,
+    const args = [...rcbCommand().args, 'run', '--pset', options.pset, '--papers', papers.join(','), '--model', 'oracle', '--python', options.python,
       '--jobs', String(options.jobs), '--sandbox', options.sandbox, '--out', join(dir, 'run')];
     const code = await new Promise<number | null>((resolveRun, reject) => {
       const child = spawn(process.execPath, args, { env: { ...process.env, RCB_CACHE_DIR: join(dir, 'cache'), CI: 'true' }, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -281,7 +283,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
   if (options.allRunnable) options.papers = await runnablePapers(options);
   if (options.only.has('rcbrun')) {
     if (options.repeat !== 1) throw new Error('bench evaluation: rcbrun runs each task once: use --repeat 1 with it (or --only without rcbrun)');
-    if (!existsSync(RCB_CLI)) throw new Error(`bench evaluation: rcbrun needs the built command line ${RCB_CLI}: run \`npm run build\` first`);
+    if (!rcbCommand().built) process.stdout.write(`rcbrun: ${RCB_CLI} is not built, so rcb runs through tsx (slower than a user's; npm run build first)\n`);
   }
   const candidates = oracleCandidates(options.pset, options.papers, options.repeat);
   const env = sandboxEnvironment();
@@ -329,7 +331,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
     cold: `rcb cold, SANDBOX, ${jobs} job(s)`,
     warm1: 'rcb warm, SANDBOX, 1 job',
     warmN: `rcb warm, SANDBOX, ${jobs} job(s)`,
-    rcbrun: `whole rcb run --model oracle, SANDBOX, ${jobs} job(s)`,
+    rcbrun: `whole rcb run --model oracle${rcbCommand().built ? '' : ' (tsx)'}, SANDBOX, ${jobs} job(s)`,
     floor: `floor (preload all, fork per test, ${jobs} at a time)`,
   };
 
