@@ -6,6 +6,9 @@
  *   cold      the cold executor, --jobs N;
  *   warm j1   the warm pool with one job, its start-up (imports) included;
  *   warm jN   the warm pool with N jobs, start-up included;
+ *   rcbrun    the whole `rcb run --model oracle` as a user runs it (node dist/bin/rcb.js, a
+ *             fresh cache folder: its environment check, generation, store, reports
+ *             included), --jobs N; without `npm run build`, through tsx (slower: said so);
  *   floor     bench/floor-harness.py: one interpreter that preloads every module the
  *             papers' tests import (learned before the rounds), then copies, splices and
  *             forks per test, N at a time, no sandbox, one BLAS thread, start-up included.
@@ -14,8 +17,11 @@
  * round share the machine's load of that moment), and whether every configuration gave
  * the same verdicts (original pass rule, SPEC 7).
  *
- *   npm run bench -- evaluation [--pset DIR] [--papers ID... | --preset debian9] [--python PATH]
- *       [--rounds R] [--repeat N] [--jobs N] [--sandbox auto|bwrap|uid|none] [--only original,cold,warm1,warmN,floor]
+ *   npm run bench -- evaluation [--pset DIR] [--papers ID... | --preset debian9|all] [--python PATH]
+ *       [--rounds R] [--repeat N] [--jobs N] [--sandbox auto|bwrap|uid|none] [--only original,cold,warm1,warmN,rcbrun,floor]
+ *
+ * `--preset all`: every paper of the pset whose oracle passes with --python (the environment
+ * check `rcb doctor` makes, before the rounds, untimed); the papers left out are named.
  */
 import { spawn } from 'node:child_process';
 import { chmod, cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -32,13 +38,19 @@ import type { WarmTraceEvent } from '../adapters/local/executor/warm-executor';
 import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
 import { defaultJobs } from '../adapters/local/executor/executor-options';
 import { sandboxEnvironment } from '../adapters/local/executor/environment';
+import { checkEnvironment } from '../core/run/env-check';
+import { existsSync } from 'node:fs';
+import Database from 'better-sqlite3';
 
 /** Named sets of papers: `debian9` are the published papers whose tests run with Debian's packages. */
 export const PAPER_PRESETS: Record<string, string[]> = {
   debian9: ['Diff-Transformer', 'DiffusionDPO', 'GPS', 'LEN', 'OptimalSteps', 'SISS', 'TabDiff', 'Tanh-Init', 'minp'],
 };
 
-const CONFIGS = ['original', 'cold', 'warm1', 'warmN', 'floor'] as const;
+const CONFIGS = ['original', 'cold', 'warm1', 'warmN', 'rcbrun', 'floor'] as const;
+
+/** The preset that is no list: the papers of the pset that run with the interpreter. */
+const ALL_RUNNABLE = 'all';
 type Config = (typeof CONFIGS)[number];
 
 interface EvaluationArgs {
@@ -51,6 +63,8 @@ interface EvaluationArgs {
   only: Set<Config>;
   /** The sandbox of rcb's configurations (the floor and the original loop have none). */
   sandbox: SandboxMode;
+  /** `--preset all`: the pset's papers whose oracle passes with the interpreter. */
+  allRunnable?: boolean;
 }
 
 function parseArgs(args: string[]): EvaluationArgs {
@@ -79,8 +93,9 @@ function parseArgs(args: string[]): EvaluationArgs {
     else if (arg === '--preset') {
       const name = value();
       const papers = PAPER_PRESETS[name];
-      if (!papers) throw new Error(`bench evaluation: unknown preset ${name} (known: ${Object.keys(PAPER_PRESETS).join(', ')})`);
-      out.papers = papers;
+      if (name === ALL_RUNNABLE) out.allRunnable = true;
+      else if (!papers) throw new Error(`bench evaluation: unknown preset ${name} (known: ${[...Object.keys(PAPER_PRESETS), ALL_RUNNABLE].join(', ')})`);
+      else out.papers = papers;
     } else if (arg === '--only') {
       const names = value().split(',');
       const unknown = names.filter((n) => !(CONFIGS as readonly string[]).includes(n));
@@ -210,8 +225,66 @@ async function throughExecutor(
   }
 }
 
+/** The papers of the pset whose oracle passes with the interpreter (the environment check of `rcb doctor`). */
+async function runnablePapers(options: EvaluationArgs): Promise<string[]> {
+  const pset = loadPset(options.pset, options.papers ? { papers: options.papers } : {});
+  const executor = await createColdExecutor({ python: options.python, jobs: options.jobs, sandbox: options.sandbox, warn: () => undefined });
+  try {
+    const papers = await checkEnvironment({ executor }, { pset, interpreter: options.python });
+    const left = papers.filter((p) => !p.runs);
+    process.stdout.write(
+      `preset all: ${papers.length - left.length} of ${papers.length} paper(s) run with ${options.python}` +
+        (left.length ? `; left out: ${left.map((p) => `${p.paper} (${p.reason})`).join(', ')}` : '') +
+        '\n',
+    );
+    return papers.filter((p) => p.runs).map((p) => p.paper);
+  } finally {
+    await executor.close();
+  }
+}
+
+/** The built command line: `rcb run` as a user runs it; the sources through tsx when it is not built. */
+const RCB_CLI = resolve(__dirname, '..', 'dist', 'bin', 'rcb.js');
+const rcbCommand = (): { args: string[]; built: boolean } =>
+  existsSync(RCB_CLI) ? { args: [RCB_CLI], built: true } : { args: ['-r', require.resolve('tsx/cjs'), resolve(__dirname, '..', 'bin', 'rcb.ts')], built: false };
+
+/**
+ * `rcb run --model oracle` over the papers, in a fresh run folder and cache folder (so its
+ * environment check runs, as on a first run), timed from spawn to exit; the verdicts in
+ * candidate order from its store (original pass rule).
+ */
+async function rcbRun(options: EvaluationArgs, papers: string[], candidates: Candidate[], tmpDir: string): Promise<Outcome> {
+  const dir = await mkdtemp(join(tmpDir, 'rcbrun-'));
+  try {
+    const args = [...rcbCommand().args, 'run', '--pset', options.pset, '--papers', papers.join(','), '--model', 'oracle', '--python', options.python,
+      '--jobs', String(options.jobs), '--sandbox', options.sandbox, '--out', join(dir, 'run')];
+    const code = await new Promise<number | null>((resolveRun, reject) => {
+      const child = spawn(process.execPath, args, { env: { ...process.env, RCB_CACHE_DIR: join(dir, 'cache'), CI: 'true' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-4000)));
+      child.on('error', reject);
+      child.on('close', (c) => (c === 0 ? resolveRun(c) : reject(new Error(`bench evaluation: rcb run exited ${c}: ${err}`))));
+    });
+    void code;
+    const db = new Database(join(dir, 'run', 'rcb.sqlite'), { readonly: true });
+    const rows = db.prepare('SELECT t.paper, t.file, t.snippet, v.record FROM verdicts v JOIN tasks t USING (run_id, task_id)').all() as
+      { paper: string; file: string; snippet: string; record: string }[];
+    db.close();
+    const pass = new Map(rows.map((r) => [`${r.paper}/${r.file}/${r.snippet}`, (JSON.parse(r.record) as { officialPass: boolean }).officialPass]));
+    const sandbox = JSON.parse(rows[0]?.record ?? '{}').sandbox as string | undefined;
+    return { passes: candidates.map((c) => pass.get(c.taskId.replace(/#\d+$/, '')) === true), ...(sandbox ? { sandbox } : {}) };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 export async function benchEvaluation(args: string[]): Promise<void> {
   const options = parseArgs(args);
+  if (options.allRunnable) options.papers = await runnablePapers(options);
+  if (options.only.has('rcbrun')) {
+    if (options.repeat !== 1) throw new Error('bench evaluation: rcbrun runs each task once: use --repeat 1 with it (or --only without rcbrun)');
+    if (!rcbCommand().built) process.stdout.write(`rcbrun: ${RCB_CLI} is not built, so rcb runs through tsx (slower than a user's; npm run build first)\n`);
+  }
   const candidates = oracleCandidates(options.pset, options.papers, options.repeat);
   const env = sandboxEnvironment();
   const quiet = (): void => undefined;
@@ -244,6 +317,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
     cold: () => throughExecutor(() => createColdExecutor({ python, jobs, tmpDir, sandbox, warn: quiet }), candidates),
     warm1: () => throughExecutor((trace) => createWarmExecutor({ python, jobs: 1, tmpDir, sandbox, warn: quiet, trace }), candidates),
     warmN: () => throughExecutor((trace) => createWarmExecutor({ python, jobs, tmpDir, sandbox, warn: quiet, trace }), candidates),
+    rcbrun: () => rcbRun(options, [...new Set(candidates.map((c) => c.paper))], candidates, tmpDir),
     floor: () =>
       floorHarness<Outcome>(
         python,
@@ -257,6 +331,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
     cold: `rcb cold, SANDBOX, ${jobs} job(s)`,
     warm1: 'rcb warm, SANDBOX, 1 job',
     warmN: `rcb warm, SANDBOX, ${jobs} job(s)`,
+    rcbrun: `whole rcb run --model oracle${rcbCommand().built ? '' : ' (tsx)'}, SANDBOX, ${jobs} job(s)`,
     floor: `floor (preload all, fork per test, ${jobs} at a time)`,
   };
 

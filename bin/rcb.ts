@@ -64,6 +64,17 @@ async function main(argv: string[]): Promise<number> {
     });
 
   program
+    .command('overlay')
+    .description('write the pset with an overlay\'s documented patches (a seed, a tolerance) to a new folder; the original is kept (docs/environment-checks.md)')
+    .option('--pset <dir>', 'pset folder (default: the bundled example)')
+    .requiredOption('--overlay <dir>', 'overlay folder: overlay.yaml (file, reason per entry) and the replacement files')
+    .requiredOption('--out <dir>', 'new folder for the patched pset')
+    .action((o) => {
+      const { overlayCommand } = require('./commands/overlay-command') as typeof import('./commands/overlay-command');
+      code = overlayCommand(o);
+    });
+
+  program
     .command('tasks')
     .description('list the tasks (snippets) of a pset')
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
@@ -122,6 +133,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--json', 'JSON array of {paper, runs, reason}')
     .option('--timeout <seconds>', 'time limit of one test run', '60')
+    .option('--repeat <n>', 'run every snippet\'s oracle N times and list the snippets whose verdict changes (flaky references; rcb run then flags their verdicts); exit 1 if any')
+    .option('--jobs <n>', 'tests at once with --repeat (default: one per CPU)')
     .action(async (o) => {
       const { doctorCommand } = require('./commands/doctor-command') as typeof import('./commands/doctor-command');
       code = await doctorCommand(o);

@@ -14,7 +14,11 @@
  *   RCB_SANDBOX  auto | bwrap | uid | none  (task definition: uid, since Fargate refuses the
  *                user namespaces bubblewrap needs; default auto)
  * Optional: RCB_JOBS (tests at once, default one per CPU), RCB_DYNAMODB_ENDPOINT /
- * RCB_S3_ENDPOINT (the local emulator).
+ * RCB_S3_ENDPOINT (the local emulator), RCB_SKIP_ENV_CHECK=1 (judge without checking the
+ * paper's environment first).
+ * Set by ECS: ECS_CONTAINER_METADATA_URI_V4, where the container reads its image's digest:
+ * the environment check of the shard's paper is kept under it, so it runs once per image
+ * (core/cloud/shard-environment.ts); without it, the shard checks its paper itself.
  *
  * Exit status: 0 when every answered task of the shard has a verdict (failing tests are
  * verdicts, not errors); 1 only when the shard could not be evaluated (store, bucket,
@@ -34,6 +38,7 @@ import { createLocalExecutor, defaultJobs } from '../adapters/local/executor';
 import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
 import { loadStorageConfig } from '../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
+import { containerImageDigest } from '../adapters/aws/runtime/container-metadata';
 
 /** What one shard task is told to do. */
 export interface ShardEnv {
@@ -101,10 +106,14 @@ export async function main(env: NodeJS.ProcessEnv = process.env, clients: Parame
   const storage = createStorageAdapters({ ...loadStorageConfig(env), scratchDir: shard.scratch }, clients);
   // The run (its test time limit) and its pset, read once before the executor starts.
   const ctx = await loadRunContext(storage, shard.runId);
+  const python = env.RCB_PYTHON || 'python3';
+  const checkEnv = env.RCB_SKIP_ENV_CHECK !== '1' && storage.environments;
+  const image = checkEnv ? await containerImageDigest(env) : null;
+  if (image && image.digest === null) log('error', `environment check not kept per image: ${image.reason}; this shard checks its paper itself`);
   const executor = await createLocalExecutor({
     // The local run's executor: the shard's paper is imported once per worker, not per test.
     warm: true,
-    python: env.RCB_PYTHON || 'python3',
+    python,
     jobs: env.RCB_JOBS ? Number(env.RCB_JOBS) : defaultJobs(),
     timeoutSec: ctx.run.spec.timeoutSec,
     sandbox: shard.sandbox,
@@ -123,7 +132,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env, clients: Parame
   process.once('SIGTERM', stop);
   try {
     const progress: Progress = { ...silentProgress, note: (message) => log('error', message, { runId: shard.runId, paper: shard.paper }) };
-    const result = await evaluateShard({ ...storage, executor, progress }, { ...shard.ref, runId: shard.runId, pset: ctx.pset });
+    const environment = checkEnv ? { checks: checkEnv, image: image?.digest ? `${image.digest}@${python}` : null, python } : undefined;
+    const result = await evaluateShard({ ...storage, executor, progress, environment }, { ...shard.ref, runId: shard.runId, pset: ctx.pset });
     log('info', 'shard evaluated', { ...result });
     return 0;
   } finally {

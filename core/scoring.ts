@@ -80,6 +80,8 @@ export interface ModelScore {
   envBroken: number;
   /** The same, per paper. */
   envBrokenByPaper: Record<string, number>;
+  /** Scored task samples whose verdict is flagged flaky_reference (the snippet's reference is flaky: `rcb doctor --repeat`); kept in the scores. */
+  flaky: number;
   /** Papers in scope for this model. */
   paperIds: string[];
   /** Cutoff used for the subset, if any. */
@@ -211,6 +213,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     let pending = 0;
     let envBroken = 0;
     const envBrokenByPaper: Record<string, number> = {};
+    let flaky = 0;
     let samples = 0;
     for (const t of input.tasks) {
       if (t.model !== model || !inScope(t.paper)) continue;
@@ -228,6 +231,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       if (!v) g.classes.add('untested');
       else if (!passed(v, input.judge)) g.classes.add(v.failureClass ?? 'integrity');
       samples = Math.max(samples, t.sample + 1);
+      if (v?.flags.includes(FLAKY_REFERENCE)) flaky++;
       if (!v) pending++;
       else if (!passed(v, input.judge)) {
         // An official failure carries its class; a task failing only the strict judge is 'integrity'.
@@ -300,6 +304,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       pending,
       envBroken,
       envBrokenByPaper,
+      flaky,
       paperIds,
       cutoff,
       outcomes: all.map((g) => ({
@@ -314,11 +319,21 @@ export function scoreRun(input: ScoreInput): ScoreReport {
   }
   report.envBroken = [...brokenSamples].sort(([a], [b]) => a.localeCompare(b)).map(([paper, taskSamples]) => ({ paper, reason: broken.get(paper) ?? null, taskSamples }));
   report.models.sort((a, b) => b.scaled.mean - a.scaled.mean || a.model.localeCompare(b.model));
-  report.notes = scoreNotes(report);
+  report.notes = scoreNotes(report, flakySnippets(input));
   return report;
 }
 
-function scoreNotes(report: ScoreReport): string[] {
+/** The verdict flag of a task whose snippet's reference solution is flaky (its verdict changed under `rcb doctor --repeat`). */
+export const FLAKY_REFERENCE = 'flaky_reference';
+
+/** `paper/file/snippet` of the snippets whose verdicts carry the flaky_reference flag. */
+function flakySnippets(input: ScoreInput): string[] {
+  const out = new Set<string>();
+  for (const t of input.tasks) if (input.verdicts.get(t.taskId)?.flags.includes(FLAKY_REFERENCE)) out.add(`${t.paper}/${t.file}/${t.snippet}`);
+  return [...out].sort();
+}
+
+function scoreNotes(report: ScoreReport, flaky: string[]): string[] {
   const notes: string[] = [];
   const pending = report.models.filter((m) => m.pending > 0);
   if (pending.length) {
@@ -334,6 +349,12 @@ function scoreNotes(report: ScoreReport): string[] {
     const papers = report.envBroken.map(({ paper, reason }) => [paper, reason] as const).map(([paper, reason]) => `${paper} (${reason ?? 'its oracle fails here'})`).join(', ');
     notes.push(
       `env_broken: ${brokenCount} task sample(s) of ${report.envBroken.length} paper(s) that cannot run in this environment (their oracle fails here) are kept out of the scores, not counted as model failures: ${papers}`,
+    );
+  }
+  const flakyCount = report.models.reduce((a, m) => a + m.flaky, 0);
+  if (flakyCount) {
+    notes.push(
+      `flaky_reference: ${flakyCount} scored task sample(s) of ${flaky.length} snippet(s) whose reference solution's verdict changes from run to run (rcb doctor --repeat) are kept in the scores and flagged; their pass or fail is partly chance: ${flaky.join(', ')}`,
     );
   }
   return notes;

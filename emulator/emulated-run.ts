@@ -51,6 +51,7 @@ import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
 import { containerApp } from './container-app';
+import { startContainerMetadata } from './container-metadata';
 import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
 import { EmulatorState } from './emulator-state';
 import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
@@ -479,10 +480,19 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   const shardRuns: ShardRunOutcome[] = [];
   if (!workflow.imageContext) throw new Error('emulator: the workflow carries no image build context (synthesize it with synthesizeWorkflow)');
   const app = containerApp(workflow.imageContext, options.containerAppCache);
+  // What ECS tells a container of its image: the digest, here the image asset's hash.
+  const metadata = await startContainerMetadata({
+    imageId: `sha256:${workflow.imageContext.digest}`,
+    image: `rcb-evaluation:${workflow.imageContext.digest.slice(0, 12)}`,
+    // infra/evaluation-construct.ts EVALUATOR_CONTAINER_NAME (not imported: it loads the CDK).
+    containerName: 'evaluator',
+  });
+  closers.push(() => metadata.close());
   const evaluateShard = shardContainerHandler({
     app,
     baseEnv: {
       ...aws.childEnv(),
+      ECS_CONTAINER_METADATA_URI_V4: metadata.uri,
       RCB_PYTHON: options.python ?? (process.env.RCB_PYTHON || 'python3'),
       RCB_JOBS: String(options.jobs ?? Math.max(1, Math.floor(cpus().length / shardsAtOnce))),
       ...(options.unsafeNoSandbox ? { RCB_SANDBOX: 'none' } : {}),

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BlobStore, RunStore } from '../core/store';
-import type { RunCounters } from '../core/cloud/ports';
+import type { EnvironmentChecks, RunCounters } from '../core/cloud/ports';
 import type { RunExecutions } from '../core/cloud/execution-attempts';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 import { EmulatorState } from './emulator-state';
@@ -17,6 +17,7 @@ import { startLocalAws } from './local-aws';
 export interface EmulatedStack {
   store: RunStore;
   counters?: RunCounters;
+  environments?: EnvironmentChecks;
   blobs: BlobStore;
   executions: RunExecutions;
   close(): Promise<void>;
@@ -39,6 +40,7 @@ export async function openEmulatedStack(stateDir: string): Promise<EmulatedStack
     return {
       store: storage.store,
       counters: storage.counters,
+      environments: storage.environments,
       blobs: storage.blobs,
       executions: state,
       async close() {

@@ -44,6 +44,30 @@ export interface ShardRunOutcome {
   /** The fault injector stopped it. */
   injected: boolean;
   stderr: string;
+  /** What the container logged of its shard (its `shard evaluated` line), when it got that far. */
+  evaluated?: ShardEvaluatedLog;
+}
+
+/** The parts of the container's `shard evaluated` log line (container/entry.ts) the emulator reports. */
+export interface ShardEvaluatedLog {
+  judged: number;
+  envBroken: number;
+  /** The paper's environment check: its result, and whether this container ran it (false: the image's stored check). */
+  environment?: { paper: string; runs: boolean; reason: string | null; ran: boolean };
+}
+
+/** The container's `shard evaluated` line, parsed from its stderr (JSON lines). */
+export function shardEvaluatedLog(stderr: string): ShardEvaluatedLog | undefined {
+  for (const line of stderr.split('\n').reverse()) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const entry = JSON.parse(line) as { message?: string } & ShardEvaluatedLog;
+      if (entry.message === 'shard evaluated') return { judged: entry.judged, envBroken: entry.envBroken, ...(entry.environment ? { environment: entry.environment } : {}) };
+    } catch {
+      // Not a log line of ours.
+    }
+  }
+  return undefined;
 }
 
 export interface ShardContainerOptions {
@@ -112,7 +136,17 @@ function runContainer(app: ContainerApp, env: Record<string, string>, inject: bo
     if (inject) child.once('spawn', () => child.kill('SIGTERM'));
     child.once('error', reject);
     child.once('close', (code, signal) =>
-      resolve({ runId: env.RCB_RUN_ID ?? '', paper: env.RCB_SHARD ?? '', cwd: app.appDir, command: app.command, code, signal, injected: inject, stderr }),
+      resolve({
+        runId: env.RCB_RUN_ID ?? '',
+        paper: env.RCB_SHARD ?? '',
+        cwd: app.appDir,
+        command: app.command,
+        code,
+        signal,
+        injected: inject,
+        stderr,
+        evaluated: shardEvaluatedLog(stderr),
+      }),
     );
   });
 }

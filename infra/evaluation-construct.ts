@@ -157,6 +157,9 @@ export class EvaluationConstruct extends Construct {
     grantTableItems(table, this.taskRole, ['dynamodb:BatchGetItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task)] });
     // What it writes: verdict items (first write wins) under the run's partition, nothing else.
     grantTableItems(table, this.taskRole, ['dynamodb:PutItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
+    // The environment check of its paper, kept per image (core/cloud/shard-environment.ts): read,
+    // claim and store items under IMAGE#<digest>, nothing else there.
+    grantTableItems(table, this.taskRole, ['dynamodb:GetItem', 'dynamodb:PutItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.image)] });
     // And the run's count of verdicts (ADD on the run item): that one attribute, no other.
     grantTableItems(table, this.taskRole, ['dynamodb:UpdateItem'], {
       leadingKeys: [leadingKeys(KEY_PREFIXES.run)],
@@ -229,7 +232,7 @@ export class EvaluationConstruct extends Construct {
         {
           id: 'AwsSolutions-IAM5',
           reason:
-            'Object-key wildcards: the task reads psets/* and runs/* (its run id is only known at run time) and writes runs/*/evaluation/* only; its DynamoDB writes are limited to RUN#* partitions.',
+            'Object-key wildcards: the task reads psets/* and runs/* (its run id is only known at run time) and writes runs/*/evaluation/* only; its DynamoDB writes are limited to RUN#* and IMAGE#* partitions (the environment check of its paper, kept per image).',
           appliesTo: [
             artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs),
             artifactWildcardFinding(ARTIFACT_PATTERNS.evaluationOutput),

@@ -4,7 +4,8 @@
  * repeats nothing.
  */
 import Database from 'better-sqlite3';
-import type { CompletionCache, CompletionRecord, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import type { CompletionCache, CompletionRecord, PaperEnvironment, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import type { EnvironmentChecks, RunPaperEnvironment } from '../../core/cloud/ports';
 
 /**
  * A SQLite file opened the way both stores need it, with its statements prepared once: the
@@ -68,6 +69,25 @@ CREATE TABLE IF NOT EXISTS generation_claims (
   owner TEXT NOT NULL,
   claim_until INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS image_checks (
+  image TEXT NOT NULL,
+  paper_digest TEXT NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (image, paper_digest)
+);
+CREATE TABLE IF NOT EXISTS image_check_claims (
+  image TEXT NOT NULL,
+  paper_digest TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  claim_until INTEGER NOT NULL,
+  PRIMARY KEY (image, paper_digest)
+);
+CREATE TABLE IF NOT EXISTS run_paper_environments (
+  run_id TEXT NOT NULL,
+  paper TEXT NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (run_id, paper)
+);
 `;
 
 /** Tolerance for float sums of dollar amounts when comparing with the budget. */
@@ -78,7 +98,8 @@ export interface SqliteRunStoreOptions {
   now?: () => Date;
 }
 
-export class SqliteRunStore implements RunStore {
+/** Also the cloud's environment checks (core/cloud/ports.ts), as DynamoEnvironmentChecks keeps them on the run table. */
+export class SqliteRunStore implements RunStore, EnvironmentChecks {
   private readonly file: SqliteFile;
   private readonly now: () => Date;
 
@@ -213,6 +234,36 @@ export class SqliteRunStore implements RunStore {
 
   async releaseGeneration(taskId: string, owner: string): Promise<void> {
     this.file.prepare('DELETE FROM generation_claims WHERE task_id = ? AND owner = ?').run(taskId, owner);
+  }
+
+  async getImageCheck(image: string, paperDigest: string): Promise<PaperEnvironment | null> {
+    const row = this.file.prepare('SELECT record FROM image_checks WHERE image = ? AND paper_digest = ?').get(image, paperDigest) as { record: string } | undefined;
+    return row ? (JSON.parse(row.record) as PaperEnvironment) : null;
+  }
+
+  async putImageCheck(image: string, paperDigest: string, result: PaperEnvironment): Promise<void> {
+    this.file.prepare('INSERT OR IGNORE INTO image_checks (image, paper_digest, record) VALUES (?, ?, ?)').run(image, paperDigest, JSON.stringify(result));
+  }
+
+  async claimImageCheck(image: string, paperDigest: string, owner: string, leaseMs: number): Promise<boolean> {
+    const now = this.now().getTime();
+    const res = this.file
+      .prepare(
+        `INSERT INTO image_check_claims (image, paper_digest, owner, claim_until) VALUES (?, ?, ?, ?)
+         ON CONFLICT (image, paper_digest) DO UPDATE SET owner = excluded.owner, claim_until = excluded.claim_until
+         WHERE image_check_claims.claim_until < ? OR image_check_claims.owner = excluded.owner`,
+      )
+      .run(image, paperDigest, owner, now + leaseMs, now);
+    return res.changes === 1;
+  }
+
+  async putRunPaperEnvironment(runId: string, result: RunPaperEnvironment): Promise<void> {
+    this.file.prepare('INSERT OR REPLACE INTO run_paper_environments (run_id, paper, record) VALUES (?, ?, ?)').run(runId, result.paper, JSON.stringify(result));
+  }
+
+  async listRunPaperEnvironments(runId: string): Promise<RunPaperEnvironment[]> {
+    const rows = this.file.prepare('SELECT record FROM run_paper_environments WHERE run_id = ? ORDER BY paper').all(runId) as { record: string }[];
+    return rows.map((r) => JSON.parse(r.record) as RunPaperEnvironment);
   }
 
   async close(): Promise<void> {

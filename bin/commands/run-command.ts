@@ -8,7 +8,8 @@ import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor, defaultJobs } from '../../adapters/local/executor';
 import { cacheDir, defaultPython, interpreterPath, openRunDir, parseNumber, parsePositiveInt, runIdIn, sandboxFromFlags, UsageError, writeRunId, type SandboxFlags } from './common';
-import { FileEnvironmentCache } from '../../adapters/local/environment-cache';
+import { FileEnvironmentCache, FileFlakyCache } from '../../adapters/local/environment-cache';
+import { knownFlaky } from '../../core/run/reference-repeat';
 import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
 import type { BatchClient } from '../../core/batch';
 import type { CostModel } from '../../core/run/generate';
@@ -154,6 +155,9 @@ export async function runLocally(
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   const started = Date.now();
+  // What `rcb doctor --repeat` found for these papers with this interpreter: flagged, not hidden.
+  const flaky = knownFlaky(new FileFlakyCache(join(cacheDir(), 'flaky.json')), pset, interpreterPath(python));
+  if (flaky.size) progress.note(`flaky_reference: ${flaky.size} snippet(s) of these papers have a reference whose verdict changes from run to run (rcb doctor --repeat): their verdicts are flagged and counted in the reports`);
   progress.note(`run ${runId} in ${dir}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${samples} sample(s), ${jobs} job(s)`);
   try {
     const result = await runBenchmark(
@@ -168,6 +172,7 @@ export async function runLocally(
         clearStaleReservations: true,
         evaluationsInFlight: jobs * 2,
         environmentCheck: opts.skipEnvCheck ? null : { interpreter: interpreterPath(python) },
+        flakySnippets: flaky,
         modelBudgets: extras.modelBudgets,
         batch: batchSettings && {
           models: batchSettings.models,

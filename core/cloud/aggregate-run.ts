@@ -2,13 +2,19 @@
  * Aggregate: score the run, write its reports to the blob store and set its final status.
  * The reports are the ones `rcb run` writes (strict leaderboard, official overall_stats.json)
  * plus JSON, CSV and markdown, so a cloud run reads like a local one.
+ *
+ * The environment checks the run's shards made (core/cloud/shard-environment.ts) become the
+ * run's environment first, as a local run records its own: the tasks of a paper that cannot
+ * run in the image are env_broken, out of the scores and named in every report, and a run
+ * whose only unjudged tasks are env_broken has succeeded.
  */
-import type { BlobStore, RunStore } from '../store';
+import type { BlobStore, RunEnvironment, RunRecord, RunStore } from '../store';
 import { buildReport } from '../report/build-report';
 import { splitRunnable } from '../scoring';
 import type { ReportFormat } from '../report/format';
 import type { Judge } from '../types';
 import { cloudKeys, type AggregateResult } from './payloads';
+import type { EnvironmentChecks } from './ports';
 import { RunInputError } from './pset-bundle';
 
 /** Report files written under `runs/<runId>/reports/`. */
@@ -28,10 +34,26 @@ export class IncompleteRunError extends Error {
   }
 }
 
-export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore }, runId: string): Promise<AggregateResult> {
+/** The run's environment as its shards found it, papers in the run's order; null when no shard checked. */
+export async function shardEnvironment(environments: EnvironmentChecks, run: RunRecord): Promise<RunEnvironment | null> {
+  const found = await environments.listRunPaperEnvironments(run.runId);
+  if (!found.length) return null;
+  const order = new Map(run.papers.map((p, i) => [p.id, i]));
+  found.sort((a, b) => (order.get(a.paper) ?? order.size) - (order.get(b.paper) ?? order.size) || a.paper.localeCompare(b.paper));
+  return {
+    python: [...new Set(found.map((p) => p.image))].join(', '),
+    papers: found.map(({ paper, runs, reason }) => ({ paper, runs, reason })),
+    checkedAt: found.map((p) => p.checkedAt).sort().at(-1)!,
+  };
+}
+
+export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore; environments?: EnvironmentChecks }, runId: string): Promise<AggregateResult> {
   const run = await deps.store.getRun(runId);
   if (!run) throw new RunInputError(`no run ${runId} in the run store`);
   await deps.store.setRunStatus(runId, 'aggregating');
+  const environment = deps.environments ? await shardEnvironment(deps.environments, run) : null;
+  if (environment) await deps.store.setRunEnvironment(runId, environment);
+  const broken = new Set((environment?.papers ?? []).filter((p) => !p.runs).map((p) => p.paper));
   const reportPrefix = cloudKeys.reportPrefix(runId);
   for (const r of CLOUD_REPORTS) {
     const { text } = await buildReport(deps.store, runId, { format: r.format, judge: r.judge, subset: 'all' });
@@ -41,7 +63,8 @@ export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore }, 
   const tasks = splitRunnable(run, await deps.store.listTasks(runId)).runnable;
   const verdicts = await deps.store.listVerdicts(runId);
   const judged = new Set(verdicts.map((v) => v.taskId));
-  const missing = tasks.filter((t) => !judged.has(t.taskId)).length;
+  // env_broken tasks have no verdict by design.
+  const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper)).length;
   // The status before aggregation says why a run may be incomplete.
   let status: AggregateResult['status'] = 'succeeded';
   if (missing > 0) {

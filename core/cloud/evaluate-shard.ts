@@ -3,6 +3,11 @@
  * when the shard names them: core/cloud/shard-plan.ts), through the
  * same evaluate use case (and so the same splicing, executor and judge) as a local run.
  * Verdicts are first-write-wins, so a retried shard tests only what is not yet judged.
+ *
+ * With `environment`, the shard first checks its paper's environment in its image
+ * (shard-environment.ts, once per image across shards and runs); a paper that cannot run
+ * there gets no verdicts: its tasks are env_broken, which AggregateRun and the status read
+ * from the run's recorded checks.
  */
 import type { Pset } from '../types';
 import type { TestExecutor } from '../executor';
@@ -11,7 +16,8 @@ import { evaluate } from '../run/evaluate';
 import type { Progress } from '../run/progress';
 import { cloudKeys, type ShardInput, type ShardRef } from './payloads';
 import { shardSlice, shardTasks } from './shard-plan';
-import type { RunCounters } from './ports';
+import type { EnvironmentChecks, RunCounters } from './ports';
+import { checkShardEnvironment, type ShardEnvironment } from './shard-environment';
 
 export interface EvaluateShardDeps {
   store: RunStore;
@@ -20,6 +26,16 @@ export interface EvaluateShardDeps {
   progress?: Progress;
   /** Progress counters on the run item: verdicts written are counted. @default none */
   counters?: RunCounters;
+  /** Check the paper's environment first, in this image. @default no check */
+  environment?: {
+    checks: EnvironmentChecks;
+    /** `<image digest>@<python>`, or null when the digest is unknown (checked, not kept per image). */
+    image: string | null;
+    python: string;
+    /** How long one shard's claim on a check holds off the others, ms. @default the run's test time limit + 60 s */
+    leaseMs?: number;
+    pollMs?: number;
+  };
 }
 
 export interface EvaluateShardResult {
@@ -33,6 +49,10 @@ export interface EvaluateShardResult {
   judged: number;
   /** Blob key of the shard's verdicts and logs. */
   verdictsKey: string;
+  /** The paper's environment check, when the shard made one; `ran`: this shard ran its oracle (false: the image's stored check). */
+  environment?: ShardEnvironment['result'] & { ran: boolean };
+  /** Tasks left untested because the paper cannot run in the image. */
+  envBroken: number;
 }
 
 /** Some answered tasks got no verdict (the executor failed on them): an infrastructure failure, to retry. */
@@ -46,6 +66,32 @@ export class ShardIncompleteError extends Error {
 export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput & Omit<ShardRef, 'paper'> & { pset: Pset }): Promise<EvaluateShardResult> {
   const { runId, paper } = input;
   const tasks = shardTasks(await deps.store.listTasks(runId), input);
+  const verdictsKey = cloudKeys.shardVerdicts(runId, paper, shardSlice(input));
+  let checked: EvaluateShardResult['environment'];
+  if (deps.environment) {
+    const env = deps.environment;
+    const timeoutSec = (await deps.store.getRun(runId))?.spec.timeoutSec ?? 600;
+    const environment = await checkShardEnvironment(
+      { executor: deps.executor, checks: env.checks },
+      {
+        runId,
+        pset: input.pset,
+        paper,
+        image: env.image,
+        python: env.python,
+        // One owner per shard: its retry may take its own claim back at once.
+        owner: `${runId}/${paper}/${shardSlice(input) ?? 'all'}`,
+        leaseMs: env.leaseMs ?? (timeoutSec + 60) * 1000,
+        pollMs: env.pollMs,
+      },
+    );
+    checked = { ...environment.result, ran: environment.ran };
+    if (!environment.result.runs) {
+      deps.progress?.note(`env_broken: ${paper} cannot run in this image (${environment.result.reason}): its ${tasks.length} task(s) are left untested and out of the scores`);
+      await deps.blobs.put(verdictsKey, JSON.stringify({ runId, paper, environment: checked, verdicts: [] }, null, 1), 'application/json');
+      return { runId, paper, tasks: tasks.length, answered: 0, judged: 0, verdictsKey, environment: checked, envBroken: tasks.length };
+    }
+  }
   const completions = await deps.store.getCompletions(tasks.map((t) => t.taskId));
   const items = tasks.flatMap((task) => {
     const completion = completions.get(task.taskId);
@@ -57,9 +103,21 @@ export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput &
   const ids = new Set(tasks.map((t) => t.taskId));
   const verdicts = (await deps.store.listVerdicts(runId)).filter((v) => ids.has(v.taskId));
   const judgedIds = new Set(verdicts.map((v) => v.taskId));
-  const verdictsKey = cloudKeys.shardVerdicts(runId, paper, shardSlice(input));
-  await deps.blobs.put(verdictsKey, JSON.stringify({ runId, paper, verdicts }, null, 1), 'application/json');
+  await deps.blobs.put(
+    verdictsKey,
+    JSON.stringify({ runId, paper, ...(checked ? { environment: checked } : {}), verdicts }, null, 1),
+    'application/json',
+  );
   const missing = items.filter((i) => !judgedIds.has(i.task.taskId)).map((i) => i.task.taskId);
   if (missing.length) throw new ShardIncompleteError(runId, paper, missing);
-  return { runId, paper, tasks: tasks.length, answered: items.length, judged: written.length, verdictsKey };
+  return {
+    runId,
+    paper,
+    tasks: tasks.length,
+    answered: items.length,
+    judged: written.length,
+    verdictsKey,
+    ...(checked ? { environment: checked } : {}),
+    envBroken: 0,
+  };
 }

@@ -1,13 +1,15 @@
 /** `rcb cloud status RUN`: the run's latest execution and its progress, deployed or emulated. */
-import type { RunStore } from '../store';
+import type { RunRecord, RunStore } from '../store';
 import { latestAttempt, type RunExecutions } from './execution-attempts';
-import type { RunCounters } from './ports';
+import type { EnvironmentChecks, RunCounters } from './ports';
 import { progressLine } from './run-progress';
 
 export interface RunStatusDeps {
   executions: Pick<RunExecutions, 'status' | 'describe'>;
   store: RunStore;
   counters?: RunCounters;
+  /** The shards' environment checks: papers that cannot run in the image are listed. */
+  environments?: EnvironmentChecks;
 }
 
 /** The lines of the run's status, or null when neither the run nor an execution of it exists. */
@@ -24,5 +26,18 @@ export async function describeRunStatus(deps: RunStatusDeps, runId: string): Pro
   } else lines.push('execution: none');
   lines.push(`progress: ${await progressLine(deps.store, deps.counters, run)}`);
   if (run?.error) lines.push(`error: ${run.error}`);
+  if (run) lines.push(...(await envBrokenLines(deps, run)));
   return lines;
+}
+
+/** One line per paper whose shards found it cannot run in the image: its tasks are env_broken. */
+async function envBrokenLines(deps: RunStatusDeps, run: RunRecord): Promise<string[]> {
+  const papers = run.environment?.papers ?? (await deps.environments?.listRunPaperEnvironments(run.runId)) ?? [];
+  const broken = papers.filter((p) => !p.runs);
+  if (!broken.length) return [];
+  const tasks = await deps.store.listTasks(run.runId);
+  return broken.map((p) => {
+    const n = tasks.filter((t) => t.paper === p.paper).length;
+    return `env_broken: ${p.paper}: ${n} task(s) untested and out of the scores (${p.reason ?? 'its oracle fails in the image'})`;
+  });
 }

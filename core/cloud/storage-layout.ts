@@ -10,6 +10,12 @@
  *   batch         RUN#<runId>      BATCH#<batchKey>   (the batch lane's ledger)
  *   completion    TASK#<taskId>    COMPLETION
  *   claim         TASK#<taskId>    CLAIM
+ *   paper env     RUN#<runId>      ENV#<paper>        (the environment check a run's shards found)
+ *   image check   IMAGE#<image>    ENV#<paperDigest>  (an environment check, once per image)
+ *   check claim   IMAGE#<image>    CLAIM#<paperDigest> (the shard running that check)
+ *
+ * <image> is the image's digest and the interpreter in it (`sha256:...@/opt/venv/bin/python3`):
+ * a paper's check is valid for every shard started from the same image, of any run.
  *
  *   bucket        psets/   (pset bundles, templates, replay files; kept)
  *                 runs/<runId>/   (plan, evaluation, reports; expires)
@@ -37,6 +43,12 @@ export const KEY_PREFIXES = {
   verdict: 'VERDICT#',
   /** A batch the run's batch lane submitted (core/batch.ts BatchRecord), under its run. */
   batch: 'BATCH#',
+  /** Partition of the environment checks of one image (core/cloud/shard-environment.ts), kept across runs. */
+  image: 'IMAGE#',
+  /** A paper's environment check: under an image (the cached result) and under a run (what its shards found). */
+  environment: 'ENV#',
+  /** The claim of the shard running an image's check of a paper, under the image. */
+  claim: 'CLAIM#',
 } as const;
 
 /** Attributes of a batch item besides its keys: the record as JSON, and the order it was first written in. */
@@ -59,6 +71,9 @@ export const runTableKey = {
   batch: (runId: string, batchKey: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.batch}${batchKey}` }),
   completion: (taskId: string): Key => ({ pk: `${KEY_PREFIXES.task}${taskId}`, sk: 'COMPLETION' }),
   generationClaim: (taskId: string): Key => ({ pk: `${KEY_PREFIXES.task}${taskId}`, sk: 'CLAIM' }),
+  runPaperEnvironment: (runId: string, paper: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.environment}${paper}` }),
+  imageCheck: (image: string, paperDigest: string): Key => ({ pk: `${KEY_PREFIXES.image}${image}`, sk: `${KEY_PREFIXES.environment}${paperDigest}` }),
+  imageCheckClaim: (image: string, paperDigest: string): Key => ({ pk: `${KEY_PREFIXES.image}${image}`, sk: `${KEY_PREFIXES.claim}${paperDigest}` }),
 };
 
 /** Top-level prefixes of the artifacts bucket. */

@@ -161,14 +161,14 @@ function csvCell(s: string): string {
  */
 export function formatCsv(report: ScoreReport): string {
   const header = ['judge', 'subset', 'model', 'paper', 'scaled_pass1_mean', 'scaled_pass1_std', 'pass1_mean', 'pass1_std', 'tasks', 'loc', 'samples',
-    'scaled_pass1_ci_low', 'scaled_pass1_ci_high', 'pass1_ci_low', 'pass1_ci_high', 'interval_method', 'untested', 'env_broken'];
+    'scaled_pass1_ci_low', 'scaled_pass1_ci_high', 'pass1_ci_low', 'pass1_ci_high', 'interval_method', 'untested', 'env_broken', 'flaky'];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
   const ci = (c: ConfidenceInterval | null) => (c ? [pct(c.low), pct(c.high)] : ['', '']);
-  // untested and env_broken are the model's task samples, on its ALL row (and env_broken on its papers' rows).
+  // untested, env_broken and flaky (flaky_reference verdicts) are the model's task samples, on its ALL row (env_broken on its papers' rows too).
   const row = (m: ModelScore, paper: string, s: MeanStd, p: MeanStd, tasks: number, loc: number) =>
     [report.judge, report.subset, m.model, paper, num(s.mean, tasks), num(s.std, tasks), num(p.mean, tasks), num(p.std, tasks), String(tasks), String(loc), String(m.samples),
-      ...ci(s.ci), ...ci(p.ci), report.interval, ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken)] : ['', ''])]
+      ...ci(s.ci), ...ci(p.ci), report.interval, ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky)] : ['', '', ''])]
       .map(csvCell)
       .join(',');
   for (const m of report.models) {

@@ -15,10 +15,13 @@ import { lastException } from '../failure-class';
 import { originalBody } from '../prompt/mask';
 import { candidateFor, testUsesUnittest } from './evaluate';
 
-/** Papers already checked for this interpreter, by paper digest (doctor's results, shared with `rcb run`). */
+/**
+ * Papers already checked for this interpreter, by paper digest: doctor's results, shared
+ * with `rcb run` (a file here), or the cloud's, per image digest (a table item).
+ */
 export interface EnvironmentCache {
-  get(paperDigest: string, interpreter: string): PaperEnvironment | null;
-  put(paperDigest: string, interpreter: string, result: PaperEnvironment): void;
+  get(paperDigest: string, interpreter: string): PaperEnvironment | null | Promise<PaperEnvironment | null>;
+  put(paperDigest: string, interpreter: string, result: PaperEnvironment): void | Promise<void>;
 }
 
 export interface EnvironmentCheckInput {
@@ -57,7 +60,7 @@ export async function checkEnvironment(
   const results = new Map<string, PaperEnvironment>();
   const toRun: Paper[] = [];
   for (const paper of input.pset.papers) {
-    const known = input.refresh ? null : (deps.cache?.get(paper.digest, input.interpreter) ?? null);
+    const known = input.refresh ? null : ((await deps.cache?.get(paper.digest, input.interpreter)) ?? null);
     if (known) results.set(paper.meta.id, { ...known, paper: paper.meta.id });
     else if (paper.snippets.length) toRun.push(paper);
   }
@@ -73,7 +76,7 @@ export async function checkEnvironment(
         : { paper: paper.meta.id, runs: v.strictPass, reason: v.strictPass ? null : failureReason(raw, v.flags) };
       results.set(paper.meta.id, result);
       // An executor failure says nothing about the environment: not remembered.
-      if (!raw.infraError) deps.cache?.put(paper.digest, input.interpreter, result);
+      if (!raw.infraError) await deps.cache?.put(paper.digest, input.interpreter, result);
     }
   }
   return input.pset.papers.filter((p) => results.has(p.meta.id)).map((p) => results.get(p.meta.id)!);

@@ -14,6 +14,7 @@ import { TEST_ENTRY } from '../pset/read-pset';
 import { judge, verdictWithoutRun } from '../judge';
 import type { Progress } from './progress';
 import { silentProgress } from './progress';
+import { FLAKY_REFERENCE } from '../scoring';
 
 export interface EvaluateDeps {
   store: RunStore;
@@ -32,7 +33,15 @@ export interface EvaluateInput {
    * store is not listed (a pipelined run calls evaluate once per batch).
    */
   judged?: Set<string>;
+  /**
+   * Snippets whose reference is flaky (`rcb doctor --repeat`; keys of reference-repeat.ts
+   * snippetKey): their verdicts get the flaky_reference flag, which changes no judgement.
+   */
+  flaky?: ReadonlySet<string>;
 }
+
+/** The key of a snippet in a set of snippets (evaluate's `flaky`). */
+export const snippetKey = (paper: string, file: string, snippet: string): string => `${paper}\0${file}\0${snippet}`;
 
 const unittestBased = new WeakMap<Paper, boolean>();
 
@@ -62,7 +71,8 @@ export async function evaluate(deps: EvaluateDeps, input: EvaluateInput): Promis
   const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
   const done = input.judged ?? new Set((await deps.store.listVerdicts(input.runId)).map((v) => v.taskId));
   const verdicts: Verdict[] = [];
-  const save = async (task: TaskRecord, v: Verdict) => {
+  const save = async (task: TaskRecord, judged: Verdict) => {
+    const v = input.flaky?.has(snippetKey(task.paper, task.file, task.snippet)) ? { ...judged, flags: [...judged.flags, FLAKY_REFERENCE] } : judged;
     await deps.store.putVerdict(input.runId, v);
     done.add(task.taskId);
     verdicts.push(v);

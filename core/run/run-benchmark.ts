@@ -63,6 +63,8 @@ export interface RunBenchmarkInput {
    * Absent or null skips the check (`--skip-env-check`): every paper is taken to run.
    */
   environmentCheck?: { interpreter: string } | null;
+  /** Snippets whose reference is flaky (`rcb doctor --repeat`): their verdicts are flagged flaky_reference. */
+  flakySnippets?: ReadonlySet<string>;
   /**
    * Answers a task may get in all when the earlier ones were errors; a resumed run asks
    * again for those below it. 1 keeps every error answer. @default MAX_ANSWER_ATTEMPTS
@@ -159,7 +161,7 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
       waiting.push(item);
       return;
     }
-    const running = evaluate({ store, executor: deps.executor, progress }, { runId, pset: input.pset, items: [item], judged }).then(
+    const running = evaluate({ store, executor: deps.executor, progress }, { runId, pset: input.pset, items: [item], judged, flaky: input.flakySnippets }).then(
       (verdicts) => {
         evaluated += verdicts.filter((v) => v.executor !== 'none').length;
       },

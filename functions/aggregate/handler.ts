@@ -11,6 +11,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { parsePayload, runRefSchema, type AggregateResult, type RunRef } from '../../core/cloud/payloads';
 import type { BlobStore, RunStore } from '../../core/store';
+import type { EnvironmentChecks } from '../../core/cloud/ports';
 import { loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
@@ -25,6 +26,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: Sto
 export interface AggregateHandlerDeps {
   store: RunStore;
   blobs: BlobStore;
+  /** The shards' environment checks, which become the run's environment (env_broken papers). */
+  environments?: EnvironmentChecks;
   logger: Logger;
   metrics: Metrics;
 }

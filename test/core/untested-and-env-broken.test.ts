@@ -78,7 +78,7 @@ describe('an unfinished run', () => {
     expect(report.notes).toEqual([expect.stringContaining(`untested: 3 task sample(s) have no verdict (A 3): ${treated}`)]);
     expect(formatTable(report)).toContain(`note: untested: 3 task sample(s)`);
     expect(formatMarkdown(report)).toContain(`**note:** untested: 3 task sample(s)`);
-    expect(formatCsv(report).split('\n')[1].split(',').slice(-2)).toEqual(['3', '0']);
+    expect(formatCsv(report).split('\n')[1].split(',').slice(-3)).toEqual(['3', '0', '0']);
   });
 
   it('has no note when every task is tested', () => {

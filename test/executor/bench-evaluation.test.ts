@@ -8,7 +8,7 @@ import { benchEvaluation, median } from '../../bench/evaluation';
 jest.setTimeout(300_000);
 
 describe('evaluation bench', () => {
-  it('runs the original loop, cold, warm 1 and N and the floor on the same answers, with the same verdicts', async () => {
+  it('runs the original loop, cold, warm 1 and N, the whole rcb run and the floor on the same answers, with the same verdicts', async () => {
     // Prepare
     const out: string[] = [];
     const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
@@ -29,7 +29,7 @@ describe('evaluation bench', () => {
     const text = out.join('');
     expect(exitCode).toBeUndefined();
     expect(text).toContain('verdicts identical across configurations and rounds: yes');
-    for (const name of ['original loop', 'rcb cold', 'rcb warm, bwrap, 1 job', 'rcb warm, bwrap, 2 job(s)', 'floor']) {
+    for (const name of ['original loop', 'rcb cold', 'rcb warm, bwrap, 1 job', 'rcb warm, bwrap, 2 job(s)', 'whole rcb run --model oracle', 'floor']) {
       // name | wall | spread | original / it | it / floor | pass: every cell filled, every test passing.
       expect(text).toMatch(new RegExp(`\\| ${name.replace(/[()]/g, '\\$&')}[^|]* \\| [\\d.]+ \\| [\\d.]+-[\\d.]+ \\| [\\d.]+x \\| [\\d.]+x \\| (\\d+)/\\1 \\|`));
     }

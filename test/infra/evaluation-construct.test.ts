@@ -127,18 +127,20 @@ describe('EvaluationConstruct', () => {
       const writes = statements.filter((s) => actionsOf(s).includes('s3:PutObject'));
       expect(writes.map((s) => flatten(s.Resource))).toEqual([expect.stringMatching(/\/runs\/\*\/evaluation\/\*$/)]);
       // Every table action confined by its leading key, on the table alone (no index: gsi1 lists every run):
-      // GetItem, Query, PutItem and the counter's UpdateItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>.
+      // GetItem, Query, PutItem and the counter's UpdateItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>,
+      // GetItem and PutItem (the environment check kept per image) on IMAGE#<digest>.
       const leading = (s: Statement) => (s.Condition as { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': string[] } })['ForAllValues:StringLike']['dynamodb:LeadingKeys'];
-      const byAction = Object.fromEntries(
-        statements.filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:'))).flatMap((s) => actionsOf(s).map((a) => [a, [leading(s), flatten(s.Resource)]])),
-      );
+      const byAction: Record<string, unknown[]> = {};
+      for (const s of statements.filter((st) => actionsOf(st).some((a) => a.startsWith('dynamodb:')))) {
+        for (const a of actionsOf(s)) (byAction[a] ??= []).push([leading(s), flatten(s.Resource)]);
+      }
       const table = expect.stringMatching(/^\$\{StorageRuns[0-9A-F]+\.Arn\}$/);
       expect(byAction).toEqual({
-        'dynamodb:GetItem': [['RUN#*'], table],
-        'dynamodb:Query': [['RUN#*'], table],
-        'dynamodb:PutItem': [['RUN#*'], table],
-        'dynamodb:BatchGetItem': [['TASK#*'], table],
-        'dynamodb:UpdateItem': [['RUN#*'], table],
+        'dynamodb:GetItem': [[['RUN#*'], table], [['IMAGE#*'], table]],
+        'dynamodb:Query': [[['RUN#*'], table]],
+        'dynamodb:PutItem': [[['RUN#*'], table], [['IMAGE#*'], table]],
+        'dynamodb:BatchGetItem': [[['TASK#*'], table]],
+        'dynamodb:UpdateItem': [[['RUN#*'], table]],
       });
       // The update is the run's verdict counter and nothing else.
       const update = statements.find((s) => actionsOf(s).includes('dynamodb:UpdateItem'));

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../container/entry';
 import { startLocalAws, type LocalAws } from '../../emulator/local-aws';
+import { startContainerMetadata } from '../../emulator/container-metadata';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
@@ -147,15 +148,26 @@ beforeAll(async () => {
   recording = calls;
   const scratch = mkdtempSync(join(scratchRoot, 'task-'));
   chmodSync(scratch, 0o755);
+  // The task metadata endpoint, so that the shard keeps its environment check under its image.
+  const metadata = await startContainerMetadata({ imageId: 'sha256:0123abcd', image: 'rcb:test', containerName: 'evaluator' });
   const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
   try {
     exit = await main(
-      { ...aws.childEnv(), RCB_RUN_ID: runId, RCB_SHARD: 'grouprms', RCB_SCRATCH: scratch, RCB_PYTHON: '/usr/bin/python3', RCB_JOBS: '2' },
+      {
+        ...aws.childEnv(),
+        RCB_RUN_ID: runId,
+        RCB_SHARD: 'grouprms',
+        RCB_SCRATCH: scratch,
+        RCB_PYTHON: '/usr/bin/python3',
+        RCB_JOBS: '2',
+        ECS_CONTAINER_METADATA_URI_V4: metadata.uri,
+      },
       { doc: aws.doc, s3: aws.s3 },
     );
   } finally {
     recording = null;
     stderr.mockRestore();
+    await metadata.close();
     rmSync(scratchRoot, { recursive: true, force: true });
   }
 }, 120_000);
@@ -177,6 +189,10 @@ describe('the evaluation task role', () => {
     expect([...actions].sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem', 's3:GetObject', 's3:PutObject']);
     const statements = roleStatements(template, role);
     expect(calls.filter((c) => !allowed(c, statements, tableArn, bucketArn))).toEqual([]);
+    // The environment check: read and stored under the image, recorded under the run.
+    expect(calls.filter((c) => c.keys.some((k) => k.startsWith('IMAGE#'))).map((c) => c.action).sort()).toEqual([
+      'dynamodb:GetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:PutItem',
+    ]);
   });
 
   it('and so do the gateway endpoint policies the calls go through', () => {
@@ -190,6 +206,10 @@ describe('the evaluation task role', () => {
     expect(allowed({ action: 'dynamodb:Query', keys: ['RUNS'], index: 'gsi1' }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 'dynamodb:DeleteItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 'dynamodb:PutItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
+    // Under IMAGE#: items are read and put, never updated, deleted or queried.
+    expect(allowed({ action: 'dynamodb:PutItem', keys: ['IMAGE#sha256:x@py'] }, statements, tableArn, bucketArn)).toBe(true);
+    expect(allowed({ action: 'dynamodb:UpdateItem', keys: ['IMAGE#sha256:x@py'] }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 'dynamodb:Query', keys: ['IMAGE#sha256:x@py'] }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 's3:PutObject', keys: ['runs/r/reports/leaderboard.txt'] }, statements, tableArn, bucketArn)).toBe(false);
   });
 });

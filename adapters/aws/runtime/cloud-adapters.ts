@@ -9,7 +9,8 @@ import type { BatchLedger } from '../../../core/batch';
 import { S3BlobStore } from '../s3-blob-store';
 import { SqsTaskQueue, type LaneRouting } from '../sqs-task-queue';
 import type { BlobStore, CompletionCache, RunStore } from '../../../core/store';
-import type { QueuedGeneration, RunCounters, TaskQueue } from '../../../core/cloud/ports';
+import type { EnvironmentChecks, QueuedGeneration, RunCounters, TaskQueue } from '../../../core/cloud/ports';
+import { DynamoEnvironmentChecks } from '../dynamo-environment-checks';
 import type { StorageConfig } from './cloud-config';
 
 export interface StorageAdapters {
@@ -20,6 +21,8 @@ export interface StorageAdapters {
   counters?: RunCounters;
   /** The batch lane's ledger of submitted batches (the same table). */
   ledger?: BatchLedger;
+  /** The shards' environment checks, per image and per run (the same table). */
+  environments?: EnvironmentChecks;
   scratchDir: string;
 }
 
@@ -39,6 +42,7 @@ export function createStorageAdapters(
     blobs,
     cache: new DynamoCompletionCache(doc, { tableName: config.table }),
     ledger: new DynamoBatchLedger(doc, { tableName: config.table }),
+    environments: new DynamoEnvironmentChecks(doc, { tableName: config.table }),
     scratchDir: config.scratchDir,
   };
 }

@@ -10,7 +10,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BlobStore, RunStore } from '../../../core/store';
-import type { RunCounters } from '../../../core/cloud/ports';
+import type { EnvironmentChecks, RunCounters } from '../../../core/cloud/ports';
 import type { ExecutionStatus, RunExecutions } from '../../../core/cloud/execution-attempts';
 import { UsageError } from '../common';
 
@@ -100,12 +100,13 @@ export function executionArn(stateMachineArn: string, name: string): string {
 }
 
 /** The stack's run store (with its counters) and bucket. */
-export function stackAdapters(deps: CloudDeps, outputs: StackOutputs): { store: RunStore; counters: RunCounters; blobs: BlobStore } {
+export function stackAdapters(deps: CloudDeps, outputs: StackOutputs): { store: RunStore; counters: RunCounters; blobs: BlobStore; environments: EnvironmentChecks } {
   const { DynamoRunStore } = require('../../../adapters/aws/dynamo-run-store') as typeof import('../../../adapters/aws/dynamo-run-store');
   const { S3BlobStore } = require('../../../adapters/aws/s3-blob-store') as typeof import('../../../adapters/aws/s3-blob-store');
   const blobs = new S3BlobStore(deps.s3, { bucket: outputs.bucket });
+  const { DynamoEnvironmentChecks } = require('../../../adapters/aws/dynamo-environment-checks') as typeof import('../../../adapters/aws/dynamo-environment-checks');
   const store = new DynamoRunStore(deps.doc, { tableName: outputs.table, blobs });
-  return { store, counters: store, blobs };
+  return { store, counters: store, blobs, environments: new DynamoEnvironmentChecks(deps.doc, { tableName: outputs.table }) };
 }
 
 /** The run's executions through Step Functions; `startCommand` builds the StartExecution of a name (rcb cloud run only). */

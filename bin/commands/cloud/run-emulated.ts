@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import type { HostedModels } from '../../../adapters/models/hosted-models';
 import { parsePositiveInt, UsageError } from '../common';
 import type { CloudDeps } from './cloud-deps';
+import type { ShardEvaluatedLog } from '../../../emulator/shard-container';
 import { cloudBatchSettings, resolveCloudRun, type CloudRunOptions } from './run';
 
 /** The state folder of --state-dir, else the default one. */
@@ -71,6 +72,7 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
       `\nrun ${runRecord?.status ?? 'unknown'} (emulated) in ${seconds}s: ${l.sent} message(s) sent, ${l.delivered} delivered, ` +
         `${run.shardRuns.length} container run(s) (${failedShards} failed)` +
         (l.deadLettered.length ? `, ${l.deadLettered.length} dead-lettered` : '') +
+        environmentSummary(run.shardRuns) +
         (run.error ? `\nexecution failed: ${run.error.name}: ${run.error.message}` : '') +
         '\n',
     );
@@ -79,6 +81,24 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
   } finally {
     await run.close();
   }
+}
+
+/** The shards' environment checks: how many ran an oracle, how many the image's stored checks answered, and the papers that cannot run. */
+function environmentSummary(shardRuns: Array<{ evaluated?: ShardEvaluatedLog }>): string {
+  const checks = shardRuns.flatMap((s) => (s.evaluated?.environment ? [s.evaluated] : []));
+  if (!checks.length) return '';
+  const ran = checks.filter((c) => c.environment!.ran).length;
+  const broken = new Map<string, { reason: string | null; tasks: number }>();
+  for (const c of checks) {
+    if (c.environment!.runs) continue;
+    const b = broken.get(c.environment!.paper) ?? { reason: c.environment!.reason, tasks: 0 };
+    b.tasks += c.envBroken;
+    broken.set(c.environment!.paper, b);
+  }
+  return (
+    `\nenvironment checks: ${ran} run, ${checks.length - ran} answered by the image's stored checks` +
+    [...broken].map(([paper, b]) => `\nenv_broken: ${paper} (${b.reason ?? 'its oracle fails in the image'}): ${b.tasks} task(s) untested, out of the scores`).join('')
+  );
 }
 
 function describeState(state: string, result: unknown): string {
