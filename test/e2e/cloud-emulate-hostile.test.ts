@@ -17,7 +17,8 @@ import { strayProcesses as strays, writeHostileFixture } from '../security/suppo
 
 // This process's copy: its background sleeper is its own (test/security/support/hostile-fixture.ts).
 const FIXTURE = writeHostileFixture(join(tempDir('rcb-hostile-fixture-'), 'hostile.jsonl'));
-const SENTINEL_DIR = '/tmp/rcb-hostile-sentinel-cloud';
+// Of this process: another suite on the machine creates and removes its own.
+const SENTINEL_DIR = `/tmp/rcb-hostile-sentinel-cloud-${process.pid}`;
 const SENTINEL = join(SENTINEL_DIR, 'secret.txt');
 const SENTINEL_TEXT = 'rcb-sentinel-cloud-5d2e';
 const cases = readFileSync(FIXTURE, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { snippet: string; sample: number; case: string; expected_flag: string });

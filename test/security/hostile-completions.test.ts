@@ -17,7 +17,7 @@ import type { Candidate, RawExecution } from '../../core/executor';
 import { createLocalExecutor } from '../../adapters/local/executor';
 import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
 import { PSET_MINI } from '../helpers/cli';
-import { hostileFixtureText, strayProcesses } from './support/hostile-fixture';
+import { hostileFixtureText, SENTINEL_DIR, strayProcesses } from './support/hostile-fixture';
 import { recordCount } from '../reliability/reliability-summary';
 
 interface HostileCase {
@@ -29,7 +29,6 @@ interface HostileCase {
   expected_flag: string;
 }
 
-const SENTINEL_DIR = '/tmp/rcb-hostile-sentinel';
 const SENTINEL = join(SENTINEL_DIR, 'secret.txt');
 const SENTINEL_TEXT = 'rcb-sentinel-4f1c9a';
 const FAKE_SECRETS = { FAKE_API_KEY: 'sk-fake-0b7e41d2', AWS_SECRET_ACCESS_KEY: 'fake-aws-secret-93a1', OPENAI_API_KEY: 'sk-fake-openai-77c2' };
