@@ -346,7 +346,15 @@ describe('ColdExecutor (bwrap)', () => {
         'out.flush()',
       ].join('\n');
 
-      const r = await runOne(modelSource(CORRECT_BODY, top), tight);
+      // Not on the tight executor: on a loaded machine 32 MB through a pipe can take longer than
+      // its 2 s, and the time limit would strike first. The same output limits, the default time limit.
+      const flood = await createColdExecutor({ jobs: 1, limits: { maxProcesses: 32, maxOutputBytes: 32 * 1024 * 1024, logCapBytes: 4096 }, warn: () => undefined });
+      let r: RawExecution;
+      try {
+        r = await runOne(modelSource(CORRECT_BODY, top), flood);
+      } finally {
+        await flood.close();
+      }
 
       expect(r.killedFor).toBe('output');
       expect(r.stdout.truncated).toBe(true);
