@@ -4,7 +4,8 @@
  * The whole test suite (jest, as `npm test` runs it after its type checks) while a CPU-bound
  * neighbour spins on every core: what a contributor's laptop looks like beside a build, a
  * browser or a second suite. `--runs N` runs it N times in a row and stops at the first red
- * run. Prints each run's time and the CPU time the neighbours took meanwhile (the proof they
+ * run. Prints each run's time, the CPU time the suite used (its floor on quiet cores is that
+ * divided by their number) and the CPU time the neighbours took meanwhile (the proof they
  * competed), and writes jest's per-file report of each run (`--json`) beside its log under
  * RCB_UNDER_LOAD_DIR (default a new temp folder).
  *
@@ -79,16 +80,41 @@ function startNeighbour(deadline: number): Neighbour {
   return { child, exited };
 }
 
-/** CPU seconds a process has used (user + system), from its /proc stat; 0 once it is gone. */
-function cpuSeconds(pid: number): number {
+/** Fields of a process's /proc stat after its command name (field 3 of stat is index 0); null once it is gone. */
+function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 14 and 15 of stat (utime, stime), counted after the command name: indexes 11 and 12.
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return null;
   }
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on Linux). */
+const TICKS = 100;
+
+/** CPU seconds a process has used (user + system, stat fields 14 and 15); 0 once it is gone. */
+function cpuSeconds(pid: number): number {
+  const f = statFields(pid);
+  return f ? (Number(f[11]) + Number(f[12])) / TICKS : 0;
+}
+
+/**
+ * CPU seconds of a process and of every child it has waited for (fields 14 to 17), plus
+ * those of its live children (jest's workers) and what they waited for: jest's run so far.
+ */
+function treeCpuSeconds(pid: number): number {
+  const own = (p: number): number => {
+    const f = statFields(p);
+    return f ? (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICKS : 0;
+  };
+  let total = own(pid);
+  try {
+    for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) total += own(Number(child));
+  } catch {
+    // Gone meanwhile.
+  }
+  return total;
 }
 
 async function stopNeighbours(neighbours: Neighbour[]): Promise<void> {
@@ -107,6 +133,8 @@ interface RunResult {
   ok: boolean;
   seconds: number;
   neighbourCpuSeconds: number;
+  /** CPU seconds jest and everything it ran used (sampled every 2 s while it ran). */
+  suiteCpuSeconds: number;
   log: string;
   report: string;
 }
@@ -125,11 +153,16 @@ function runSuite(index: number, dir: string, jestArgs: string[], neighbours: Ne
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
+  let suiteCpuSeconds = 0;
+  const sample = setInterval(() => {
+    suiteCpuSeconds = Math.max(suiteCpuSeconds, treeCpuSeconds(child.pid!));
+  }, 2000);
   return new Promise((done) => {
     child.once('close', (code) => {
+      clearInterval(sample);
       writeFileSync(log, Buffer.concat(chunks));
       const neighbourCpuSeconds = neighbours.reduce((s, n) => s + cpuSeconds(n.child.pid!), 0) - cpuBefore;
-      done({ ok: code === 0, seconds: (Date.now() - started) / 1000, neighbourCpuSeconds, log, report });
+      done({ ok: code === 0, seconds: (Date.now() - started) / 1000, neighbourCpuSeconds, suiteCpuSeconds, log, report });
     });
   });
 }
@@ -153,7 +186,7 @@ async function main(): Promise<number> {
       say(`run ${i}/${options.runs} started`);
       const r = await runSuite(i, dir, options.jestArgs, neighbours);
       results.push(r);
-      say(`run ${i}/${options.runs} ${r.ok ? 'passed' : 'FAILED'} in ${r.seconds.toFixed(0)} s; the neighbours took ${r.neighbourCpuSeconds.toFixed(0)} CPU s meanwhile (${r.log})`);
+      say(`run ${i}/${options.runs} ${r.ok ? 'passed' : 'FAILED'} in ${r.seconds.toFixed(0)} s; the suite used ${r.suiteCpuSeconds.toFixed(0)} CPU s, the neighbours ${r.neighbourCpuSeconds.toFixed(0)} (${r.log})`);
       if (!r.ok) break;
     }
   } finally {
