@@ -9,7 +9,10 @@
  *
  * Each function is a pool of instances (processes) that stay warm between invocations, one
  * invocation at a time each, as Lambda runs them; an invocation past the function's timeout
- * kills its instance and fails with Sandbox.Timedout.
+ * kills its instance and fails with Sandbox.Timedout. As in Lambda, an instance's start (its
+ * Init phase: node and the bundle loaded) is not part of an invocation's timeout: the clock
+ * starts once the handler is loaded, so a cold start on a loaded machine (several instances
+ * loading their bundles at once on two cores) does not eat the invocation's time.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { cpSync, createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
@@ -117,6 +120,8 @@ const spec = process.env._HANDLER;
 const dot = spec.lastIndexOf('.');
 const handler = require(path.join(process.env.LAMBDA_TASK_ROOT, spec.slice(0, dot)))[spec.slice(dot + 1)];
 if (typeof handler !== 'function') throw new Error('Runtime.HandlerNotFound: ' + spec + ' is not a function');
+// Init is over: from here on, invocations.
+process.send({ ready: true });
 const timeoutMs = Number(process.env.AWS_LAMBDA_FUNCTION_TIMEOUT) * 1000;
 process.on('message', async ({ id, event }) => {
   const deadline = Date.now() + timeoutMs;
@@ -148,7 +153,9 @@ export class InvocationError extends Error {
 
 interface Instance {
   child: ChildProcess;
-  busy?: { resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout };
+  busy?: { resolve(v: unknown): void; reject(e: Error): void; timer?: NodeJS.Timeout };
+  /** Resolves once the instance has loaded its handler (its Init phase is over). */
+  ready: Promise<void>;
   /** Last output, for the error of an instance that dies. */
   tail: string;
 }
@@ -208,14 +215,16 @@ export class FunctionProcesses {
       },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
-    const instance: Instance = { child, tail: '' };
+    let initialised!: () => void;
+    const instance: Instance = { child, tail: '', ready: new Promise<void>((resolve) => (initialised = resolve)) };
     const keep = (d: Buffer): void => {
       this.log.write(d);
       instance.tail = (instance.tail + d.toString()).slice(-4000);
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
-    child.on('message', (msg: { id: number; result?: unknown; error?: { name: string; message: string } }) => {
+    child.on('message', (msg: { ready?: true; id: number; result?: unknown; error?: { name: string; message: string } }) => {
+      if (msg.ready) return initialised();
       const busy = instance.busy;
       if (!busy) return;
       clearTimeout(busy.timer);
@@ -245,14 +254,19 @@ export class FunctionProcesses {
     const instance = this.idle.pop() ?? this.spawn();
     const id = ++this.nextId;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // As Lambda does: the instance is stopped and the invocation fails.
-        instance.busy = undefined;
-        instance.child.kill('SIGKILL');
-        reject(new InvocationError('Sandbox.Timedout', `${this.options.fn.logicalId}: task timed out after ${this.options.fn.timeoutSec}.00 seconds`));
-      }, this.options.fn.timeoutSec * 1000);
-      instance.busy = { resolve, reject, timer };
-      instance.child.send({ id, event });
+      const busy: NonNullable<Instance['busy']> = { resolve, reject };
+      // Held from now (an instance that dies while starting fails this invocation), timed from its handler's load.
+      instance.busy = busy;
+      void instance.ready.then(() => {
+        if (instance.busy !== busy) return;
+        busy.timer = setTimeout(() => {
+          // As Lambda does: the instance is stopped and the invocation fails.
+          instance.busy = undefined;
+          instance.child.kill('SIGKILL');
+          reject(new InvocationError('Sandbox.Timedout', `${this.options.fn.logicalId}: task timed out after ${this.options.fn.timeoutSec}.00 seconds`));
+        }, this.options.fn.timeoutSec * 1000);
+        instance.child.send({ id, event });
+      });
     });
   }
 

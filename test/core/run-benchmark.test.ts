@@ -55,11 +55,13 @@ class FirstHeldExecutor implements TestExecutor {
       this.seen.add(c.taskId);
       if (first) {
         await new Promise<void>((resolve) => {
-          // Without this the test would hang on a barrier; with it, it fails.
+          // Without this the test would hang on a barrier; with it, it fails. Long: it only
+          // runs out when the behaviour is broken (the others come in-process, in milliseconds),
+          // and must not run out first on a loaded machine.
           const timer = setTimeout(() => {
             this.heldUntilAllSeen ??= false;
             resolve();
-          }, 3000);
+          }, 30_000);
           this.releaseFirst = () => {
             clearTimeout(timer);
             resolve();

@@ -127,50 +127,80 @@ describe('Ctrl-C during a run', () => {
     }
   };
 
-  async function interrupt(times: number): Promise<{ code: number | null; stderr: string; stdout: string; secondsAfterSignal: number; out: string; replay: string }> {
+  /** Verdicts in the run's store now (0 before the store exists). */
+  const judgedNow = (out: string): number => {
+    try {
+      return judged(out);
+    } catch {
+      return 0;
+    }
+  };
+
+  /**
+   * `rcb run` of a replay whose tests each sleep `seconds` first, Ctrl-C'd `times` times once
+   * every answer is in and tests are running: each next Ctrl-C when rcb has said it took the
+   * one before. Counts the verdicts stored when rcb said so, and the time from then to its exit.
+   */
+  async function interrupt(times: number, seconds: number) {
     const dir = tempDir();
-    const replay = slowReplay(dir, 1.5);
+    const replay = slowReplay(dir, seconds);
     const out = join(dir, 'run');
-    const child = rcbAsync(['run', '--model', `replay:${replay}`, '--jobs', '2', '--out', out]);
+    const child = rcbAsync(['run', '--model', `replay:${replay}`, '--jobs', String(JOBS), '--out', out]);
     let stderr = '';
     let stdout = '';
     child.stdout!.on('data', (d) => (stdout += d));
-    let signalledAt = 0;
+    let signals = 0;
+    /** Per Ctrl-C taken (rcb's note printed), the verdicts stored then and when it was. */
+    const taken: { judged: number; at: number }[] = [];
+    const notes = [/interrupted: finishing the tests in flight/, /stopping now: the tests in flight are killed/];
     child.stderr!.on('data', (d) => {
       stderr += d;
       // Once answers are in and the first tests are running.
-      if (!signalledAt && /generate 28\/28/.test(stderr)) {
-        signalledAt = Date.now();
-        setTimeout(() => {
+      if (!signals && /generate 28\/28/.test(stderr)) {
+        signals = 1;
+        setTimeout(() => child.kill('SIGINT'), 500);
+      }
+      while (taken.length < signals && notes[taken.length].test(stderr)) {
+        taken.push({ judged: judgedNow(out), at: Date.now() });
+        if (signals < times) {
+          signals++;
           child.kill('SIGINT');
-          if (times > 1) setTimeout(() => child.kill('SIGINT'), 200);
-        }, 500);
+        }
       }
     });
     const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-    return { code, stderr, stdout, secondsAfterSignal: (Date.now() - signalledAt - 500) / 1000, out, replay };
+    const last = taken.at(-1);
+    return { code, stderr, stdout, out, replay, taken, secondsAfterLast: last ? (Date.now() - last.at) / 1000 : NaN };
   }
 
+  /** rcb run's --jobs here; the run hands the executor at most twice that many tests at once. */
+  const JOBS = 2;
+
   it('the first stops starting tests, lets the ones in flight finish, and ends "cancelled" (exit 130); the same command resumes', async () => {
-    const r = await interrupt(1);
+    const r = await interrupt(1, 1.5);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 130, stderr: expect.stringContaining('interrupted: finishing the tests in flight') });
     expect(r.stderr).toMatch(/run cancelled after [\d.]+s: \d+ of 28 task\(s\) judged/);
     expect(r.stdout).not.toContain('run succeeded');
-    // At most the batch in flight (2 jobs x 4) ran on: ~1.5 s tests, 2 at a time.
-    expect(r.secondsAfterSignal).toBeLessThan(15);
+    // No test started after the Ctrl-C: at most the ones in flight (2 jobs x 2) were judged after it.
     const before = judged(r.out);
+    expect(r.taken).toHaveLength(1);
+    expect(before - r.taken[0].judged).toBeLessThanOrEqual(JOBS * 2);
     expect(before).toBeLessThan(28);
-    const again = rcb(['run', '--model', `replay:${r.replay}`, '--jobs', '2', '--out', r.out]);
+    const again = rcb(['run', '--model', `replay:${r.replay}`, '--jobs', String(JOBS), '--out', r.out]);
     expect(again.status).toBe(0);
     expect(again.stdout).toContain(`0 model call(s), 28 answer(s) reused, ${28 - before} test(s) run`);
   });
 
   it('the second stops the tests in flight at once, saying so', async () => {
-    const r = await interrupt(2);
+    // Tests that sleep 40 s (below the 60 s limit): one left to finish would outlast the run.
+    const r = await interrupt(2, 40);
     expect(r.code).toBe(130);
     expect(r.stderr).toContain('stopping now: the tests in flight are killed');
     expect(r.stderr).not.toMatch(/executor failed on/);
-    expect(r.secondsAfterSignal).toBeLessThan(5);
+    // Killed, not finished: no verdict came after the second Ctrl-C, and rcb ended long before a test in flight could have.
+    expect(r.taken).toHaveLength(2);
+    expect(judged(r.out)).toBe(r.taken[1].judged);
+    expect(r.secondsAfterLast).toBeLessThan(40);
     expect(judged(r.out)).toBeLessThan(28);
   });
 });

@@ -99,7 +99,7 @@ beforeAll(async () => {
   writeFileSync(modelsFile, fakeModelsYaml(proxy.url, KEY_ENV));
   workflow = synthesizeWorkflow({ bundle: true, outdir: join(work, 'cdk.out'), context: { [CONTEXT_KEYS.modelsFile]: modelsFile } });
   functions = deployedFunctions(workflow.deployment!.template, workflow.deployment!.assemblyDir);
-}, 120_000);
+}, 900_000);
 
 afterAll(async () => {
   await proxy.close();
@@ -151,7 +151,7 @@ describe('the deployed Lambda bundles', () => {
         await processes.close();
       }
     }
-  }, 120_000);
+  }, 900_000);
 });
 
 describe('rcb cloud run --emulate with a hosted model', () => {
@@ -179,7 +179,7 @@ describe('rcb cloud run --emulate with a hosted model', () => {
     expect(JSON.parse(readFileSync(join(work, 'cloud', 'overall_stats.json'), 'utf8'))).toEqual(
       JSON.parse(readFileSync(join(work, 'local', 'overall_stats.json'), 'utf8')),
     );
-  }, 300_000);
+  }, 900_000);
 });
 
 describe('a generation message dead-lettered in the emulated cloud', () => {
@@ -253,7 +253,7 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
       proxy.failEvery = 3;
       await run.close();
     }
-  }, 300_000);
+  }, 900_000);
 });
 
 describe('a run whose execution failed, started again', () => {
@@ -295,5 +295,5 @@ describe('a run whose execution failed, started again', () => {
     } finally {
       await first.close();
     }
-  }, 300_000);
+  }, 900_000);
 });

@@ -6,17 +6,19 @@
  * judge, each carries its expected flag, and every verdict is the local run's (the one case
  * whose fixture allows two outcomes aside).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Verdict } from '../../core/store';
 import { emulateCloudRun, type EmulatedRun } from '../../emulator/emulated-run';
 import { resolveRun } from '../../bin/commands/resolve-run';
-import { rcb, REPO, tempDir } from '../helpers/cli';
+import { rcb, tempDir } from '../helpers/cli';
+import { strayProcesses as strays, writeHostileFixture } from '../security/support/hostile-fixture';
 
-const FIXTURE = join(REPO, 'test', 'fixtures', 'replays', 'hostile.jsonl');
-const SENTINEL_DIR = '/tmp/rcb-hostile-sentinel-cloud';
+// This process's copy: its background sleeper is its own (test/security/support/hostile-fixture.ts).
+const FIXTURE = writeHostileFixture(join(tempDir('rcb-hostile-fixture-'), 'hostile.jsonl'));
+// Of this process: another suite on the machine creates and removes its own.
+const SENTINEL_DIR = `/tmp/rcb-hostile-sentinel-cloud-${process.pid}`;
 const SENTINEL = join(SENTINEL_DIR, 'secret.txt');
 const SENTINEL_TEXT = 'rcb-sentinel-cloud-5d2e';
 const cases = readFileSync(FIXTURE, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { snippet: string; sample: number; case: string; expected_flag: string });
@@ -24,11 +26,6 @@ const FLAGS = ['--model', `replay:${FIXTURE}`, '--papers', 'smoothfocal', '--sam
 
 type Judgement = Pick<Verdict, 'officialPass' | 'strictPass' | 'failureClass' | 'flags'>;
 const judgement = (v: Verdict): Judgement => ({ officialPass: v.officialPass, strictPass: v.strictPass, failureClass: v.failureClass, flags: [...v.flags].sort() });
-
-const strays = (): string[] =>
-  execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
-    .split('\n')
-    .filter((l) => /^sleep 317\b/.test(l.trim()));
 
 let local: Map<string, Judgement>;
 let cloud: EmulatedRun;

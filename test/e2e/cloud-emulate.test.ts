@@ -104,7 +104,7 @@ beforeAll(() => {
     json[judge] = scores(rep.stdout);
   }
   reference = { dir, runId, verdicts: new Map(rows.map((row) => [row.task_id, judgement(JSON.parse(row.record) as Verdict)])), json };
-}, 120_000);
+}, 900_000);
 
 describe('rcb cloud run --emulate', () => {
   it('prints the leaderboard of the local run, under the same run id, and writes the same reports', () => {
@@ -172,7 +172,7 @@ describe('rcb cloud run --emulate', () => {
 
     beforeAll(async () => {
       run = await emulateReference(pset, { oracle, empty }, { deliverTwice: true, failFirstShardOnce: true });
-    }, 120_000);
+    }, 900_000);
     afterAll(async () => {
       await run?.close();
     });
@@ -245,7 +245,7 @@ describe('rcb cloud run --emulate', () => {
     beforeAll(async () => {
       // Calls that take a moment, so that each task's second copy arrives while its first is calling.
       run = await emulateReference(pset, { oracle: slow(oracle, 5), empty: slow(empty, 5) }, { deliverTwice: 'overlapping' });
-    }, 120_000);
+    }, 900_000);
     afterAll(async () => {
       await run?.close();
     });

@@ -70,7 +70,8 @@ describe('ColdExecutor (unsafeNoSandbox)', () => {
     const r = await runOne(modelSource(CORRECT_BODY, top));
 
     expect(r.exitCode).toBe(0);
-    expect(r.durationMs).toBeLessThan(10_000);
+    // Ended with its test, not at the 10 s limit: the left process held nothing open.
+    expect(r.killedFor).toBeNull();
     expect(processesWith(mark)).toEqual([]);
   });
 });

@@ -11,10 +11,13 @@ import { ColdExecutor, createColdExecutor } from '../../adapters/local/executor'
 import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
 import { passedSuiteReport } from '../helpers/driver-report';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
+import { boundAfter, timed } from '../helpers/machine-speed';
 
 
 let paper: TinyPaper;
 let executor: ColdExecutor;
+/** The shared executor's time limit. */
+const TIMEOUT_SEC = 20;
 
 const marker = (): string => `rcbmark${randomBytes(6).toString('hex')}`;
 
@@ -25,7 +28,7 @@ async function runOne(source: string, on: ColdExecutor = executor): Promise<RawE
 
 beforeAll(async () => {
   paper = makeTinyPaper();
-  executor = await createColdExecutor({ jobs: 4, limits: { timeoutSec: 20 }, warn: () => undefined });
+  executor = await createColdExecutor({ jobs: 4, limits: { timeoutSec: TIMEOUT_SEC }, warn: () => undefined });
 });
 
 afterAll(async () => {
@@ -287,7 +290,9 @@ describe('ColdExecutor (bwrap)', () => {
 
       expect(r.stdout.text).toContain('BACKGROUND=started');
       expect(r.exitCode).toBe(0);
-      expect(r.durationMs).toBeLessThan(15_000);
+      // Ended with its test, not at the time limit: the background processes held nothing open.
+      expect(r.killedFor).toBeNull();
+      expect(r.durationMs).toBeLessThan(TIMEOUT_SEC * 1000);
       expect(processesWith(spawned)).toEqual([]);
       expect(processesWith(forked)).toEqual([]);
     });
@@ -295,11 +300,18 @@ describe('ColdExecutor (bwrap)', () => {
 
   describe('limits', () => {
     let tight: ColdExecutor;
+    const TIGHT_SEC = 2;
+    /** A passing run on the tight executor, now: this machine's cost of starting, running and ending one sandboxed test. */
+    const referenceMs = async (): Promise<number> => {
+      const r = await runOne(modelSource(CORRECT_BODY), tight);
+      expect([r.exitCode, r.killedFor]).toEqual([0, null]);
+      return r.durationMs;
+    };
 
     beforeAll(async () => {
       tight = await createColdExecutor({
         jobs: 2,
-        limits: { timeoutSec: 2, maxProcesses: 32, maxOutputBytes: 32 * 1024 * 1024, logCapBytes: 4096 },
+        limits: { timeoutSec: TIGHT_SEC, maxProcesses: 32, maxOutputBytes: 32 * 1024 * 1024, logCapBytes: 4096 },
         warn: () => undefined,
       });
     });
@@ -309,13 +321,16 @@ describe('ColdExecutor (bwrap)', () => {
     });
 
     it('kills a run that outlives the time limit and says so', async () => {
+      const reference = await referenceMs();
+
       const r = await runOne(modelSource(CORRECT_BODY, 'import time\ntime.sleep(60)'), tight);
 
       expect(r.killedFor).toBe('timeout');
       expect(r.exitCode).not.toBe(0);
       expect(r.driver).toBeNull();
-      expect(r.durationMs).toBeGreaterThanOrEqual(2_000);
-      expect(r.durationMs).toBeLessThan(5_000);
+      // Not before its limit, and killed there: a few passing runs' worth after it, not at the end of its 60 s sleep.
+      expect(r.durationMs).toBeGreaterThanOrEqual(TIGHT_SEC * 1000);
+      expect(r.durationMs).toBeLessThan(boundAfter(TIGHT_SEC * 1000, reference));
     });
 
     it('cuts 100 MB of output to head and tail, kills it for output, and still sees a marker from the cut middle', async () => {
@@ -331,7 +346,15 @@ describe('ColdExecutor (bwrap)', () => {
         'out.flush()',
       ].join('\n');
 
-      const r = await runOne(modelSource(CORRECT_BODY, top), tight);
+      // Not on the tight executor: on a loaded machine 32 MB through a pipe can take longer than
+      // its 2 s, and the time limit would strike first. The same output limits, the default time limit.
+      const flood = await createColdExecutor({ jobs: 1, limits: { maxProcesses: 32, maxOutputBytes: 32 * 1024 * 1024, logCapBytes: 4096 }, warn: () => undefined });
+      let r: RawExecution;
+      try {
+        r = await runOne(modelSource(CORRECT_BODY, top), flood);
+      } finally {
+        await flood.close();
+      }
 
       expect(r.killedFor).toBe('output');
       expect(r.stdout.truncated).toBe(true);
@@ -350,7 +373,6 @@ describe('ColdExecutor (bwrap)', () => {
       const top = [
         'import os, subprocess, sys, time',
         `subprocess.Popen([sys.executable, "-c", "${bomb}", "${bombMarker}"])`,
-        'time.sleep(1)',
         'def bombs():',
         '    count = 0',
         '    for pid in filter(str.isdigit, os.listdir("/proc")):',
@@ -359,9 +381,16 @@ describe('ColdExecutor (bwrap)', () => {
         '        except OSError:',
         '            pass',
         '    return count',
-        'print("BOMBS=%d" % bombs(), flush=True)',
+        // Counted once the bomb has spread and stopped growing (at the process limit), however slow the machine: not after a fixed second.
+        'seen = [bombs()]',
+        'while seen[-1] <= 10 or len(seen) < 10 or len(set(seen[-10:])) > 1:',
+        '    time.sleep(0.02)',
+        '    seen.append(bombs())',
+        'print("BOMBS=%d" % seen[-1], flush=True)',
         'time.sleep(60)',
       ].join('\n');
+
+      const reference = await referenceMs();
 
       const r = await runOne(modelSource(CORRECT_BODY, top), tight);
 
@@ -370,7 +399,8 @@ describe('ColdExecutor (bwrap)', () => {
       expect(bombs).toBeGreaterThan(10);
       expect(bombs).toBeLessThanOrEqual(32);
       expect(r.killedFor).toBe('timeout');
-      expect(r.durationMs).toBeLessThan(5_000);
+      // Ended at its limit, every bomb with it, not at the end of its 60 s sleep.
+      expect(r.durationMs).toBeLessThan(boundAfter(TIGHT_SEC * 1000, reference));
       expect(processesWith(bombMarker)).toEqual([]);
     });
   });
@@ -397,6 +427,9 @@ describe('ColdExecutor batches', () => {
 
   it('kills runs in flight on close and leaves no process behind', async () => {
     const closing = await createColdExecutor({ jobs: 1, limits: { timeoutSec: 30 }, warn: () => undefined });
+    // This machine's cost of starting, running and ending one sandboxed test, now.
+    const [reference] = await closing.run([paper.candidate('reference', modelSource(CORRECT_BODY))]);
+    expect(reference.exitCode).toBe(0);
     const mark = marker();
     const top = `import subprocess, sys, time\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${mark}"])\ntime.sleep(300)`;
     const running = closing.run([paper.candidate('slow', modelSource(CORRECT_BODY, top)), paper.candidate('never', 'x = 1\n')]);
@@ -405,11 +438,14 @@ describe('ColdExecutor batches', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
 
-    await closing.close();
-    const [slow, never] = await running;
+    const { value: [slow, never], ms: closeMs } = await timed(async () => {
+      await closing.close();
+      return running;
+    });
 
     expect(slow.infraError).toMatch(/closed while this candidate ran/);
-    expect(slow.durationMs).toBeLessThan(5_000);
+    // Killed at the close, within a few passing runs' time; not left to its 30 s limit.
+    expect(closeMs).toBeLessThan(boundAfter(0, reference.durationMs));
     expect(never.infraError).toMatch(/closed before this candidate ran/);
     expect(processesWith(mark)).toEqual([]);
   });

@@ -165,6 +165,15 @@ const EXECUTORS = [
   });
 });
 
+/**
+ * Python lines that wait until `p` (setpriv, started as root) runs as `uid`: the event the
+ * checks below need, however long the machine takes to start it (a fixed 0.3 s was not).
+ */
+const UNTIL_P_HAS_UID = [
+  "while int([l for l in open('/proc/%d/status' % p.pid) if l.startswith('Uid:')][0].split()[1]) != uid:",
+  '    time.sleep(0.01)',
+];
+
 (runningAsRoot() ? describe : describe.skip)('end_uid (rcb_contain.py)', () => {
   it('says whether the slot uid had a process, and ends it', () => {
     // Prepare: a slot uid of this process's block, and a process of that uid.
@@ -176,13 +185,13 @@ const EXECUTORS = [
       `uid = ${user.uid}`,
       'before = rcb_contain.end_uid(uid, uid)',
       "p = subprocess.Popen(['setpriv', '--reuid=%d' % uid, '--regid=%d' % uid, '--clear-groups', 'sleep', '60'])",
-      'time.sleep(0.3)',
+      ...UNTIL_P_HAS_UID,
       'during = rcb_contain.end_uid(uid, uid)',
       'print(before, during, p.wait(), rcb_contain.end_uid(uid, uid))',
     ].join('\n');
     try {
       // Act
-      const out = execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8' });
+      const out = execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8', timeout: 60_000 });
 
       // Assess: nothing, then the sleep (killed: -9), then nothing again.
       expect(out.trim()).toBe('False True -9 False');
@@ -204,13 +213,13 @@ const EXECUTORS = [
       'children = rcb_contain.own_children()',
       'before = c.end_all()',
       "p = subprocess.Popen(['setpriv', '--reuid=%d' % uid, '--regid=%d' % uid, '--clear-groups', 'sleep', '60'])",
-      'time.sleep(0.3)',
+      ...UNTIL_P_HAS_UID,
       'had = c._ender.end()',
       'print(children, before, had, p.wait(), c.end_all())',
     ].join('\n');
     try {
       // Act
-      const out = execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8' });
+      const out = execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8', timeout: 60_000 });
 
       // Assess: the ender is no child of the supervisor; nothing, then the sleep (killed), then nothing.
       expect(out.trim()).toBe('[] (0, True) True -9 (0, True)');

@@ -126,13 +126,19 @@ describe('generate handler', () => {
 
   it('stops a model call before the invocation runs out, releases its reservation and claim, and hands the message back', async () => {
     // Prepare: a paid model whose call never ends on its own; 1 s left in the invocation.
+    // On jest's clock, so that "a fifth before the end" is exact on a machine of any speed.
     const f = await planned();
     const message = f.queue.sent.find((m) => m.model === 'oracle')!.message;
+    let called!: (signal: AbortSignal) => void;
+    const calling = new Promise<AbortSignal>((resolve) => (called = resolve));
     const hanging: ModelClient = {
       id: 'oracle',
       params: {},
       offline: false,
-      complete: (req) => new Promise((_, reject) => req.signal?.addEventListener('abort', () => reject(new Error('aborted')))),
+      complete: (req) => {
+        called(req.signal!);
+        return new Promise((_, reject) => req.signal?.addEventListener('abort', () => reject(new Error('aborted'))));
+      },
     };
     const log = logger();
     const warn = jest.spyOn(log, 'warn');
@@ -146,14 +152,21 @@ describe('generate handler', () => {
       metrics: metrics(),
       modelsFor: () => ({ clients: new Map([['oracle', hanging]]), costs: new Map([['oracle', { worstCase: () => 0.5, billed: () => 0 }]]) }),
     }));
-    const started = Date.now();
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      // Act
+      const handled = handler(sqsEvent([JSON.stringify(message)]), { getRemainingTimeInMillis: () => 1000 } as never);
+      const signal = await calling;
 
-    // Act
-    const response = await handler(sqsEvent([JSON.stringify(message)]), { getRemainingTimeInMillis: () => 1000 } as never);
-
-    // Assess: stopped at 1 s minus a fifth, well before the 1 s.
-    expect(Date.now() - started).toBeLessThan(1000);
-    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }] });
+      // Assess: the call runs until 1 s minus a fifth and is stopped then, well before the 1 s.
+      await jest.advanceTimersByTimeAsync(799);
+      expect(signal.aborted).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(signal.aborted).toBe(true);
+      expect(await handled).toEqual({ batchItemFailures: [{ itemIdentifier: 'm0' }] });
+    } finally {
+      jest.useRealTimers();
+    }
     expect((await f.store.getCompletions([message.taskId])).size).toBe(0);
     expect((await f.store.getRun(f.input.runId))?.reservedUsd).toBe(0);
     expect(await f.store.claimGeneration(message.taskId, 'next-delivery', 60_000)).toBe(true);

@@ -29,7 +29,8 @@ export function rcb(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEn
     cwd: opts.cwd ?? REPO,
     env: { ...process.env, ...opts.env },
     encoding: 'utf8',
-    timeout: opts.timeoutMs ?? 120_000,
+    // The deadline of a hang, not a bound on speed: a run that takes 30 s alone takes minutes on a loaded machine.
+    timeout: opts.timeoutMs ?? 600_000,
     maxBuffer: 64 * 1024 * 1024,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };

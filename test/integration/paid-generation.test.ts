@@ -31,10 +31,12 @@ interface FakeEndpoint {
   /** Share of requests answered (and billed) only after `slowMs`, later than the client waits. */
   slowRate: number;
   slowMs: number;
+  /** Answers not sent yet (the late ones wait out slowMs). */
+  answering: Set<Promise<void>>;
 }
 
 async function startEndpoint(failureRate: number, slow: { rate: number; ms: number } = { rate: 0, ms: 0 }): Promise<FakeEndpoint> {
-  const ep: FakeEndpoint = { server: createServer(), url: '', billed: 0, requests: 0, failureRate, slowRate: slow.rate, slowMs: slow.ms };
+  const ep: FakeEndpoint = { server: createServer(), url: '', billed: 0, requests: 0, failureRate, slowRate: slow.rate, slowMs: slow.ms, answering: new Set() };
   ep.server.on('request', (req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -49,6 +51,10 @@ async function startEndpoint(failureRate: number, slow: { rate: number; ms: numb
       ep.billed++;
       JSON.parse(body);
       const delay = Math.random() < ep.slowRate ? ep.slowMs : 0;
+      let answered!: () => void;
+      const answer = new Promise<void>((resolve) => (answered = resolve));
+      ep.answering.add(answer);
+      void answer.then(() => ep.answering.delete(answer));
       setTimeout(() => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
@@ -61,6 +67,7 @@ async function startEndpoint(failureRate: number, slow: { rate: number; ms: numb
           usage: { ...USAGE, total_tokens: USAGE.prompt_tokens + USAGE.completion_tokens },
         }),
       );
+      answered();
       }, delay);
     });
   });
@@ -193,7 +200,8 @@ describe('paid generation when answers come later than the client waits', () => 
         { store, clients: new Map([['fake-model', resolved.client]]), costs: new Map([['fake-model', resolved.cost]]) },
         { runId: 't', pset, template, withPaper: true, tasks, concurrency: 16 },
       );
-      await new Promise((r) => setTimeout(r, 1600)); // let the late answers finish being billed
+      // Every late answer sent and billed (the provider's side of the calls the client gave up on).
+      while (ep.answering.size) await Promise.all([...ep.answering]);
       // Assess
       expect(result.failed).toBe(0);
       const completions = [...(await store.getCompletions(tasks.map((t) => t.taskId))).values()];

@@ -242,7 +242,7 @@ describe('rcb sweep run, status and report', () => {
     } finally {
       await endpoint.close();
     }
-  }, 240_000);
+  }, 900_000);
 
   it('gives the same scores through the emulated cloud as on this machine', async () => {
     // Prepare: one sweep, written twice with different directories.
@@ -277,5 +277,5 @@ describe('rcb sweep run, status and report', () => {
     } finally {
       await endpoint.close();
     }
-  }, 240_000);
+  }, 900_000);
 });

@@ -5,9 +5,8 @@
  * connection made, no process left behind), fail the strict judge with its named flag,
  * and not stop the others.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { loadPset } from '../../core/pset/read-pset';
 import { extractCompletion } from '../../core/prompt/extract';
@@ -17,7 +16,8 @@ import { judge } from '../../core/judge';
 import type { Candidate, RawExecution } from '../../core/executor';
 import { createLocalExecutor } from '../../adapters/local/executor';
 import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
-import { PSET_MINI, REPO } from '../helpers/cli';
+import { PSET_MINI } from '../helpers/cli';
+import { hostileFixtureText, SENTINEL_DIR, strayProcesses } from './support/hostile-fixture';
 import { recordCount } from '../reliability/reliability-summary';
 
 interface HostileCase {
@@ -29,19 +29,14 @@ interface HostileCase {
   expected_flag: string;
 }
 
-const FIXTURE = join(REPO, 'test', 'fixtures', 'replays', 'hostile.jsonl');
-const SENTINEL_DIR = '/tmp/rcb-hostile-sentinel';
 const SENTINEL = join(SENTINEL_DIR, 'secret.txt');
 const SENTINEL_TEXT = 'rcb-sentinel-4f1c9a';
 const FAKE_SECRETS = { FAKE_API_KEY: 'sk-fake-0b7e41d2', AWS_SECRET_ACCESS_KEY: 'fake-aws-secret-93a1', OPENAI_API_KEY: 'sk-fake-openai-77c2' };
-const LOOPBACK_PORT = 47611;
+/** The port the network case connects to in the fixture; pointed at this test's own listener. */
+const FIXTURE_PORT = '47611';
 
-const cases: HostileCase[] = readFileSync(FIXTURE, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-
-function strayProcesses(): string[] {
-  const ps = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
-  return ps.split('\n').filter((l) => /^sleep 317\b/.test(l.trim()));
-}
+// This process's copy: its background sleeper is its own (support/hostile-fixture.ts).
+const cases: HostileCase[] = hostileFixtureText().trim().split('\n').map((l) => JSON.parse(l));
 
 /**
  * Both executors, with the same checks (each jest worker process has sandbox uids of its
@@ -82,13 +77,15 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
       connections++;
       s.destroy();
     });
-    await new Promise<void>((resolve) => server.listen(LOOPBACK_PORT, '127.0.0.1', resolve));
+    // A free port, not the fixture's: another suite on this machine may hold that one.
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = String((server.address() as AddressInfo).port);
 
     const pset = loadPset(PSET_MINI, { papers: ['smoothfocal'] });
     const paper = pset.papers[0];
     for (const c of cases) {
       const snippet = findSnippet(paper, c.snippet);
-      candidates.push(candidateFor(c.case, paper, snippet, extractCompletion(c.completion)));
+      candidates.push(candidateFor(c.case, paper, snippet, extractCompletion(c.completion.replaceAll(FIXTURE_PORT, port))));
     }
     const executor = await createLocalExecutor({ warm, sandbox, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
     try {

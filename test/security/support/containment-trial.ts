@@ -129,7 +129,8 @@ export async function runContainmentTrial(config: TrialConfig): Promise<TrialOut
   const paper = makeTinyPaper();
   const unrelated = startUnrelated();
   try {
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // All of them up before any candidate runs, however slow the machine is to start them.
+    await Promise.all([...unrelated.values()].map((child) => new Promise((resolve) => (child.once('spawn', resolve), child.once('error', resolve)))));
     const names = Object.keys(CASES);
     const candidates = names.map((name) => paper.candidate(name, modelSource(CORRECT_BODY, SLEEPER + CASES[name])));
     const executor = await createLocalExecutor({
