@@ -110,7 +110,7 @@ async function main(argv: string[]): Promise<number> {
 
   addSandboxOptions(addRunSpecOptions(program.command('run').description('run the benchmark on this machine; rerunning the same command resumes it')))
     .option('--jobs <n>', 'tests run at once (default: one per core)')
-    .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
+    .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, the `rcb env install` environment, /usr/bin/python3, python3)')
     .option('--out <dir>', 'run directory (default: runs/<models>-<run id>, derived from the run spec)')
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
@@ -129,7 +129,7 @@ async function main(argv: string[]): Promise<number> {
   addSandboxOptions(program.command('doctor'))
     .description('run each paper\'s oracle here: which papers\' tests run, and for the others the missing module or first error line (exit 1 if any does not run)')
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
-    .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, /usr/bin/python3, python3)')
+    .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, the `rcb env install` environment, /usr/bin/python3, python3)')
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--json', 'JSON array of {paper, runs, reason}')
     .option('--timeout <seconds>', 'time limit of one test run', '60')
@@ -138,6 +138,28 @@ async function main(argv: string[]): Promise<number> {
     .action(async (o) => {
       const { doctorCommand } = require('./commands/doctor-command') as typeof import('./commands/doctor-command');
       code = await doctorCommand(o);
+    });
+
+  const env = program.command('env').description('the papers\' locked Python environment (docs/paper-environment.md)');
+  env
+    .command('install')
+    .description('create or update the environment from the lock (container/requirements.txt); prints its interpreter')
+    .option('--dir <dir>', 'where (default: $RCB_ENV_DIR, else ~/.rcb/env; as root /var/lib/rcb/env)')
+    .option('--wheelhouse <dir>', 'downloaded files, kept for the next install (default: $RCB_WHEELHOUSE, else ~/.rcb/wheelhouse)')
+    .option('--lock <file>', 'another hashed lock (default: the shipped container/requirements.txt)')
+    .option('--base-python <path>', 'the Python 3.11 the virtualenv is made from (default: /usr/bin/python3.11, else python3.11)')
+    .option('--offline', 'download nothing: every locked file must be in the wheelhouse already')
+    .action(async (o) => {
+      const { envInstallCommand } = require('./commands/env-command') as typeof import('./commands/env-command');
+      code = await envInstallCommand(o);
+    });
+  env
+    .command('path')
+    .description('print the installed environment\'s interpreter (exit 1 if there is none)')
+    .option('--dir <dir>', 'where (default: as for env install)')
+    .action((o) => {
+      const { envPathCommand } = require('./commands/env-command') as typeof import('./commands/env-command');
+      code = envPathCommand(o);
     });
 
   program

@@ -33,7 +33,10 @@ export interface ExecutionLimits {
 
 export const DEFAULT_LIMITS: ExecutionLimits = {
   timeoutSec: 60,
-  memoryMb: 4096,
+  // Address space, not resident memory: torch, tensorflow and jax reserve virtual memory
+  // they never touch, and advantage-alignment's test (torch + torchrl + meltingpot's
+  // tensorflow) fails to import at 4096 (ENOMEM) though it passes at 6144.
+  memoryMb: 8192,
   maxProcesses: 256,
   maxOutputBytes: 16 * 1024 * 1024,
   logCapBytes: 64 * 1024,

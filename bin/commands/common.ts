@@ -13,6 +13,7 @@ import { formatProblem, readPset } from '../../core/pset/read-pset';
 import { packageRoot, resourcePath } from '../../core/util/package-root';
 import { DEFAULT_TEMPLATE, isShippedTemplate, loadTemplate, SHIPPED_TEMPLATES, type PromptTemplate } from '../../core/prompt/template';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
+import { installedEnvPython } from '../../adapters/local/paper-env/location';
 
 /** An error the user can act on: printed without a stack trace. */
 export class UsageError extends Error {
@@ -26,9 +27,12 @@ export function defaultPsetDir(): string {
   return join(packageRoot(), 'examples', 'pset-mini');
 }
 
-/** `--python`, else RCB_PYTHON, else Debian's interpreter where it exists, else python3 on PATH. */
+/**
+ * `--python`, else RCB_PYTHON, else the environment of `rcb env install` where one is
+ * installed, else Debian's interpreter where it exists, else python3 on PATH.
+ */
 export function defaultPython(): string {
-  return process.env.RCB_PYTHON || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
+  return process.env.RCB_PYTHON || installedEnvPython() || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
 }
 
 /** rcb's cache folder on this machine: paid answers, environment checks. */

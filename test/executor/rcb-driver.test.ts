@@ -142,6 +142,17 @@ describe('rcb_driver.py', () => {
     expect(JSON.parse(testReads.report).flags).toEqual([]);
   });
 
+  it('does not flag a library outside the workspace reading its own *_ref.py while the candidate imports it', () => {
+    // pydantic's _internal/_forward_ref.py, read while a candidate imports timm, flagged the oracle of DyT, eomt and fractalgen.
+    const lib = mkdtempSync(join(paper.root, 'lib-'));
+    writeFileSync(join(lib, '_forward_ref.py'), 'X = 1\n');
+    writeFileSync(join(lib, 'somelib.py'), 'import os\nopen(os.path.join(os.path.dirname(__file__), "_forward_ref.py")).read()\n');
+    const top = `import sys\nsys.path.insert(0, ${JSON.stringify(lib)})\nimport somelib`;
+    const run = driven(workspace(modelSource(CORRECT_BODY, top)));
+
+    expect(JSON.parse(run.report).flags).toEqual([]);
+  });
+
   it('flags the candidate replacing sys.exit to hide failures', () => {
     const run = driven(workspace(modelSource(WRONG_BODY, 'import sys\nsys.exit = lambda *args: None')));
 

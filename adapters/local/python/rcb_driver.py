@@ -252,6 +252,10 @@ def _is_ref_name(name):
     return isinstance(name, str) and name.rpartition(".")[2].endswith("_ref")
 
 
+def _fs_str(path):
+    return os.fsdecode(path) if isinstance(path, bytes) else path
+
+
 def _is_ref_path(path):
     if isinstance(path, bytes):
         path = os.fsdecode(path)
@@ -305,7 +309,9 @@ def _install_ref_watch(run):
             if event == "import":
                 if _is_ref_name(args[0]) and importer_is_candidate(sys._getframe(1)):
                     run.flags.add(FLAG_REF_IMPORT)
-            elif _is_ref_path(args[0]) and opener_is_candidate(sys._getframe(1)):
+            # Only the workspace's own *_ref files: a library's (pydantic's _forward_ref.py,
+            # read while the candidate imports timm) is no reference of the pset.
+            elif _is_ref_path(args[0]) and run.relative(_fs_str(args[0])) is not None and opener_is_candidate(sys._getframe(1)):
                 run.flags.add(FLAG_REF_IMPORT)
         except Exception:
             # An audit hook that raises would break the operation it watches.
