@@ -27,11 +27,11 @@ import { OFFICIAL_MARKERS, officialPass } from '../core/judge';
 import { originalBody } from '../core/prompt/mask';
 import { candidateFor } from '../core/run/evaluate';
 import { loadPset } from '../core/pset/read-pset';
-import { createColdExecutor, createWarmExecutor } from '../adapters/local/executor';
-import type { WarmTraceEvent } from '../adapters/local/executor/warm-executor';
-import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
-import { defaultJobs } from '../adapters/local/executor/executor-options';
-import { sandboxEnvironment } from '../adapters/local/executor/environment';
+import { createColdExecutor, createWarmExecutor } from '../adapters/executor';
+import type { WarmTraceEvent } from '../adapters/executor/warm-executor';
+import { parseSandboxMode, type SandboxMode } from '../adapters/executor/executor-options';
+import { defaultJobs } from '../adapters/executor/executor-options';
+import { sandboxEnvironment } from '../adapters/executor/environment';
 
 /** Named sets of papers: `debian9` are the published papers whose tests run with Debian's packages. */
 export const PAPER_PRESETS: Record<string, string[]> = {

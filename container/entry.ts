@@ -30,8 +30,8 @@ import { loadRunContext } from '../core/cloud/run-context';
 import { evaluateShard } from '../core/cloud/evaluate-shard';
 import { parsePayload, shardRefSchema, type ShardRef } from '../core/cloud/payloads';
 import { silentProgress, type Progress } from '../core/run/progress';
-import { createLocalExecutor, defaultJobs } from '../adapters/local/executor';
-import { parseSandboxMode, type SandboxMode } from '../adapters/local/executor/executor-options';
+import { createLocalExecutor, defaultJobs } from '../adapters/executor';
+import { parseSandboxMode, type SandboxMode } from '../adapters/executor/executor-options';
 import { loadStorageConfig } from '../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 

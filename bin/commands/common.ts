@@ -2,7 +2,7 @@
  * What several commands share: locating the bundled pset and the interpreter, reading a
  * pset or failing with every problem, opening a run directory.
  */
-import { parseSandboxMode, type SandboxMode } from '../../adapters/local/executor/executor-options';
+import { parseSandboxMode, type SandboxMode } from '../../adapters/executor/executor-options';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { homedir } from 'node:os';

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { checkEnvironment } from '../../core/run/env-check';
 import { FileEnvironmentCache } from '../../adapters/local/environment-cache';
-import { createLocalExecutor } from '../../adapters/local/executor';
+import { createLocalExecutor } from '../../adapters/executor';
 import { cacheDir, defaultPython, interpreterPath, loadPsetOrFail, parseList, parseNumber, UsageError, sandboxFromFlags, type SandboxFlags } from './common';
 
 export interface DoctorOptions extends SandboxFlags {

@@ -6,7 +6,7 @@ import { runBenchmark, type RunBenchmarkDeps } from '../../core/run/run-benchmar
 import { buildReport } from '../../core/report/build-report';
 import { TerminalProgress } from '../../adapters/local/terminal-progress';
 import { SqliteCompletionCache } from '../../adapters/local/sqlite-store';
-import { createLocalExecutor, defaultJobs } from '../../adapters/local/executor';
+import { createLocalExecutor, defaultJobs } from '../../adapters/executor';
 import { cacheDir, defaultPython, interpreterPath, openRunDir, parseNumber, parsePositiveInt, runIdIn, sandboxFromFlags, UsageError, writeRunId, type SandboxFlags } from './common';
 import { FileEnvironmentCache } from '../../adapters/local/environment-cache';
 import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';

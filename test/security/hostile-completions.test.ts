@@ -15,8 +15,8 @@ import { findSnippet } from '../../core/prompt/mask';
 import { candidateFor } from '../../core/run/evaluate';
 import { judge } from '../../core/judge';
 import type { Candidate, RawExecution } from '../../core/executor';
-import { createLocalExecutor } from '../../adapters/local/executor';
-import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
+import { createLocalExecutor } from '../../adapters/executor';
+import { runningAsRoot } from '../../adapters/executor/sandbox-users';
 import { PSET_MINI, REPO } from '../helpers/cli';
 import { recordCount } from '../reliability/reliability-summary';
 
