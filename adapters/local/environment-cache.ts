@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { EnvironmentCache } from '../../core/run/env-check';
-import type { PaperEnvironment } from '../../core/store';
+import type { PaperEnvironment } from '../../core/records';
 
 interface Entry extends PaperEnvironment {
   checkedAt: string;

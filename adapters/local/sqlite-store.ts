@@ -4,7 +4,8 @@
  * repeats nothing.
  */
 import Database from 'better-sqlite3';
-import type { CompletionCache, CompletionRecord, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import type { CompletionCache, RunStore } from '../../core/store';
+import type { CompletionRecord, RunEnvironment, RunRecord, RunStatus, TaskRecord, Verdict } from '../../core/records';
 
 /**
  * A SQLite file opened the way both stores need it, with its statements prepared once: the

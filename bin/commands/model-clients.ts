@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import type { Pset } from '../../core/types';
 import type { ModelClient } from '../../core/model';
-import type { ModelInfo } from '../../core/store';
+import type { ModelInfo } from '../../core/records';
 import type { CostModel } from '../../core/run/generate';
 import { EmptyModel, OracleModel, replayModels } from '../../adapters/models/offline';
 import { UsageError } from './common';

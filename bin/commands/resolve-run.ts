@@ -2,7 +2,7 @@
  * Reading the run-defining flags (run-options.ts) into a run spec: one reading for
  * `rcb run`, `rcb estimate` and `rcb cloud run`, so the same flags give the same run id.
  */
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import type { Pset } from '../../core/types';
 import type { PromptTemplate } from '../../core/prompt/template';
 import { runId as computeRunId } from '../../core/ids';

@@ -4,7 +4,8 @@
  * deployed stack.
  */
 import type { RunOptions } from './run-command';
-import type { RunRecord, RunStore } from '../../core/store';
+import type { RunStore } from '../../core/store';
+import type { RunRecord } from '../../core/records';
 import type { BatchSettings } from '../../core/cloud/payloads';
 import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
 import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';

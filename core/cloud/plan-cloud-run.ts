@@ -7,7 +7,8 @@
  * (`input.batch`) are not enqueued: the plan manifest names those models and the batch lane
  * (core/cloud/batch-round.ts) answers them.
  */
-import type { BlobStore, RunStore, TaskRecord } from '../store';
+import type { BlobStore, RunStore } from '../store';
+import type { TaskRecord } from '../records';
 import type { Prompt } from '../model';
 import { MAX_ANSWER_ATTEMPTS, reopenFailedAnswers, type CostModel } from '../run/generate';
 import { openRun, planTasks } from '../run/plan';

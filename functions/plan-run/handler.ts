@@ -13,7 +13,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { planCloudRun, type PlanCloudRunDeps } from '../../core/cloud/plan-cloud-run';
 import { parsePayload, runWorkflowInputSchema, type PlanRunResult, type RunWorkflowInput, type ShardRef } from '../../core/cloud/payloads';
 import type { CostModel } from '../../core/run/generate';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import { createSqsClient } from '../../adapters/aws/clients';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { envKeySource } from '../../core/keys';

@@ -16,7 +16,7 @@ import { loadTemplate } from '../../core/prompt/template';
 import { resourcePath } from '../../core/util/package-root';
 import { createPsetBundle } from '../../core/cloud/pset-bundle';
 import { runWorkflowInputSchema } from '../../core/cloud/payloads';
-import type { RunRecord } from '../../core/store';
+import type { RunRecord } from '../../core/records';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
 import { envKeySource } from '../../core/keys';

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import type { BatchLedger, BatchRecord } from '../../core/batch';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { planTasks } from '../../core/run/plan';

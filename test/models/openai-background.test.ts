@@ -8,7 +8,7 @@
  * the interactive price (background mode is no discount).
  */
 import { join } from 'node:path';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { planTasks } from '../../core/run/plan';

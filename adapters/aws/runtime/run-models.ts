@@ -4,7 +4,7 @@
  * parameters no longer match the spec is refused: its answers would not be the run's.
  */
 import type { ModelClient } from '../../../core/model';
-import type { ModelSpec, RunSpec } from '../../../core/store';
+import type { ModelSpec, RunSpec } from '../../../core/records';
 import type { Pset } from '../../../core/types';
 import type { CostModel } from '../../../core/run/generate';
 import { canonicalJson } from '../../../core/ids';

@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import type { Pset } from '../../../core/types';
-import type { RunSpec, TaskRecord } from '../../../core/store';
+import type { RunSpec, TaskRecord } from '../../../core/records';
 import { loadPset } from '../../../core/pset/read-pset';
 import { loadTemplate, buildPrompt, type PromptTemplate } from '../../../core/prompt/template';
 import { findSnippet, originalBody } from '../../../core/prompt/mask';
