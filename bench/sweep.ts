@@ -26,8 +26,8 @@ import { SqliteBatchLedger } from '../adapters/local/sqlite-batch-ledger';
 import { HostedModels } from '../adapters/models/hosted-models';
 import { findModel, loadRegistry, parseModelEntry, type ModelEntry } from '../adapters/models/registry';
 import { estimateModel } from '../adapters/models/estimate';
-import { answerBook } from '../test/models/support/batch-contract';
-import { startFakeAnthropic, startFakeGemini, startFakeOpenAI, type FakeServer } from '../test/models/support/fake-batch-servers';
+import { answerBook } from '../fakes/answer-book';
+import { startFakeAnthropic, startFakeGemini, startFakeOpenAI, type FakeServer } from '../fakes/fake-batch-servers';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 

@@ -28,8 +28,8 @@ import { RunContextCache } from '../../core/cloud/run-context';
 import { batchRound, type BatchRoundDeps } from '../../core/cloud/batch-round';
 import { MemoryBlobStore } from '../cloud/memory-blob-store';
 import { ListQueue } from '../cloud/cloud-fixture';
-import { answerBook } from '../models/support/batch-contract';
-import { startFakeOpenAI, type FakeServer } from '../models/support/fake-batch-servers';
+import { answerBook } from '../../fakes/answer-book';
+import { startFakeOpenAI, type FakeServer } from '../../fakes/fake-batch-servers';
 import { PSET_MINI, tempDir } from '../helpers/cli';
 import { startDynalite, type LocalDynamo } from './local-servers';
 

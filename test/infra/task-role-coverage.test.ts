@@ -29,8 +29,8 @@ import { batchRound } from '../../core/cloud/batch-round';
 import { staticKeySource } from '../../core/keys';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry } from '../../adapters/models/registry';
-import { answerBook } from '../models/support/batch-contract';
-import { startFakeOpenAI, type FakeServer } from '../models/support/fake-batch-servers';
+import { answerBook } from '../../fakes/answer-book';
+import { startFakeOpenAI, type FakeServer } from '../../fakes/fake-batch-servers';
 import { actionsOf, buildStack, flatten, logicalIdStartingWith, resourcesOfType, roleStatements, type Statement } from './helpers';
 
 /** One AWS call, as IAM sees it. */
