@@ -91,8 +91,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
     .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
-    .action((o) => {
-      const { promptsCommand } = require('./commands/prompts-command') as typeof import('./commands/prompts-command');
+    .action(async (o) => {
+      const { promptsCommand } = await import('./commands/prompts-command');
       code = promptsCommand(o);
     });
 
@@ -109,8 +109,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--cancel-batches', 'with --batch: cancel the run\'s pending batches, keep what they answered')
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
-      const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');
-      const { hostedModels } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+      const { runCommand } = await import('./commands/run-command');
+      const { hostedModels } = await import('./commands/model-commands');
       code = await runCommand(o, hostedModels(o.modelsFile));
     });
 
@@ -122,7 +122,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--json', 'JSON array of {paper, runs, reason}')
     .option('--timeout <seconds>', 'time limit of one test run', '60')
     .action(async (o) => {
-      const { doctorCommand } = require('./commands/doctor-command') as typeof import('./commands/doctor-command');
+      const { doctorCommand } = await import('./commands/doctor-command');
       code = await doctorCommand(o);
     });
 
@@ -130,8 +130,8 @@ async function main(argv: string[]): Promise<number> {
     .command('models')
     .description('list the model registry (shipped resources/models.yaml, merged with --models-file)')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
-    .action((o) => {
-      const { modelsCommand } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+    .action(async (o) => {
+      const { modelsCommand } = await import('./commands/model-commands');
       code = modelsCommand(o);
     });
 
@@ -147,8 +147,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
     .option('--budget <usd>', 'compare the estimate with this budget')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
-    .action((o) => {
-      const { estimateCommand } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+    .action(async (o) => {
+      const { estimateCommand } = await import('./commands/model-commands');
       code = estimateCommand(o);
     });
 
@@ -179,7 +179,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--pset <dir>', 'the pset for the diff and prompt (default: where the run read it)')
     .option('--prompt-template <file>', 'the run\'s prompt template, if not a shipped one')
     .action(async (dir, o) => {
-      const { showCommand } = require('./commands/show-command') as typeof import('./commands/show-command');
+      const { showCommand } = await import('./commands/show-command');
       code = await showCommand(dir, o);
     });
 
@@ -191,7 +191,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--judge <judge>', 'strict or official (default: strict; official if a run was imported)')
     .option('--json', 'the comparison as JSON')
     .action(async (a, b, o) => {
-      const { compareCommand } = require('./commands/compare-command') as typeof import('./commands/compare-command');
+      const { compareCommand } = await import('./commands/compare-command');
       code = await compareCommand(a, b, o);
     });
 
@@ -201,7 +201,7 @@ async function main(argv: string[]): Promise<number> {
     .argument('[dir]', 'folder holding run directories, or one run directory')
     .option('--json', 'the list as JSON')
     .action(async (dir, o) => {
-      const { runsCommand } = require('./commands/runs-command') as typeof import('./commands/runs-command');
+      const { runsCommand } = await import('./commands/runs-command');
       code = await runsCommand(dir, o);
     });
 
@@ -213,7 +213,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--judge <judge>', 'strict or official (default: strict; official with --format official)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .action(async (dir, o) => {
-      const { rejudgeCommand } = require('./commands/rejudge-command') as typeof import('./commands/rejudge-command');
+      const { rejudgeCommand } = await import('./commands/rejudge-command');
       code = await rejudgeCommand(dir, o);
     });
 
@@ -231,8 +231,8 @@ async function main(argv: string[]): Promise<number> {
     .command('plan')
     .description('per model and in total: calls, tokens, expected and worst-case cost interactive and batch, and the time batch mode may take')
     .argument('<file>', 'sweep file')
-    .action((file) => {
-      const { sweepPlanCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+    .action(async (file) => {
+      const { sweepPlanCommand } = await import('./commands/sweep-commands');
       code = sweepPlanCommand(file);
     });
   sweep
@@ -250,7 +250,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--region <region>', 'AWS region of --cloud')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (cold executor only)'))
     .action(async (file, o) => {
-      const { sweepRunCommand } = require('./commands/sweep-run-command') as typeof import('./commands/sweep-run-command');
+      const { sweepRunCommand } = await import('./commands/sweep-run-command');
       code = await sweepRunCommand(file, o);
     });
   sweep
@@ -258,7 +258,7 @@ async function main(argv: string[]): Promise<number> {
     .description('each run of the sweep: status, spend, and per model answered, errors, judged, spend against its budget')
     .argument('<file>', 'sweep file')
     .action(async (file) => {
-      const { sweepStatusCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      const { sweepStatusCommand } = await import('./commands/sweep-commands');
       code = await sweepStatusCommand(file);
     });
   sweep
@@ -269,12 +269,12 @@ async function main(argv: string[]): Promise<number> {
     .option('--judge <judge>', 'strict or official (default: strict)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .action(async (file, o) => {
-      const { sweepReportCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      const { sweepReportCommand } = await import('./commands/sweep-commands');
       code = await sweepReportCommand(file, o);
     });
 
   // Loaded at registration, but the module defers its AWS SDK and emulator imports to its actions.
-  const { registerCloudCommands } = require('./commands/cloud/register-cloud-commands') as typeof import('./commands/cloud/register-cloud-commands');
+  const { registerCloudCommands } = await import('./commands/cloud/register-cloud-commands');
   registerCloudCommands(program, (c) => {
     code = c;
   });

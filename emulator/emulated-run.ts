@@ -196,7 +196,7 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
     const workflow =
       options.workflow && (mode === 'source' || options.workflow.deployment)
         ? options.workflow
-        : synthesizeWorkflow({
+        : await synthesizeWorkflow({
             bundle: mode === 'bundles',
             outdir: join(scratchDir, 'cdk.out'),
             context: options.modelsFile ? { [CONTEXT_KEYS.modelsFile]: options.modelsFile } : {},
@@ -460,7 +460,7 @@ interface Prepared {
 }
 
 async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: ExecutionFaults): Promise<EmulatedRun> {
-  const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
+  const { StateMachine } = await import('aws-local-stepfunctions');
   const { aws, storage, state, scratchDir, workflow, request, runId, input, options, closers, closeAll } = prepared;
   const spec = input.spec as RunSpec;
 

@@ -31,7 +31,7 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
   const loaded = loadSweep(file);
   process.stderr.write(planSweep(loaded).text);
   if (opts.emulate || opts.cloud) return cloudSweep(loaded, opts);
-  const { runLocally } = require('./run-command') as typeof import('./run-command');
+  const { runLocally } = await import('./run-command');
   const batchModels = new Set(loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name));
   const settings = loaded.sweep.batch;
   const local: Omit<RunOptions, keyof import('./resolve-run').RunSpecFlags> = {
@@ -74,7 +74,7 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
   }
   if (problems.length) throw new UsageError(problems.join('\n'));
   if (opts.emulate) return emulatedSweep(loaded, opts);
-  const cloud = { ...(require('./cloud/run') as typeof import('./cloud/run')), ...(require('./cloud/cloud-deps') as typeof import('./cloud/cloud-deps')) };
+  const cloud = { ...(await import('./cloud/run')), ...(await import('./cloud/cloud-deps')) };
   const flags = {
     ...sweepRunFlags(sweep),
     jobs: opts.jobs,
@@ -101,8 +101,8 @@ function sweepBatchSettings(loaded: LoadedSweep): BatchSettings | undefined {
  * report` read it like a local run.
  */
 async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
-  const { emulateCloudRun } = require('../../emulator/emulated-run') as typeof import('../../emulator/emulated-run');
-  const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
+  const { emulateCloudRun } = await import('../../emulator/emulated-run');
+  const { buildReport } = await import('../../core/report/build-report');
   const { pset, template, spec, models, runId } = loaded.run;
   const started = Date.now();
   const batch = sweepBatchSettings(loaded);

@@ -15,8 +15,8 @@ type EmulatedStack = import('../../../emulator/emulated-stack').EmulatedStack;
 
 /** Runs `fn` on the emulated stack of the state folder the flags name, and closes it. */
 export async function withEmulatedStack<T>(flags: EmulateFlags, fn: (stack: EmulatedStack, where: string) => Promise<T>): Promise<T> {
-  const { openEmulatedStack, NoEmulatedStateError } = require('../../../emulator/emulated-stack') as typeof import('../../../emulator/emulated-stack');
-  const { StateInUseError } = require('../../../emulator/emulator-state') as typeof import('../../../emulator/emulator-state');
+  const { openEmulatedStack, NoEmulatedStateError } = await import('../../../emulator/emulated-stack');
+  const { StateInUseError } = await import('../../../emulator/emulator-state');
   const dir = emulatorStateDir(flags.stateDir);
   const stack = await openEmulatedStack(dir).catch((e: Error) => {
     throw e instanceof NoEmulatedStateError || e instanceof StateInUseError ? new UsageError(e.message) : e;

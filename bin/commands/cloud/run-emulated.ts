@@ -8,22 +8,21 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { HostedModels } from '../../../adapters/models/hosted-models';
-import { parsePositiveInt, UsageError } from '../common';
+import { defaultStateDir, StateInUseError } from '../../../emulator/emulator-state';
+import { exitCodeOf } from '../../../core/cloud/run-progress';
+import { buildReport } from '../../../core/report/build-report';
+import { defaultPython, parsePositiveInt, UsageError } from '../common';
 import type { CloudDeps } from './cloud-deps';
 import { cloudBatchSettings, resolveCloudRun, type CloudRunOptions } from './run';
 
 /** The state folder of --state-dir, else the default one. */
 export function emulatorStateDir(flag: string | undefined): string {
-  const { defaultStateDir } = require('../../../emulator/emulator-state') as typeof import('../../../emulator/emulator-state');
   return flag ? resolve(flag) : defaultStateDir();
 }
 
 export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
-  const { emulateCloudRun } = require('../../../emulator/emulated-run') as typeof import('../../../emulator/emulated-run');
-  const { StateInUseError } = require('../../../emulator/emulator-state') as typeof import('../../../emulator/emulator-state');
-  const { buildReport } = require('../../../core/report/build-report') as typeof import('../../../core/report/build-report');
-  const { exitCodeOf } = require('../../../core/cloud/run-progress') as typeof import('../../../core/cloud/run-progress');
-  const { defaultPython } = require('../common') as typeof import('../common');
+  // Loaded on use: the emulator brings its local servers and the CDK synthesis.
+  const { emulateCloudRun } = await import('../../../emulator/emulated-run');
   const resolved = resolveCloudRun(opts, hosted);
   const { pset, template, spec, runId, models } = resolved;
   const batch = cloudBatchSettings(opts, hosted, resolved);

@@ -3,11 +3,19 @@
  * follow it to its leaderboard; `--emulate` runs the same flow here (run-emulated.ts). The
  * run spec is built by the code `rcb run` uses, so a cloud run of the same flags has the same id.
  */
+import { StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { HostedModels } from '../../../adapters/models/hosted-models';
+import { uploadPsetBundle, uploadPromptTemplate, uploadReplayFiles } from '../../../core/cloud/pset-bundle';
+import { parsePayload, runWorkflowInputSchema } from '../../../core/cloud/payloads';
+import { startOrFollow } from '../../../core/cloud/execution-attempts';
+import { watchRun } from '../../../core/cloud/watch-run';
+import { retryableFailedTasks } from '../../../core/cloud/failed-tasks';
+import { batchModelIds, resolveRun } from '../resolve-run';
 import type { BatchSettings } from '../../../core/cloud/payloads';
 import { UsageError } from '../common';
 import type { RunOptions } from '../run-command';
-import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps, type StackFlags } from './cloud-deps';
+import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps } from './cloud-deps';
+import type { StackFlags } from './stack-flags';
 
 export interface CloudRunOptions extends RunOptions, StackFlags {
   detach?: boolean;
@@ -31,7 +39,6 @@ const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
 
 /** The run of the flags, refused when a model is one the cloud cannot rebuild from the spec. */
 export function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
-  const { resolveRun } = require('../resolve-run') as typeof import('../resolve-run');
   const resolved = resolveRun(opts, hosted);
   // The cloud rebuilds model clients from the spec: offline ones by name, replayed ones from
   // the file uploaded with the run, the rest from the deployed registry.
@@ -49,20 +56,14 @@ export function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
 export function cloudBatchSettings(opts: CloudRunOptions, hosted: HostedModels, run: ReturnType<typeof resolveCloudRun>): BatchSettings | undefined {
   if (opts.batchSettings) return opts.batchSettings;
   if (!opts.batch) return undefined;
-  const { batchModelIds } = require('../resolve-run') as typeof import('../resolve-run');
   return { models: batchModelIds(run, hosted) };
 }
 
 export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
   if (opts.emulate) {
-    const { emulatedRun } = require('./run-emulated') as typeof import('./run-emulated');
+    const { emulatedRun } = await import('./run-emulated');
     return emulatedRun(opts, hosted, deps);
   }
-  const { StartExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-  const { uploadPsetBundle, uploadPromptTemplate, uploadReplayFiles } = require('../../../core/cloud/pset-bundle') as typeof import('../../../core/cloud/pset-bundle');
-  const { parsePayload, runWorkflowInputSchema } = require('../../../core/cloud/payloads') as typeof import('../../../core/cloud/payloads');
-  const { startOrFollow } = require('../../../core/cloud/execution-attempts') as typeof import('../../../core/cloud/execution-attempts');
-  const { watchRun } = require('../../../core/cloud/watch-run') as typeof import('../../../core/cloud/watch-run');
   const ignored = LOCAL_ONLY_FLAGS.filter(([k]) => opts[k] !== undefined && opts[k] !== false).map(([, flag]) => flag);
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
   if (ignored.length) deps.err(`note: ignored in the cloud: ${ignored.join(', ')}\n`);
@@ -81,7 +82,6 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
     'run workflow input',
   );
   const executions = stackExecutions(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
-  const { retryableFailedTasks } = require('../../../core/cloud/failed-tasks') as typeof import('../../../core/cloud/failed-tasks');
   // A succeeded run whose failed tasks a new attempt would ask again is started again, as `rcb run` resumes one.
   const attempt = await startOrFollow(executions, runId, { restartSucceeded: async () => (await retryableFailedTasks(store, runId)).length > 0 });
   if (attempt.started) {
