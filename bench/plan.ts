@@ -25,7 +25,7 @@ import { envKeySource } from '../core/keys';
 import { SqliteRunStore } from '../adapters/local/sqlite-store';
 import { HostedModels, costModelFor } from '../adapters/models/hosted-models';
 import { loadRegistry } from '../adapters/models/registry';
-import { PromptTokenCache, runModelCosts } from '../adapters/aws/runtime/run-models';
+import { PromptTokenCache, runModelCosts } from '../app/models';
 
 const REAL_SET = resolve(__dirname, '..', '..', 'shared', 'data', 'researchcodebench', 'pset');
 /** Four OpenAI models (tiktoken, the slow count) and six others (characters / 2): the mix of a sweep. */

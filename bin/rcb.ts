@@ -110,7 +110,7 @@ async function main(argv: string[]): Promise<number> {
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
       const { runCommand } = await import('./commands/run-command');
-      const { hostedModels } = await import('./commands/model-commands');
+      const { hostedModels } = await import('../app/models');
       code = await runCommand(o, hostedModels(o.modelsFile));
     });
 

@@ -4,19 +4,17 @@
  * plus JSON, CSV and markdown, so a cloud run reads like a local one.
  */
 import type { BlobStore, RunStore } from '../store';
-import { buildReport } from '../report/build-report';
-import type { ReportFormat } from '../report/format';
-import type { Judge } from '../types';
+import { LEADERBOARD, OFFICIAL_STATS, writeRunOutputs, type RunOutput } from '../run/run-outputs';
 import { cloudKeys, type AggregateResult } from './payloads';
 import { RunInputError } from './pset-bundle';
 
 /** Report files written under `runs/<runId>/reports/`. */
-export const CLOUD_REPORTS: { file: string; format: ReportFormat; judge: Judge; contentType: string }[] = [
-  { file: 'leaderboard.txt', format: 'table', judge: 'strict', contentType: 'text/plain; charset=utf-8' },
+export const CLOUD_REPORTS: RunOutput[] = [
+  LEADERBOARD,
   { file: 'report.json', format: 'json', judge: 'strict', contentType: 'application/json' },
   { file: 'report.csv', format: 'csv', judge: 'strict', contentType: 'text/csv' },
   { file: 'report.md', format: 'markdown', judge: 'strict', contentType: 'text/markdown' },
-  { file: 'overall_stats.json', format: 'official', judge: 'official', contentType: 'application/json' },
+  OFFICIAL_STATS,
 ];
 
 /** Tasks without a verdict in a run that was neither stopped by its budget nor cancelled. */
@@ -32,10 +30,7 @@ export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore }, 
   if (!run) throw new RunInputError(`no run ${runId} in the run store`);
   await deps.store.setRunStatus(runId, 'aggregating');
   const reportPrefix = cloudKeys.reportPrefix(runId);
-  for (const r of CLOUD_REPORTS) {
-    const { text } = await buildReport(deps.store, runId, { format: r.format, judge: r.judge, subset: 'all' });
-    await deps.blobs.put(reportPrefix + r.file, text, r.contentType);
-  }
+  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS);
   const tasks = await deps.store.listTasks(runId);
   const verdicts = await deps.store.listVerdicts(runId);
   const judged = new Set(verdicts.map((v) => v.taskId));

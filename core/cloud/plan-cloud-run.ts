@@ -19,6 +19,7 @@ import type { RunCounters, TaskQueue } from './ports';
 import { planShards, type ShardSizing } from './shard-plan';
 import { cloudKeys, type PlanManifest, type PlanRunResult, type RunWorkflowInput } from './payloads';
 import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';
+import { asyncLanes } from '../run/lanes';
 
 export interface PlanCloudRunDeps {
   store: RunStore;
@@ -87,7 +88,7 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const batchApiModels = new Set(input.batch?.models ?? []);
   const strangers = [...batchApiModels].filter((id) => !spec.models.some((m) => m.id === id));
   if (strangers.length) throw new RunInputError(`batch mode names ${strangers.join(', ')}, which the run spec does not`);
-  const background = spec.models.map((m) => m.id).filter((id) => deps.slowModels?.has(id) && !batchApiModels.has(id));
+  const { background } = asyncLanes(spec.models.map((m) => m.id), batchApiModels, (id) => !!deps.slowModels?.has(id));
   const batch = batchApiModels.size || background.length ? { ...input.batch, models: [...batchApiModels], ...(background.length ? { background } : {}) } : undefined;
   const batchModels = new Set([...batchApiModels, ...background]);
 

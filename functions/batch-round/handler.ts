@@ -21,7 +21,7 @@ import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadStorageConfig, once, positiveNumberEnv, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { loadDeployedRegistry, resolveRunBatchModels, type RunBatchModels } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, resolveRunBatchModels, type RunBatchModels } from '../../app/models';
 
 export { batchRoundInputSchema };
 export type { BatchRoundInput, BatchRoundResult };

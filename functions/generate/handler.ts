@@ -27,7 +27,7 @@ import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels } from '../../app/models';
 import type { ModelClient } from '../../core/model';
 
 export { generationMessageSchema };

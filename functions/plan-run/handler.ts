@@ -19,7 +19,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { envKeySource } from '../../core/keys';
 import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
-import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../../adapters/aws/runtime/run-models';
+import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../../app/models';
 
 export { runWorkflowInputSchema };
 export type { RunWorkflowInput, ShardRef, PlanRunResult };

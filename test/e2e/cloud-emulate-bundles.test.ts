@@ -16,7 +16,7 @@ import { CONTEXT_KEYS } from '../../infra/config';
 import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
 import { emulateCloudRun } from '../../emulator/emulated-run';
 import { resolveRun } from '../../bin/commands/resolve-run';
-import { hostedModels } from '../../bin/commands/model-commands';
+import { hostedModels } from '../../app/models';
 import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../emulator/deployed-functions';
 import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
 import { CLAIM_LEASE_MARGIN_MS } from '../../functions/generate/handler';

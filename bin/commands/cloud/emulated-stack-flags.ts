@@ -3,8 +3,14 @@
  * folder opened through the emulator, its adapters handed to the same use cases as a
  * deployed stack's; errors of the folder (none written, in use) are usage errors.
  */
+import { resolve } from 'node:path';
+import { defaultStateDir } from '../../../emulator/emulator-state';
 import { UsageError } from '../common';
-import { emulatorStateDir } from './run-emulated';
+
+/** The state folder of --state-dir, else the default one. */
+export function emulatorStateDir(flag: string | undefined): string {
+  return flag ? resolve(flag) : defaultStateDir();
+}
 
 export interface EmulateFlags {
   emulate?: boolean;

@@ -49,9 +49,10 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .addOption(new Option('--emulate-deliver-twice', 'emulator fault: deliver every SQS message twice').hideHelp())
     .addOption(new Option('--emulate-fail-shard-once', 'emulator fault: the first shard container exits non-zero once').hideHelp())
     .action(async (o) => {
-      const { hostedModels } = await import('../model-commands');
-      const { cloudRun } = await import('./run');
-      onExit(await cloudRun(o, hostedModels(o.modelsFile), await deps(o)));
+      const { hostedModels } = await import('../../../app/models');
+      const hosted = hostedModels(o.modelsFile);
+      if (o.emulate) onExit(await (await import('./run-emulated')).emulatedRun(o, hosted, await deps(o)));
+      else onExit(await (await import('./run')).cloudRun(o, hosted, await deps(o)));
     });
 
   emulateFlags(stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
