@@ -19,7 +19,7 @@ import { resolveRun } from '../../bin/commands/resolve-run';
 import { hostedModels } from '../../app/models';
 import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../emulator/deployed-functions';
 import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
-import { CLAIM_LEASE_MARGIN_MS } from '../../functions/generate/handler';
+import { CLAIM_LEASE_MARGIN_MS } from '../../app/stages/generate';
 import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
 import { fakeModelsYaml } from '../helpers/fake-models-file';
 
