@@ -12,6 +12,9 @@ import type { RunRecord } from '../../core/records';
 import type { BatchSettings } from '../../core/cloud/payloads';
 import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
 import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';
+import type * as EmulatedRunModule from '../../emulator/emulated-run';
+import type * as CloudRunModule from './cloud/run';
+import type * as CloudDepsModule from './cloud/cloud-deps';
 
 export interface SweepRunOptions {
   emulate?: boolean;
@@ -70,7 +73,7 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
   }
   if (problems.length) throw new UsageError(problems.join('\n'));
   if (opts.emulate) return emulatedSweep(loaded, opts);
-  const cloud = { ...(await import('./cloud/run')), ...(await import('./cloud/cloud-deps')) };
+  const cloud: typeof CloudRunModule & typeof CloudDepsModule = { ...require('./cloud/run'), ...require('./cloud/cloud-deps') };
   const flags = {
     ...sweepRunFlags(sweep),
     jobs: opts.jobs,
@@ -98,7 +101,7 @@ function sweepBatchSettings(loaded: LoadedSweep): BatchSettings | undefined {
  */
 async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
   // Loaded on use: the emulator brings its local servers and the CDK synthesis.
-  const { emulateCloudRun } = await import('../../emulator/emulated-run');
+  const { emulateCloudRun }: typeof EmulatedRunModule = require('../../emulator/emulated-run');
   const { pset, template, spec, models, runId } = loaded.run;
   const started = Date.now();
   const batch = sweepBatchSettings(loaded);

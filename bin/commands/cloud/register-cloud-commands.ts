@@ -8,6 +8,23 @@ import { Option, type Command } from 'commander';
 import { addRunSpecOptions } from '../run-options';
 import type { CloudDeps } from './cloud-deps';
 import { DEFAULT_STACK_NAME, type StackFlags } from './stack-flags';
+import type * as ModelsModule from '../../../app/models';
+import type * as CloudDepsModule from './cloud-deps';
+import type * as RunEmulatedModule from './run-emulated';
+import type * as RunModule from './run';
+import type * as CancelModule from './cancel';
+import type * as ResultsModule from './results';
+import type * as StatusModule from './status';
+import type * as PushModule from './push';
+
+// The commands' modules, loaded on use: registering must not load the AWS SDK or the emulator.
+// (A typed require: `await import()` of a relative path fails where rcb.ts runs under `node -r tsx/cjs`.)
+const loadPush = (): typeof PushModule => require('./push');
+const loadStatus = (): typeof StatusModule => require('./status');
+const loadResults = (): typeof ResultsModule => require('./results');
+const loadCancel = (): typeof CancelModule => require('./cancel');
+const loadRun = (): typeof RunModule => require('./run');
+const loadEmulatedRun = (): typeof RunEmulatedModule => require('./run-emulated');
 
 /** Adds `rcb cloud ...`; `onExit` receives each command's exit code (default: process.exitCode). */
 export function registerCloudCommands(program: Command, onExit: (code: number) => void = (c) => void (process.exitCode = c)): void {
@@ -21,7 +38,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
       .option('--emulate', what)
       .option('--state-dir <dir>', 'folder of the emulated cloud\'s table, bucket and executions (--emulate; default ~/.rcb/emulator)');
   const deps = async (o: StackFlags & { emulate?: boolean }): Promise<CloudDeps> => {
-    const { consoleOutput, defaultCloudDeps } = await import('./cloud-deps');
+    const { consoleOutput, defaultCloudDeps }: typeof CloudDepsModule = require('./cloud-deps');
     return o.emulate ? localOnlyDeps(consoleOutput()) : defaultCloudDeps(o.region);
   };
 
@@ -29,7 +46,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
-    .action(async (o) => onExit(await (await import('./push')).cloudPush(o, await deps(o))));
+    .action(async (o) => onExit(await loadPush().cloudPush(o, await deps(o))));
 
   const run = addRunSpecOptions(stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')), {
     model: 'model: oracle, empty or a registry id (repeatable)',
@@ -49,24 +66,24 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .addOption(new Option('--emulate-deliver-twice', 'emulator fault: deliver every SQS message twice').hideHelp())
     .addOption(new Option('--emulate-fail-shard-once', 'emulator fault: the first shard container exits non-zero once').hideHelp())
     .action(async (o) => {
-      const { hostedModels } = await import('../../../app/models');
+      const { hostedModels }: typeof ModelsModule = require('../../../app/models');
       const hosted = hostedModels(o.modelsFile);
-      if (o.emulate) onExit(await (await import('./run-emulated')).emulatedRun(o, hosted, await deps(o)));
-      else onExit(await (await import('./run')).cloudRun(o, hosted, await deps(o)));
+      if (o.emulate) onExit(await loadEmulatedRun().emulatedRun(o, hosted, await deps(o)));
+      else onExit(await loadRun().cloudRun(o, hosted, await deps(o)));
     });
 
   emulateFlags(stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
-    .action(async (id, o) => onExit(await (await import('./status')).cloudStatus(id, o, await deps(o))));
+    .action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
 
   emulateFlags(stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
     .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for --format official)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
-    .action(async (id, o) => onExit(await (await import('./results')).cloudResults(id, o, await deps(o))));
+    .action(async (id, o) => onExit(await loadResults().cloudResults(id, o, await deps(o))));
 
   stackFlags(cloud.command('cancel').description('stop a run\'s model calls; what is answered is still evaluated and reported').argument('<run>', 'run id'))
     .option('--now', 'also stop the execution at once (no evaluation or reports of what finished)')
-    .action(async (id, o) => onExit(await (await import('./cancel')).cloudCancel(id, o, await deps(o))));
+    .action(async (id, o) => onExit(await loadCancel().cloudCancel(id, o, await deps(o))));
 }
 
 /** The emulator talks to no AWS service: only the output functions of CloudDeps are used. */

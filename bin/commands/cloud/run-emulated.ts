@@ -16,10 +16,11 @@ import { defaultPython, parsePositiveInt, UsageError } from '../common';
 import type { CloudDeps } from './cloud-deps';
 import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
 import { emulatorStateDir } from './emulated-stack-flags';
+import type * as EmulatedRunModule from '../../../emulator/emulated-run';
 
 export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
   // Loaded on use: the emulator brings its local servers and the CDK synthesis.
-  const { emulateCloudRun } = await import('../../../emulator/emulated-run');
+  const { emulateCloudRun }: typeof EmulatedRunModule = require('../../../emulator/emulated-run');
   const resolved = resolveCloudRun(opts, hosted);
   const { pset, template, spec, runId, models } = resolved;
   const batch = cloudBatchSettings(opts, hosted, resolved);
