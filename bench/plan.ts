@@ -16,7 +16,8 @@ import { findSnippet } from '../core/prompt/mask';
 import { planTasks } from '../core/run/plan';
 import { runId as computeRunId } from '../core/ids';
 import { resourcePath } from '../core/util/package-root';
-import type { BlobStore, RunSpec } from '../core/store';
+import type { BlobStore } from '../core/store';
+import type { RunSpec } from '../core/records';
 import type { QueuedGeneration } from '../core/cloud/ports';
 import { planCloudRun } from '../core/cloud/plan-cloud-run';
 import { uploadPromptTemplate, uploadPsetBundle } from '../core/cloud/pset-bundle';
@@ -24,7 +25,7 @@ import { envKeySource } from '../core/keys';
 import { SqliteRunStore } from '../adapters/local/sqlite-store';
 import { HostedModels, costModelFor } from '../adapters/models/hosted-models';
 import { loadRegistry } from '../adapters/models/registry';
-import { PromptTokenCache, runModelCosts } from '../adapters/aws/runtime/run-models';
+import { PromptTokenCache, runModelCosts } from '../app/models';
 
 const REAL_SET = resolve(__dirname, '..', '..', 'shared', 'data', 'researchcodebench', 'pset');
 /** Four OpenAI models (tiktoken, the slow count) and six others (characters / 2): the mix of a sweep. */

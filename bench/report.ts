@@ -7,7 +7,7 @@
 import { scoreRun } from '../core/scoring';
 import { formatTable } from '../core/report/format';
 import { buildHtmlReport } from '../core/report/html-report';
-import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../core/store';
+import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../core/records';
 import type { PaperMeta } from '../core/types';
 
 function flag(args: string[], name: string, fallback: number): number {

@@ -12,6 +12,18 @@ import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
 import { reportCommand, importOfficialCommand } from './commands/report-commands';
 import { registerSubsetCommands } from './commands/subset-commands';
+import type * as RegisterCloudCommandsModule from './commands/cloud/register-cloud-commands';
+import type * as SweepRunCommandModule from './commands/sweep-run-command';
+import type * as SweepCommandsModule from './commands/sweep-commands';
+import type * as RejudgeCommandModule from './commands/rejudge-command';
+import type * as RunsCommandModule from './commands/runs-command';
+import type * as CompareCommandModule from './commands/compare-command';
+import type * as ShowCommandModule from './commands/show-command';
+import type * as ModelCommandsModule from './commands/model-commands';
+import type * as DoctorCommandModule from './commands/doctor-command';
+import type * as ModelsModule from '../app/models';
+import type * as RunCommandModule from './commands/run-command';
+import type * as PromptsCommandModule from './commands/prompts-command';
 
 // rcb supports Node 20 (docs/running-locally.md, "Node versions"): the AWS SDK's notice that its releases
 // after January 2027 will need Node 22 is about versions this lockfile does not install,
@@ -103,8 +115,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
     .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
-    .action((o) => {
-      const { promptsCommand } = require('./commands/prompts-command') as typeof import('./commands/prompts-command');
+    .action(async (o) => {
+      const { promptsCommand }: typeof PromptsCommandModule = require('./commands/prompts-command');
       code = promptsCommand(o);
     });
 
@@ -121,8 +133,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--cancel-batches', 'with --batch: cancel the run\'s pending batches, keep what they answered')
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
-      const { runCommand } = require('./commands/run-command') as typeof import('./commands/run-command');
-      const { hostedModels } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+      const { runCommand }: typeof RunCommandModule = require('./commands/run-command');
+      const { hostedModels }: typeof ModelsModule = require('../app/models');
       code = await runCommand(o, hostedModels(o.modelsFile));
     });
 
@@ -136,7 +148,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--repeat <n>', 'run every snippet\'s oracle N times and list the snippets whose verdict changes (flaky references; rcb run then flags their verdicts); exit 1 if any')
     .option('--jobs <n>', 'tests at once with --repeat (default: one per CPU)')
     .action(async (o) => {
-      const { doctorCommand } = require('./commands/doctor-command') as typeof import('./commands/doctor-command');
+      const { doctorCommand }: typeof DoctorCommandModule = require('./commands/doctor-command');
       code = await doctorCommand(o);
     });
 
@@ -166,8 +178,8 @@ async function main(argv: string[]): Promise<number> {
     .command('models')
     .description('list the model registry (shipped resources/models.yaml, merged with --models-file)')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
-    .action((o) => {
-      const { modelsCommand } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+    .action(async (o) => {
+      const { modelsCommand }: typeof ModelCommandsModule = require('./commands/model-commands');
       code = modelsCommand(o);
     });
 
@@ -183,8 +195,8 @@ async function main(argv: string[]): Promise<number> {
     .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
     .option('--budget <usd>', 'compare the estimate with this budget')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
-    .action((o) => {
-      const { estimateCommand } = require('./commands/model-commands') as typeof import('./commands/model-commands');
+    .action(async (o) => {
+      const { estimateCommand }: typeof ModelCommandsModule = require('./commands/model-commands');
       code = estimateCommand(o);
     });
 
@@ -215,7 +227,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--pset <dir>', 'the pset for the diff and prompt (default: where the run read it)')
     .option('--prompt-template <file>', 'the run\'s prompt template, if not a shipped one')
     .action(async (dir, o) => {
-      const { showCommand } = require('./commands/show-command') as typeof import('./commands/show-command');
+      const { showCommand }: typeof ShowCommandModule = require('./commands/show-command');
       code = await showCommand(dir, o);
     });
 
@@ -227,7 +239,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--judge <judge>', 'strict or official (default: strict; official if a run was imported)')
     .option('--json', 'the comparison as JSON')
     .action(async (a, b, o) => {
-      const { compareCommand } = require('./commands/compare-command') as typeof import('./commands/compare-command');
+      const { compareCommand }: typeof CompareCommandModule = require('./commands/compare-command');
       code = await compareCommand(a, b, o);
     });
 
@@ -237,7 +249,7 @@ async function main(argv: string[]): Promise<number> {
     .argument('[dir]', 'folder holding run directories, or one run directory')
     .option('--json', 'the list as JSON')
     .action(async (dir, o) => {
-      const { runsCommand } = require('./commands/runs-command') as typeof import('./commands/runs-command');
+      const { runsCommand }: typeof RunsCommandModule = require('./commands/runs-command');
       code = await runsCommand(dir, o);
     });
 
@@ -249,7 +261,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--judge <judge>', 'strict or official (default: strict; official with --format official)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .action(async (dir, o) => {
-      const { rejudgeCommand } = require('./commands/rejudge-command') as typeof import('./commands/rejudge-command');
+      const { rejudgeCommand }: typeof RejudgeCommandModule = require('./commands/rejudge-command');
       code = await rejudgeCommand(dir, o);
     });
 
@@ -271,8 +283,8 @@ async function main(argv: string[]): Promise<number> {
     .command('plan')
     .description('per model and in total: calls, tokens, expected and worst-case cost interactive and batch, and the time batch mode may take')
     .argument('<file>', 'sweep file')
-    .action((file) => {
-      const { sweepPlanCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+    .action(async (file) => {
+      const { sweepPlanCommand }: typeof SweepCommandsModule = require('./commands/sweep-commands');
       code = sweepPlanCommand(file);
     });
   sweep
@@ -290,7 +302,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--region <region>', 'AWS region of --cloud')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (cold executor only)'))
     .action(async (file, o) => {
-      const { sweepRunCommand } = require('./commands/sweep-run-command') as typeof import('./commands/sweep-run-command');
+      const { sweepRunCommand }: typeof SweepRunCommandModule = require('./commands/sweep-run-command');
       code = await sweepRunCommand(file, o);
     });
   sweep
@@ -298,7 +310,7 @@ async function main(argv: string[]): Promise<number> {
     .description('each run of the sweep: status, spend, and per model answered, errors, judged, spend against its budget')
     .argument('<file>', 'sweep file')
     .action(async (file) => {
-      const { sweepStatusCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      const { sweepStatusCommand }: typeof SweepCommandsModule = require('./commands/sweep-commands');
       code = await sweepStatusCommand(file);
     });
   sweep
@@ -309,12 +321,12 @@ async function main(argv: string[]): Promise<number> {
     .option('--judge <judge>', 'strict or official (default: strict)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .action(async (file, o) => {
-      const { sweepReportCommand } = require('./commands/sweep-commands') as typeof import('./commands/sweep-commands');
+      const { sweepReportCommand }: typeof SweepCommandsModule = require('./commands/sweep-commands');
       code = await sweepReportCommand(file, o);
     });
 
   // Loaded at registration, but the module defers its AWS SDK and emulator imports to its actions.
-  const { registerCloudCommands } = require('./commands/cloud/register-cloud-commands') as typeof import('./commands/cloud/register-cloud-commands');
+  const { registerCloudCommands }: typeof RegisterCloudCommandsModule = require('./commands/cloud/register-cloud-commands');
   registerCloudCommands(program, (c) => {
     code = c;
   });

@@ -14,8 +14,8 @@ mkdir -p resources examples
 npx esbuild container/entry.ts --bundle --platform=node --target=node20 --format=cjs \
   --sourcemap --preserve-symlinks --log-level=warning --outfile=dist/container/entry.js
 # The executor looks for its Python driver and warm server beside its own code, ../python
-# from the module (adapters/local/executor/executor-options.ts bundledPythonFile); in the
+# from the module (adapters/executor/executor-options.ts bundledPythonFile); in the
 # bundle that module's directory is dist/container.
 mkdir -p dist/python
-cp adapters/local/python/*.py dist/python/
+cp adapters/executor/python/*.py dist/python/
 test -f dist/container/entry.js

@@ -43,7 +43,7 @@ export const DEFAULT_LIMITS: ExecutionLimits = {
 };
 
 /**
- * What the in-sandbox driver (adapters/local/python/rcb_driver.py) reports from its atexit
+ * What the in-sandbox driver (adapters/executor/python/rcb_driver.py) reports from its atexit
  * hook. Absent when the process never reached it (os._exit, a signal, a kill).
  */
 export interface DriverReport {

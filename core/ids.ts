@@ -3,7 +3,7 @@
  * so reruns, resumed runs and duplicate deliveries find finished results and do nothing.
  */
 import { createHash } from 'node:crypto';
-import type { RunSpec } from './store';
+import type { RunSpec } from './records';
 
 /** JSON with object keys sorted, so equal values always serialise the same. */
 export function canonicalJson(value: unknown): string {

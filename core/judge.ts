@@ -8,7 +8,7 @@
  * official judge takes that result; the strict judge fails it as no_code.
  */
 import type { RawExecution } from './executor';
-import type { Verdict, VerdictEvidence } from './store';
+import type { Verdict, VerdictEvidence } from './records';
 import type { FailureClass } from './types';
 import { classifyFailure } from './failure-class';
 

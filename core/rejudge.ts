@@ -3,7 +3,8 @@
  * each verdict keeps, without running a test. A verdict without evidence (no test behind it,
  * or written before rcb kept evidence) is kept as it was judged.
  */
-import type { RunStore, Verdict } from './store';
+import type { RunStore } from './store';
+import type { Verdict } from './records';
 import { extractCompletion } from './prompt/extract';
 import { rejudge } from './judge';
 

@@ -2,7 +2,7 @@
  * Scores (SPEC 8) and the contamination-safe subsets (SPEC 9).
  */
 import type { FailureClass, Judge, PaperMeta } from './types';
-import type { PaperEnvironment, RunRecord, TaskRecord, Verdict } from './store';
+import type { PaperEnvironment, RunRecord, TaskRecord, Verdict } from './records';
 import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic } from './report/bootstrap';
 import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
 

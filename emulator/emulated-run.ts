@@ -18,34 +18,34 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type { Pset } from '../core/types';
-import type { RunSpec, ModelInfo, BlobStore, RunStore } from '../core/store';
+import type { BlobStore, RunStore } from '../core/store';
+import type { RunSpec } from '../core/records';
 import type { ModelClient } from '../core/model';
-import { runId as computeRunId } from '../core/ids';
-import { uploadPromptTemplate, uploadPsetBundle, uploadReplayFiles } from '../core/cloud/pset-bundle';
-import { parsePayload, runWorkflowInputSchema, type RunWorkflowInput } from '../core/cloud/payloads';
+import { uploadRunInputs, type CloudRunInputs } from '../app/cloud-run';
+import type { RunWorkflowInput } from '../core/cloud/payloads';
 import { envKeySource } from '../core/keys';
 import { HostedModels } from '../adapters/models/hosted-models';
 import { loadRegistry } from '../adapters/models/registry';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createStorageAdapters, type StorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 import { once } from '../adapters/aws/runtime/cloud-config';
-import { isOfflineSpec, resolveRunModels, runModelCosts } from '../adapters/aws/runtime/run-models';
+import { isOfflineSpec } from '../app/models';
 import { keyEnvFor } from '../adapters/models/create-model-client';
 import type { GenerationMessage } from '../core/cloud/payloads';
 import type { RunCounters } from '../core/cloud/ports';
 import { CONTEXT_KEYS } from '../infra/config';
 import { LOCAL_ACCOUNT, startLocalAwsApi } from './local-aws-api';
 import { deployedFunctions, functionsByState, FunctionProcesses, queueConsumers, resolveValue, type TokenValues } from './deployed-functions';
-import * as planRunFn from '../functions/plan-run/handler';
-import * as generateFn from '../functions/generate/handler';
-import * as checkProgressFn from '../functions/check-progress/handler';
-import * as aggregateFn from '../functions/aggregate/handler';
-import * as markFailedFn from '../functions/mark-failed/handler';
-import * as deadLetterFn from '../functions/dead-letter/handler';
-import * as batchRoundFn from '../functions/batch-round/handler';
-import type { BatchSettings } from '../core/cloud/payloads';
-import { resolveRunBatchModels, runBatchCosts, runSlowModels } from '../adapters/aws/runtime/run-models';
+import * as planRunFn from '../app/stages/plan-run';
+import { planRunDeps } from '../app/stages/plan-run';
+import { generateDeps } from '../app/stages/generate';
+import { batchRoundDeps } from '../app/stages/batch-round';
+import * as generateFn from '../app/stages/generate';
+import * as checkProgressFn from '../app/stages/check-progress';
+import * as aggregateFn from '../app/stages/aggregate';
+import * as markFailedFn from '../app/stages/mark-failed';
+import * as deadLetterFn from '../app/stages/dead-letter';
+import * as batchRoundFn from '../app/stages/batch-round';
 import { STATE_NAMES } from '../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
@@ -57,19 +57,8 @@ import { EmulatorState } from './emulator-state';
 import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
 import { retryableFailedTasks } from '../core/cloud/failed-tasks';
 
-export interface EmulatedRunRequest {
-  pset: Pset;
-  /** The prompt template's text (uploaded, as `rcb cloud run` uploads it). */
-  templateText: string;
-  /** The run spec as a local run builds it; `psetRoot` is replaced by the bundle's key. */
-  spec: RunSpec;
-  /** Report metadata of each model, by id. */
-  models: Record<string, ModelInfo>;
-  /** Plan even when the estimate exceeds the budget. */
-  force?: boolean;
-  /** Models answered by the batch lane (the workflow input's `batch`). @default none */
-  batch?: BatchSettings;
-}
+/** What an emulated run is started with: what `rcb cloud run` uploads (app/cloud-run.ts). */
+export type EmulatedRunRequest = CloudRunInputs;
 
 export interface EmulatorOptions {
   /**
@@ -189,14 +178,14 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
     const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions'), keep });
     closers.push(() => aws.close());
     const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
-    const { runId, input } = await uploadRunInputs(storage, request);
+    const { runId, input } = await uploadRunInputs(storage.blobs, request);
     const first = await startOrFollow(state, runId, restartWithFailures(storage.store, runId));
     // The run's latest execution succeeded (a state folder kept it): nothing to run again.
     if (!first.started) return await followed(state, storage, runId, input, first, closeAll);
     const workflow =
       options.workflow && (mode === 'source' || options.workflow.deployment)
         ? options.workflow
-        : synthesizeWorkflow({
+        : await synthesizeWorkflow({
             bundle: mode === 'bundles',
             outdir: join(scratchDir, 'cdk.out'),
             context: options.modelsFile ? { [CONTEXT_KEYS.modelsFile]: options.modelsFile } : {},
@@ -214,16 +203,6 @@ function restartWithFailures(store: RunStore, runId: string): StartOrFollowOptio
 }
 
 /** What `rcb cloud run` does before StartExecution: upload the inputs, name the run. */
-async function uploadRunInputs(storage: StorageAdapters, request: EmulatedRunRequest): Promise<{ runId: string; input: RunWorkflowInput }> {
-  const psetKey = await uploadPsetBundle(storage.blobs, request.pset);
-  await uploadPromptTemplate(storage.blobs, request.templateText);
-  await uploadReplayFiles(storage.blobs, request.spec, request.models);
-  const spec: RunSpec = { ...request.spec, psetRoot: psetKey };
-  const runId = computeRunId(spec);
-  const input = parsePayload(runWorkflowInputSchema, { runId, spec, models: request.models, ...(request.force ? { force: true } : {}), ...(request.batch ? { batch: request.batch } : {}) }, 'run workflow input');
-  return { runId, input };
-}
-
 /** The outcome of a run whose latest execution had already succeeded: what is stored, nothing run. */
 async function followed(
   state: EmulatorState,
@@ -267,33 +246,15 @@ interface Bindings {
 /** Bindings to the handlers in this process, with the emulator's adapters handed in. */
 function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow, options: EmulatorOptions): Bindings {
   const hosted = options.hosted ?? once(() => new HostedModels(loadRegistry(options.modelsFile ? { userFile: options.modelsFile } : {}), envKeySource(process.env)));
-  const generate = generateFn.createHandler(() => ({
-    ...storage,
-    keys: envKeySource(process.env),
-    logger: silentLogger('rcb-generate'),
-    metrics: metrics('generate'),
-    modelsFor: (ctx, replays) => {
-      const models = resolveRunModels(ctx.run.spec, ctx.pset, hosted, replays);
-      for (const [id, client] of options.clients ?? []) if (models.clients.has(id)) models.clients.set(id, client);
-      return models;
-    },
-  }));
+  const keys = envKeySource(process.env);
+  const generate = generateFn.createHandler(() => generateDeps({ storage, keys, hosted, clients: options.clients, logger: silentLogger('rcb-generate'), metrics: metrics('generate') }));
   const deadLetter = deadLetterFn.createHandler(() => ({ store: storage.store, counters: storage.counters, logger: silentLogger('rcb-dead-letter'), metrics: metrics('dead-letter') }));
   const lanes = new SimulatedLanes((event) => generate(event), {
     deliverTwice: options.deliverTwice,
     maxReceiveCount: workflow.maxReceiveCount,
     deadLetterHandler: (event) => deadLetter(event),
   });
-  const planRun = planRunFn.createHandler(() => ({
-    ...storage,
-    queue: lanes,
-    costsFor: (s) => runModelCosts(s, hosted),
-    batchCostsFor: (s, ids) => runBatchCosts(s, ids, hosted),
-    slowModelsFor: (s) => runSlowModels(s, hosted),
-    evaluationReady: true,
-    logger: silentLogger('rcb-plan-run'),
-    metrics: metrics('plan-run'),
-  }));
+  const planRun = planRunFn.createHandler(() => planRunDeps({ storage, queue: lanes, hosted, evaluationReady: true, logger: silentLogger('rcb-plan-run'), metrics: metrics('plan-run') }));
   const checkProgress = checkProgressFn.createHandler(() => ({
     store: storage.store,
     counters: storage.counters,
@@ -301,19 +262,9 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
     logger: silentLogger('rcb-check-progress'),
     metrics: metrics('check-progress'),
   }));
-  const aggregate = aggregateFn.createHandler(() => ({
-    ...storage,
-    logger: silentLogger('rcb-aggregate'),
-    metrics: metrics('aggregate'),
-  }));
+  const aggregate = aggregateFn.createHandler(() => ({ ...storage, logger: silentLogger('rcb-aggregate'), metrics: metrics('aggregate') }));
   const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-mark-failed') }));
-  const batchRound = batchRoundFn.createHandler(() => ({
-    ...storage,
-    keys: envKeySource(process.env),
-    logger: silentLogger('rcb-batch-round'),
-    metrics: metrics('batch-round'),
-    batchModelsFor: (ctx) => resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background),
-  }));
+  const batchRound = batchRoundFn.createHandler(() => batchRoundDeps({ storage, keys, hosted, logger: silentLogger('rcb-batch-round'), metrics: metrics('batch-round') }));
   return { planRun, checkProgress, batchRound, aggregate, markFailed, lanes, invocations: () => ({}) };
 }
 
@@ -460,7 +411,7 @@ interface Prepared {
 }
 
 async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: ExecutionFaults): Promise<EmulatedRun> {
-  const { StateMachine } = require('aws-local-stepfunctions') as typeof import('aws-local-stepfunctions');
+  const { StateMachine } = await import('aws-local-stepfunctions');
   const { aws, storage, state, scratchDir, workflow, request, runId, input, options, closers, closeAll } = prepared;
   const spec = input.spec as RunSpec;
 

@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../core/util/package-root';
 import { imageContextOf, type ImageContext } from './container-app';
+import type * as RcbStackModule from '../infra/rcb-stack';
+import type * as ConfigModule from '../infra/config';
 
 /** An Amazon States Language document (the parts the emulator reads). */
 export interface StateMachineDefinition {
@@ -118,15 +120,15 @@ export interface SynthesizeOptions {
  * with or without bundling. Needs aws-cdk-lib, a development dependency: the emulator runs
  * from a checkout, not from a production install.
  */
-export function synthesizeWorkflow(opts: SynthesizeOptions = {}): SynthesizedWorkflow {
+export async function synthesizeWorkflow(opts: SynthesizeOptions = {}): Promise<SynthesizedWorkflow> {
   let cdk: typeof import('aws-cdk-lib');
   try {
-    cdk = require('aws-cdk-lib') as typeof import('aws-cdk-lib');
+    cdk = await import('aws-cdk-lib');
   } catch {
     throw new Error('the emulator synthesizes the CDK stack and needs aws-cdk-lib (a dev dependency): run it from a checkout with `npm ci` done');
   }
-  const { configFromContext } = require('../infra/config') as typeof import('../infra/config');
-  const { RcbStack, stackPropsFromConfig } = require('../infra/rcb-stack') as typeof import('../infra/rcb-stack');
+  const { configFromContext }: typeof ConfigModule = require('../infra/config');
+  const { RcbStack, stackPropsFromConfig }: typeof RcbStackModule = require('../infra/rcb-stack');
   const cdkJson = JSON.parse(readFileSync(join(packageRoot(), 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> };
   const app = new cdk.App({
     // With bundling, the asset metadata (set by the CDK CLI, not by a bare App) names each function's bundle folder.

@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import type { Node } from 'constructs';
+import { defaultLanes } from '../adapters/models/provider-lanes';
 
 /** A provider lane: one SQS queue feeding the generator at its own concurrency. */
 export interface LaneConfig {
@@ -24,15 +25,11 @@ export interface LaneConfig {
 }
 
 /**
- * Lanes used when `rcb:lanes` is absent: one per provider family of the model registry
- * (adapters/models/registry.ts; `openai-responses` shares the `openai` lane).
+ * Lanes used when `rcb:lanes` is absent: each lane of the provider lane table
+ * (adapters/models/provider-lanes.ts, which the router and the provider modules read too;
+ * `openai-responses` shares the `openai` lane).
  */
-export const DEFAULT_LANES: readonly LaneConfig[] = [
-  { name: 'openai', maxConcurrency: 8 },
-  { name: 'anthropic', maxConcurrency: 4 },
-  { name: 'gemini', maxConcurrency: 4 },
-  { name: 'bedrock', maxConcurrency: 4 },
-];
+export const DEFAULT_LANES: readonly LaneConfig[] = defaultLanes();
 
 /**
  * What a deployment may set besides the stack's name and environment: the stack's own

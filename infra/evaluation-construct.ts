@@ -69,6 +69,7 @@ export const CONTAINER_ASSET_EXCLUDES = [
   'functions',
   'docs',
   'bench',
+  'fakes',
   'scripts',
   'quickstart.sh',
   'tsconfig.build.json',

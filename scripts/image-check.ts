@@ -31,7 +31,7 @@ import { packageRoot, resourcePath } from '../core/util/package-root';
 import { loadPset } from '../core/pset/read-pset';
 import { loadTemplate } from '../core/prompt/template';
 import { runId as computeRunId } from '../core/ids';
-import type { RunSpec, Verdict } from '../core/store';
+import type { RunSpec, Verdict } from '../core/records';
 import type { QueuedGeneration, TaskQueue } from '../core/cloud/ports';
 import { uploadPromptTemplate, uploadPsetBundle } from '../core/cloud/pset-bundle';
 import { planCloudRun } from '../core/cloud/plan-cloud-run';

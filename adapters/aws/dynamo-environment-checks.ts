@@ -14,7 +14,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { PaperEnvironment } from '../../core/store';
+import type { PaperEnvironment } from '../../core/records';
 import type { EnvironmentChecks, RunPaperEnvironment } from '../../core/cloud/ports';
 import { KEY_PREFIXES, runTableKey, TABLE_ATTRIBUTES } from '../../core/cloud/storage-layout';
 

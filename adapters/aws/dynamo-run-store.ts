@@ -37,7 +37,8 @@
 import type { DynamoDBDocumentClient, NativeAttributeValue } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createHash } from 'node:crypto';
-import type { BlobStore, CompletionCache, CompletionRecord, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import type { BlobStore, CompletionCache, RunStore } from '../../core/store';
+import type { CompletionRecord, RunEnvironment, RunRecord, RunStatus, TaskRecord, Verdict } from '../../core/records';
 import { cloudKeys } from '../../core/cloud/payloads';
 import type { RunCounters, RunCountValues } from '../../core/cloud/ports';
 import { mapLimit } from './map-limit';

@@ -11,18 +11,12 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { GenerationMessage } from './messages';
 import { mapLimit } from './map-limit';
+import { laneOfProvider, PROVIDER_LANES } from '../models/provider-lanes';
 
-/**
- * Lane of a model provider (the `provider` of a registry entry) that has no lane of its own
- * name, when the routing does not say otherwise; a provider whose lane has no queue goes to
- * the default lane.
- */
-export const DEFAULT_PROVIDER_LANES: Readonly<Record<string, string>> = {
-  openai: 'openai',
-  'openai-responses': 'openai',
-  anthropic: 'anthropic',
-  gemini: 'google',
-};
+/** Each provider's lane, from the one provider lane table (adapters/models/provider-lanes.ts). */
+export const DEFAULT_PROVIDER_LANES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(PROVIDER_LANES).flatMap(([provider, entry]) => ('lane' in entry ? [[provider, entry.lane]] : [])),
+);
 
 export interface LaneRouting {
   /** Queue URL of each lane, by lane name (RCB_LANE_QUEUES, which OrchestratorConstruct writes from the lanes). */
@@ -37,16 +31,16 @@ export interface LaneRouting {
 }
 
 /**
- * The lane of a model provider: the routing's lane for it, else a lane named like it (infra's
- * DEFAULT_LANES has `gemini`), else its DEFAULT_PROVIDER_LANES lane, else the default lane.
+ * The lane of a model provider: the routing's lane for it, else its lane in the provider lane
+ * table, else a lane named like it, else the name an earlier deployment gave its lane, else
+ * the default lane.
  */
 export function laneForProvider(provider: string, routing: LaneRouting): string {
   const has = (lane: string | undefined): lane is string => lane !== undefined && Object.hasOwn(routing.queueUrls, lane);
   const explicit = routing.providerLanes?.[provider];
   if (explicit !== undefined) return has(explicit) ? explicit : routing.defaultLane;
-  if (has(provider)) return provider;
-  const mapped = DEFAULT_PROVIDER_LANES[provider];
-  return has(mapped) ? mapped : routing.defaultLane;
+  const { lane, formerLane } = laneOfProvider(provider);
+  return [lane, provider, formerLane].find(has) ?? routing.defaultLane;
 }
 
 /** One task to enqueue, with the provider of its model (which picks the lane). */

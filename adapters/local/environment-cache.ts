@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { dirname } from 'node:path';
 import type { EnvironmentCache } from '../../core/run/env-check';
 import type { FlakyCache, FlakyRecord } from '../../core/run/reference-repeat';
-import type { PaperEnvironment } from '../../core/store';
+import type { PaperEnvironment } from '../../core/records';
 
 /** One JSON file of records by interpreter and paper digest, each with the time it was written. */
 class JsonFileCache<T extends object> {

@@ -4,7 +4,8 @@
  * repeats nothing.
  */
 import Database from 'better-sqlite3';
-import type { CompletionCache, CompletionRecord, PaperEnvironment, RunEnvironment, RunRecord, RunStatus, RunStore, TaskRecord, Verdict } from '../../core/store';
+import type { CompletionCache, RunStore } from '../../core/store';
+import type { CompletionRecord, PaperEnvironment, RunEnvironment, RunRecord, RunStatus, TaskRecord, Verdict } from '../../core/records';
 import type { EnvironmentChecks, RunPaperEnvironment } from '../../core/cloud/ports';
 
 /**

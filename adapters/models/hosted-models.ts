@@ -11,7 +11,7 @@ import { BACKGROUND_LIMITS } from './providers/openai-background';
 import { ModelError, type ModelClient, type ModelRequest, type ModelResponse, type Prompt } from '../../core/model';
 import { RateLanes } from '../../core/rate';
 import type { CostModel } from '../../core/run/generate';
-import type { ModelInfo } from '../../core/store';
+import type { ModelInfo } from '../../core/records';
 import type { TokenUsage } from '../../core/types';
 import { createRunModelClient, keyEnvFor, type RunClientOptions } from './create-model-client';
 import { answerParams } from './provider-common';

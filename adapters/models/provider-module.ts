@@ -10,6 +10,7 @@ import type { BatchClient, BatchLimits } from '../../core/batch';
 import type { ModelClient } from '../../core/model';
 import type { ProviderClientOptions } from './provider-common';
 import type { ModelEntry } from './registry';
+import { PROVIDER_LANES } from './provider-lanes';
 
 export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'approx';
 
@@ -18,8 +19,8 @@ export interface ProviderModule {
   readonly name: string;
   /** Variable holding the key when the entry names no `api_key_env`; undefined: no key needed. */
   readonly keyEnv: string | undefined;
-  /** The cloud lane (one SQS queue each) its calls go through. */
-  readonly lane: string;
+  /** The cloud lane (one SQS queue each) its calls go through, from provider-lanes.ts; undefined: the routing's default lane. */
+  readonly lane: string | undefined;
   /** Shortest prefix the provider caches, tokens, when the entry does not say. */
   readonly cacheMinTokens: number;
   /** Tokenizer for estimates and reservations when the entry does not name one. */
@@ -63,7 +64,7 @@ export function openaiTokenizer(model: string): Tokenizer {
  */
 export const OPENAI_FAMILY = {
   keyEnv: 'OPENAI_API_KEY',
-  lane: 'openai',
+  lane: PROVIDER_LANES.openai.lane,
   cacheMinTokens: 1024,
   batchWindowHours: 24,
   tokenizer: (entry: Pick<ModelEntry, 'model'>): Tokenizer => openaiTokenizer(entry.model),

@@ -1,84 +1,27 @@
 /**
- * What several commands share: locating the bundled pset and the interpreter, reading a
- * pset or failing with every problem, opening a run directory.
+ * What several commands share: reading flag values, the report and sandbox flags. Locating
+ * the pset, the interpreter and a run directory is app/local-machine.ts (re-exported here for
+ * the commands).
  */
-import { parseSandboxMode, type SandboxMode } from '../../adapters/local/executor/executor-options';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
-import { homedir } from 'node:os';
-import type { Judge, Pset } from '../../core/types';
+import { parseSandboxMode, type SandboxMode } from '../../adapters/executor/executor-options';
+import type { Judge } from '../../core/types';
 import type { Subset } from '../../core/scoring';
 import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
-import { formatProblem, readPset } from '../../core/pset/read-pset';
-import { packageRoot, resourcePath } from '../../core/util/package-root';
-import { DEFAULT_TEMPLATE, isShippedTemplate, loadTemplate, SHIPPED_TEMPLATES, type PromptTemplate } from '../../core/prompt/template';
-import { SqliteRunStore } from '../../adapters/local/sqlite-store';
-import { installedEnvPython } from '../../adapters/local/paper-env/location';
+import { UsageError } from '../../app/local-machine';
 
-/** An error the user can act on: printed without a stack trace. */
-export class UsageError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+export {
+  UsageError,
+  defaultPsetDir,
+  defaultPython,
+  cacheDir,
+  interpreterPath,
+  loadPsetOrFail,
+  loadPromptTemplate,
+  openRunDir,
+  runIdIn,
+  writeRunId,
+} from '../../app/local-machine';
 
-export function defaultPsetDir(): string {
-  return join(packageRoot(), 'examples', 'pset-mini');
-}
-
-/**
- * `--python`, else RCB_PYTHON, else the environment of `rcb env install` where one is
- * installed, else Debian's interpreter where it exists, else python3 on PATH.
- */
-export function defaultPython(): string {
-  return process.env.RCB_PYTHON || installedEnvPython() || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
-}
-
-/** rcb's cache folder on this machine: paid answers, environment checks. */
-export function cacheDir(): string {
-  return process.env.RCB_CACHE_DIR || join(homedir(), '.cache', 'rcb');
-}
-
-/**
- * The interpreter as the environment cache knows it: an absolute path, symlinks kept (a
- * virtualenv's python links to its base interpreter but has other packages).
- */
-export function interpreterPath(python: string): string {
-  if (python.includes('/')) return resolve(python);
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    const candidate = join(dir || '.', python);
-    if (existsSync(candidate)) return resolve(candidate);
-  }
-  return python;
-}
-
-export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null): Pset {
-  const root = resolve(dir ?? defaultPsetDir());
-  if (!existsSync(root)) throw new UsageError(`the pset folder ${root} does not exist (--pset names a folder holding papers.yaml)`);
-  const { pset, problems } = readPset(root, { papers: papers ?? null });
-  if (problems.length) {
-    throw new UsageError(`${problems.map(formatProblem).join('\n')}\n${problems.length} problem(s) in the pset at ${root}; run \`rcb validate --pset ${root}\``);
-  }
-  return pset;
-}
-
-/**
- * `--prompt-template NAME|FILE`: a shipped template by name (`original`, the default, or
- * `rcb`), else a template file. A file that shares a shipped name is reached as `./NAME`.
- */
-export function loadPromptTemplate(nameOrFile: string | undefined): PromptTemplate {
-  const name = nameOrFile ?? DEFAULT_TEMPLATE;
-  const path = isShippedTemplate(name) ? resourcePath(SHIPPED_TEMPLATES[name]) : resolve(name);
-  if (!existsSync(path)) {
-    throw new UsageError(`prompt template ${path} does not exist (--prompt-template takes ${Object.keys(SHIPPED_TEMPLATES).join(', ')} or a file)`);
-  }
-  try {
-    return loadTemplate(path);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-}
 
 export function parseList(value: string | undefined): string[] | null {
   if (!value) return null;
@@ -96,27 +39,6 @@ export function parseNumber(name: string, value: string, min = 0): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < min) throw new UsageError(`${name} must be a number >= ${min} (got "${value}")`);
   return n;
-}
-
-const STORE_FILE = 'rcb.sqlite';
-const RUN_FILE = 'run.json';
-
-/** A run directory: the SQLite store and run.json naming the run it holds. */
-export function openRunDir(dir: string, create: boolean): { store: SqliteRunStore; runId: string | null; dir: string } {
-  const abs = resolve(dir);
-  if (!create && !existsSync(join(abs, STORE_FILE))) throw new UsageError(`${abs} is not a run directory (no ${STORE_FILE})`);
-  mkdirSync(abs, { recursive: true });
-  return { store: new SqliteRunStore(join(abs, STORE_FILE)), runId: runIdIn(abs), dir: abs };
-}
-
-/** The run a directory holds (its run.json), or null; creates nothing. */
-export function runIdIn(dir: string): string | null {
-  const runFile = join(resolve(dir), RUN_FILE);
-  return existsSync(runFile) ? (JSON.parse(readFileSync(runFile, 'utf8')).runId as string) : null;
-}
-
-export function writeRunId(dir: string, runId: string): void {
-  writeFileSync(join(dir, RUN_FILE), JSON.stringify({ runId }, null, 2) + '\n');
 }
 
 function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {

@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { checkEnvironment } from '../../core/run/env-check';
 import { FileEnvironmentCache, FileFlakyCache } from '../../adapters/local/environment-cache';
-import { createLocalExecutor, defaultJobs } from '../../adapters/local/executor';
+import { createLocalExecutor, defaultJobs } from '../../adapters/executor';
 import { isFlaky, repeatReferences, type PaperRepeat } from '../../core/run/reference-repeat';
 import type { Pset } from '../../core/types';
 import { cacheDir, defaultPython, interpreterPath, loadPsetOrFail, parseList, parseNumber, parsePositiveInt, UsageError, sandboxFromFlags, type SandboxFlags } from './common';

@@ -1,7 +1,7 @@
 /** `rcb show`: a run's tasks one by one: answer, diff of the spliced file, verdict, test log. */
 import { resolve } from 'node:path';
 import type { Judge } from '../../core/types';
-import type { TaskRecord } from '../../core/store';
+import type { TaskRecord } from '../../core/records';
 import { defaultJudge } from '../../core/report/build-report';
 import { countDetails, detailStatus, formatTaskDetail, promptPrefixes, taskDetails } from '../../core/report/task-detail';
 import { loadRun } from '../../core/report/loaded-run';

@@ -16,7 +16,8 @@ import { estimateModel, type ModelEstimate } from '../../adapters/models/estimat
 import { providerModule } from '../../adapters/models/providers';
 import { envKeySource } from '../../core/keys';
 import { openRunDir, parseReportFlags, UsageError } from './common';
-import { loadEntries, promptGroups } from './model-commands';
+import { loadEntries } from '../../app/models';
+import { promptGroups } from '../../app/estimate';
 import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 
 /** A sweep file read and resolved: its models as registry entries, its run. */

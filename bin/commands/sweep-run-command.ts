@@ -3,11 +3,18 @@
  * the same command goes on where it stopped), through the emulated cloud, or in the
  * deployed stack.
  */
-import type { RunOptions } from './run-command';
-import type { RunRecord, RunStore } from '../../core/store';
+import { runLocally } from '../../app/local-run';
+import { LEADERBOARD } from '../../core/run/run-outputs';
+import { buildReport } from '../../core/report/build-report';
+import { localRunOptions, printLocalRun } from './local-run-cli';
+import type { RunStore } from '../../core/store';
+import type { RunRecord } from '../../core/records';
 import type { BatchSettings } from '../../core/cloud/payloads';
 import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
 import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';
+import type * as EmulatedRunModule from '../../emulator/emulated-run';
+import type * as CloudRunModule from './cloud/run';
+import type * as CloudDepsModule from './cloud/cloud-deps';
 
 export interface SweepRunOptions {
   emulate?: boolean;
@@ -30,24 +37,17 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
   const loaded = loadSweep(file);
   process.stderr.write(planSweep(loaded).text);
   if (opts.emulate || opts.cloud) return cloudSweep(loaded, opts);
-  const { runLocally } = require('./run-command') as typeof import('./run-command');
   const batchModels = new Set(loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name));
   const settings = loaded.sweep.batch;
-  const local: Omit<RunOptions, keyof import('./resolve-run').RunSpecFlags> = {
-    jobs: opts.jobs,
-    python: opts.python,
-    out: sweepRunDir(loaded.sweep, loaded.run),
-    unsafeNoSandbox: opts.unsafeNoSandbox,
-    concurrency: opts.concurrency,
-    executor: opts.executor,
-  };
-  return runLocally(loaded.run, local, loaded.hosted, {
+  const flags = { jobs: opts.jobs, python: opts.python, out: sweepRunDir(loaded.sweep, loaded.run), unsafeNoSandbox: opts.unsafeNoSandbox, concurrency: opts.concurrency, executor: opts.executor };
+  const local = localRunOptions(flags, loaded.run, {
     modelBudgets: modelBudgetsOf(loaded.sweep),
     quietEstimate: true,
     batch: batchModels.size
       ? { models: batchModels, pollSeconds: settings.pollSeconds, maxRounds: settings.maxRounds, retryInteractively: settings.retryInteractively, cancel: opts.cancelBatches }
       : undefined,
   });
+  return printLocalRun(await runLocally(loaded.run, local, loaded.hosted));
 }
 
 /**
@@ -73,7 +73,7 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
   }
   if (problems.length) throw new UsageError(problems.join('\n'));
   if (opts.emulate) return emulatedSweep(loaded, opts);
-  const cloud = { ...(require('./cloud/run') as typeof import('./cloud/run')), ...(require('./cloud/cloud-deps') as typeof import('./cloud/cloud-deps')) };
+  const cloud: typeof CloudRunModule & typeof CloudDepsModule = { ...require('./cloud/run'), ...require('./cloud/cloud-deps') };
   const flags = {
     ...sweepRunFlags(sweep),
     jobs: opts.jobs,
@@ -100,8 +100,8 @@ function sweepBatchSettings(loaded: LoadedSweep): BatchSettings | undefined {
  * report` read it like a local run.
  */
 async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
-  const { emulateCloudRun } = require('../../emulator/emulated-run') as typeof import('../../emulator/emulated-run');
-  const { buildReport } = require('../../core/report/build-report') as typeof import('../../core/report/build-report');
+  // Loaded on use: the emulator brings its local servers and the CDK synthesis.
+  const { emulateCloudRun }: typeof EmulatedRunModule = require('../../emulator/emulated-run');
   const { pset, template, spec, models, runId } = loaded.run;
   const started = Date.now();
   const batch = sweepBatchSettings(loaded);
@@ -125,7 +125,7 @@ async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promis
     await copyRun(emulated.store, store, run);
     writeRunId(dir, runId);
     const copied = (await store.getRun(runId))!;
-    if (emulated.succeeded) process.stdout.write('\n' + (await buildReport(store, runId, { format: 'table', judge: 'strict', subset: 'all' })).text);
+    if (emulated.succeeded) process.stdout.write('\n' + (await buildReport(store, runId, { format: LEADERBOARD.format, judge: LEADERBOARD.judge, subset: 'all' })).text);
     process.stdout.write(`\nsweep run ${copied.status} (emulated) in ${((Date.now() - started) / 1000).toFixed(1)}s, spend $${copied.spentUsd.toFixed(4)}\nrun directory: ${dir}\n`);
     if (!emulated.succeeded) return 1;
     return copied.status === 'succeeded' ? 0 : copied.status === 'budget_exhausted' ? 3 : 1;

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import type { RunRecord } from '../../core/store';
+import type { RunRecord } from '../../core/records';
 import type { TaskSources } from '../../core/report/task-detail';
 import { readPset } from '../../core/pset/read-pset';
 import { parseTemplate, type PromptTemplate } from '../../core/prompt/template';

@@ -8,22 +8,21 @@
  * run in the image are env_broken, out of the scores and named in every report, and a run
  * whose only unjudged tasks are env_broken has succeeded.
  */
-import type { BlobStore, RunEnvironment, RunRecord, RunStore } from '../store';
-import { buildReport } from '../report/build-report';
+import type { BlobStore, RunStore } from '../store';
+import type { RunEnvironment, RunRecord } from '../records';
 import { splitRunnable } from '../scoring';
-import type { ReportFormat } from '../report/format';
-import type { Judge } from '../types';
+import { LEADERBOARD, OFFICIAL_STATS, writeRunOutputs, type RunOutput } from '../run/run-outputs';
 import { cloudKeys, type AggregateResult } from './payloads';
 import type { EnvironmentChecks } from './ports';
 import { RunInputError } from './pset-bundle';
 
 /** Report files written under `runs/<runId>/reports/`. */
-export const CLOUD_REPORTS: { file: string; format: ReportFormat; judge: Judge; contentType: string }[] = [
-  { file: 'leaderboard.txt', format: 'table', judge: 'strict', contentType: 'text/plain; charset=utf-8' },
+export const CLOUD_REPORTS: RunOutput[] = [
+  LEADERBOARD,
   { file: 'report.json', format: 'json', judge: 'strict', contentType: 'application/json' },
   { file: 'report.csv', format: 'csv', judge: 'strict', contentType: 'text/csv' },
   { file: 'report.md', format: 'markdown', judge: 'strict', contentType: 'text/markdown' },
-  { file: 'overall_stats.json', format: 'official', judge: 'official', contentType: 'application/json' },
+  OFFICIAL_STATS,
 ];
 
 /** Tasks without a verdict in a run that was neither stopped by its budget nor cancelled. */
@@ -55,10 +54,7 @@ export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore; en
   if (environment) await deps.store.setRunEnvironment(runId, environment);
   const broken = new Set((environment?.papers ?? []).filter((p) => !p.runs).map((p) => p.paper));
   const reportPrefix = cloudKeys.reportPrefix(runId);
-  for (const r of CLOUD_REPORTS) {
-    const { text } = await buildReport(deps.store, runId, { format: r.format, judge: r.judge, subset: 'all' });
-    await deps.blobs.put(reportPrefix + r.file, text, r.contentType);
-  }
+  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS);
   // Tasks of papers that cannot run in the run's environment are never judged: not missing.
   const tasks = splitRunnable(run, await deps.store.listTasks(runId)).runnable;
   const verdicts = await deps.store.listVerdicts(runId);

@@ -15,7 +15,8 @@
  * its deadline.
  */
 import type { BatchClient, BatchLedger } from '../batch';
-import type { CompletionCache, CompletionRecord, RunStore, TaskRecord } from '../store';
+import type { CompletionCache, RunStore } from '../store';
+import type { CompletionRecord, TaskRecord } from '../records';
 import type { CostModel } from '../run/generate';
 import { generateBatches, type BatchEvent } from '../run/generate-batch';
 import type { BatchRoundResult } from './payloads';

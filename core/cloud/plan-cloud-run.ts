@@ -7,7 +7,8 @@
  * (`input.batch`) are not enqueued: the plan manifest names those models and the batch lane
  * (core/cloud/batch-round.ts) answers them.
  */
-import type { BlobStore, RunStore, TaskRecord } from '../store';
+import type { BlobStore, RunStore } from '../store';
+import type { TaskRecord } from '../records';
 import type { Prompt } from '../model';
 import { MAX_ANSWER_ATTEMPTS, reopenFailedAnswers, type CostModel } from '../run/generate';
 import { openRun, planTasks } from '../run/plan';
@@ -18,6 +19,7 @@ import type { RunCounters, TaskQueue } from './ports';
 import { planShards, type ShardSizing } from './shard-plan';
 import { cloudKeys, type PlanManifest, type PlanRunResult, type RunWorkflowInput } from './payloads';
 import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';
+import { asyncLanes } from '../run/lanes';
 
 export interface PlanCloudRunDeps {
   store: RunStore;
@@ -86,7 +88,7 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const batchApiModels = new Set(input.batch?.models ?? []);
   const strangers = [...batchApiModels].filter((id) => !spec.models.some((m) => m.id === id));
   if (strangers.length) throw new RunInputError(`batch mode names ${strangers.join(', ')}, which the run spec does not`);
-  const background = spec.models.map((m) => m.id).filter((id) => deps.slowModels?.has(id) && !batchApiModels.has(id));
+  const { background } = asyncLanes(spec.models.map((m) => m.id), batchApiModels, (id) => !!deps.slowModels?.has(id));
   const batch = batchApiModels.size || background.length ? { ...input.batch, models: [...batchApiModels], ...(background.length ? { background } : {}) } : undefined;
   const batchModels = new Set([...batchApiModels, ...background]);
 

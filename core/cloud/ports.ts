@@ -1,6 +1,6 @@
 /** Ports the cloud use cases need beyond core/store.ts. */
 import type { GenerationMessage } from './payloads';
-import type { PaperEnvironment } from '../store';
+import type { PaperEnvironment } from '../records';
 
 /** A generation message with the model of its task, so the queue can pick the provider's lane. */
 export interface QueuedGeneration {

@@ -10,7 +10,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync } from 
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { z } from 'zod';
 import type { Pset } from '../types';
-import type { BlobStore, ModelInfo, RunSpec } from '../store';
+import type { BlobStore } from '../store';
+import type { ModelInfo, RunSpec } from '../records';
 import type { PromptTemplate } from '../prompt/template';
 import { parseTemplate } from '../prompt/template';
 import { readPset, formatProblem } from '../pset/read-pset';

@@ -5,7 +5,8 @@
  * the run record's status and budget are read fresh where they matter.
  */
 import type { Pset } from '../types';
-import type { BlobStore, RunRecord, RunStore, TaskRecord } from '../store';
+import type { BlobStore, RunStore } from '../store';
+import type { RunRecord, TaskRecord } from '../records';
 import type { PromptTemplate } from '../prompt/template';
 import { cloudKeys, parsePayload, planManifestSchema, type PlanManifest } from './payloads';
 import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';

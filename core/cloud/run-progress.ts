@@ -3,7 +3,8 @@
  * `rcb cloud status`), and the exit code of a run that ended: one place, so the deployed
  * and the emulated cloud report alike.
  */
-import type { RunRecord, RunStatus, RunStore } from '../store';
+import type { RunStore } from '../store';
+import type { RunRecord, RunStatus } from '../records';
 import { splitRunnable } from '../scoring';
 import type { ExecutionStatus } from './execution-attempts';
 import type { RunCounters } from './ports';

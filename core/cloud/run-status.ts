@@ -1,5 +1,6 @@
 /** `rcb cloud status RUN`: the run's latest execution and its progress, deployed or emulated. */
-import type { RunRecord, RunStore } from '../store';
+import type { RunStore } from '../store';
+import type { RunRecord } from '../records';
 import { latestAttempt, type RunExecutions } from './execution-attempts';
 import type { EnvironmentChecks, RunCounters } from './ports';
 import { progressLine } from './run-progress';

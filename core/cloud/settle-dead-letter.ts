@@ -6,7 +6,8 @@
  * `dead_lettered`), first write wins: a completion stored meanwhile by a late delivery
  * stays, and a second copy of the dead letter changes nothing.
  */
-import type { CompletionRecord, RunStore, TaskRecord } from '../store';
+import type { RunStore } from '../store';
+import type { CompletionRecord, TaskRecord } from '../records';
 import type { GenerationMessage } from './payloads';
 import type { RunCounters } from './ports';
 

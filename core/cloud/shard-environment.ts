@@ -13,7 +13,7 @@
  */
 import type { Pset } from '../types';
 import type { TestExecutor } from '../executor';
-import type { PaperEnvironment } from '../store';
+import type { PaperEnvironment } from '../records';
 import { checkEnvironment, type EnvironmentCache } from '../run/env-check';
 import type { EnvironmentChecks } from './ports';
 

@@ -5,7 +5,7 @@
  * equal slices when its candidates times the expected test time pass a target. Slices take
  * every `parts`-th task in task-id order, so they are stable across a restarted run.
  */
-import type { TaskRecord } from '../store';
+import type { TaskRecord } from '../records';
 import type { ShardRef } from './payloads';
 
 export interface ShardSizing {

@@ -3,7 +3,8 @@
  * subset, in any format.
  */
 import type { Judge } from '../types';
-import type { RunRecord, RunStore } from '../store';
+import type { RunStore } from '../store';
+import type { RunRecord } from '../records';
 import type { Subset } from '../scoring';
 import { scoreStoredRun } from '../scoring';
 import type { ReportFormat } from './format';

@@ -3,7 +3,7 @@
  * judge and which subset its scores use (SPEC 7, 9).
  */
 import type { FailureClass } from '../types';
-import type { RunRecord } from '../store';
+import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
 

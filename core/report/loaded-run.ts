@@ -2,7 +2,8 @@
  * A run as the result commands read it (show, compare, runs, the HTML report): its record,
  * tasks, verdicts and answers, read from the store once.
  */
-import type { CompletionRecord, RunRecord, RunStore, TaskRecord, Verdict } from '../store';
+import type { RunStore } from '../store';
+import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../records';
 
 /** The tasks a run holds, with their answers and verdicts, read once from the store. */
 export interface LoadedRun {

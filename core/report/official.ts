@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { verdictWithoutRun } from '../judge';
 import type { PaperMeta } from '../types';
-import type { RunRecord, TaskRecord, Verdict } from '../store';
+import type { RunRecord, TaskRecord, Verdict } from '../records';
 import type { ScoreReport } from '../scoring';
 
 const SampleResult = z.object({

@@ -6,7 +6,7 @@
  * task's id, recomputed, must match), so a changed pset never shows a diff that was not run.
  */
 import type { Judge, Paper, Pset, Snippet } from '../types';
-import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../store';
+import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../records';
 import type { LoadedRun } from './loaded-run';
 import type { PromptTemplate } from '../prompt/template';
 import { buildPrompt } from '../prompt/template';

@@ -6,7 +6,8 @@
  * model's account first, then on the run; when the second does not fit the first is
  * released, so neither cap is ever exceeded.
  */
-import type { RunRecord, RunSpec, RunStore } from '../store';
+import type { RunStore } from '../store';
+import type { RunRecord, RunSpec } from '../records';
 
 /** Which cap refused a reservation: the model's own budget, or the run's total. */
 export type BudgetScope = 'model' | 'run';

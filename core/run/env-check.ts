@@ -9,7 +9,7 @@
  */
 import type { Paper, Pset } from '../types';
 import type { RawExecution, TestExecutor } from '../executor';
-import type { PaperEnvironment } from '../store';
+import type { PaperEnvironment } from '../records';
 import { judge } from '../judge';
 import { lastException } from '../failure-class';
 import { originalBody } from '../prompt/mask';

@@ -3,7 +3,7 @@
  * hit and its first message, printed at the end of a run: a run whose calls all failed
  * (no network, a bad key) must say so and why, not only score 0.
  */
-import type { CompletionRecord } from '../store';
+import type { CompletionRecord } from '../records';
 
 export interface ErrorKindSummary {
   kind: string;

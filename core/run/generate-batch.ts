@@ -11,7 +11,8 @@
 import type { Paper, Pset } from '../types';
 import type { BatchClient, BatchItemResult, BatchLedger, BatchRecord, BatchRequest } from '../batch';
 import { ModelError, type ModelErrorKind } from '../model';
-import type { CompletionCache, CompletionRecord, RunStore, TaskRecord } from '../store';
+import type { CompletionCache, RunStore } from '../store';
+import type { CompletionRecord, TaskRecord } from '../records';
 import type { PromptTemplate } from '../prompt/template';
 import { buildPrompt } from '../prompt/template';
 import { findSnippet } from '../prompt/mask';

@@ -6,7 +6,8 @@
 import type { Paper, Pset, TokenUsage } from '../types';
 import type { ModelClient, Prompt } from '../model';
 import { MAYBE_BILLED, ModelError } from '../model';
-import type { CompletionCache, CompletionRecord, RunStore, TaskRecord } from '../store';
+import type { CompletionCache, RunStore } from '../store';
+import type { CompletionRecord, TaskRecord } from '../records';
 import type { PromptTemplate } from '../prompt/template';
 import { buildPrompt } from '../prompt/template';
 import { findSnippet } from '../prompt/mask';

@@ -2,7 +2,8 @@
  * Planning: a run spec and a pset become the run's tasks (snippets x models x samples).
  */
 import type { Pset } from '../types';
-import type { ModelInfo, RunRecord, RunSpec, RunStore, TaskRecord } from '../store';
+import type { RunStore } from '../store';
+import type { ModelInfo, RunRecord, RunSpec, TaskRecord } from '../records';
 import { taskId } from '../ids';
 
 export function planTasks(pset: Pset, spec: Pick<RunSpec, 'models' | 'samples' | 'withPaper' | 'promptTemplateDigest'>): TaskRecord[] {

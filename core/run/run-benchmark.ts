@@ -7,7 +7,8 @@
 import type { Pset } from '../types';
 import type { TestExecutor } from '../executor';
 import type { ModelClient } from '../model';
-import type { CompletionCache, CompletionRecord, ModelInfo, RunRecord, RunSpec, RunStatus, RunStore, TaskRecord } from '../store';
+import type { CompletionCache, RunStore } from '../store';
+import type { CompletionRecord, ModelInfo, RunRecord, RunSpec, RunStatus, TaskRecord } from '../records';
 import type { PromptTemplate } from '../prompt/template';
 import { openRun, planTasks } from './plan';
 import type { CostModel, GenerateResult } from './generate';

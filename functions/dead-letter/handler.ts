@@ -1,79 +1,11 @@
 /**
- * DeadLetter (each lane's DLQ -> Lambda, ReportBatchItemFailures): a generation message
- * that exhausted its deliveries becomes a failed completion of its task
- * (core/cloud/settle-dead-letter.ts), so CheckProgress sees the task settled and the run
- * goes on to evaluation instead of waiting for its generation deadline. Counted as
- * Tasks_dead_lettered (the lane's DLQ alarm no longer sees these messages: they are consumed).
- * A malformed body is logged and acknowledged: it names no task to settle.
+ * DeadLetter (each lane's DLQ -> Lambda): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
+ * wiring are app/stages/dead-letter.ts, which the emulator binds too; configuration is read on the
+ * first invocation, never at module load.
  *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { settleDeadLetter, type SettleDeadLetterOutcome } from '../../core/cloud/settle-dead-letter';
-import type { RunStore, TaskRecord } from '../../core/store';
-import type { RunCounters } from '../../core/cloud/ports';
-import { MessageFormatError, parseGenerationMessage } from '../../adapters/aws/messages';
-import { loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
-import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { once } from '../../adapters/aws/runtime/cloud-config';
+import { createHandler, deployedDeadLetterDeps, loadConfig } from '../../app/stages/dead-letter';
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
-  return { storage: loadStorageConfig(env) };
-}
-
-export interface DeadLetterHandlerDeps {
-  store: RunStore;
-  counters?: RunCounters;
-  logger: Logger;
-  metrics: Metrics;
-}
-
-export function createHandler(getDeps: () => DeadLetterHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
-  // Tasks by run, per warm instance: a run's plan never changes.
-  const tasks = new Map<string, Promise<Map<string, TaskRecord>>>();
-  return async (event, context) => {
-    const deps = getDeps();
-    const tasksOf = (runId: string): Promise<Map<string, TaskRecord>> => {
-      let hit = tasks.get(runId);
-      if (!hit) {
-        hit = deps.store.listTasks(runId).then((list) => new Map(list.map((t) => [t.taskId, t])));
-        hit.catch(() => tasks.delete(runId));
-        tasks.set(runId, hit);
-      }
-      return hit;
-    };
-    const recordHandler = async (record: SQSRecord): Promise<SettleDeadLetterOutcome | 'malformed'> => {
-      let message;
-      try {
-        message = parseGenerationMessage(record.body);
-      } catch (err) {
-        if (!(err instanceof MessageFormatError)) throw err;
-        deps.logger.error('dead letter is not a generation message; dropped', { error: err.message });
-        return 'malformed';
-      }
-      const receiveCount = Number(record.attributes?.ApproximateReceiveCount) || undefined;
-      const outcome = await settleDeadLetter({ store: deps.store, counters: deps.counters, tasksOf }, message, receiveCount);
-      deps.logger.warn('dead-lettered task settled', { runId: message.runId, taskId: message.taskId, outcome });
-      deps.metrics.addMetric(`Tasks_dead_lettered_${outcome}`, MetricUnit.Count, 1);
-      return outcome;
-    };
-    try {
-      return await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), {
-        context: context as Context,
-        throwOnFullBatchFailure: false,
-      });
-    } finally {
-      deps.metrics.publishStoredMetrics();
-    }
-  };
-}
-
-export const handler = createHandler(
-  once(() => ({
-    ...createStorageAdapters(loadConfig().storage),
-    logger: new Logger({ serviceName: 'rcb-dead-letter' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'dead-letter' }),
-  })),
-);
+export const handler = createHandler(once(() => deployedDeadLetterDeps(loadConfig())));

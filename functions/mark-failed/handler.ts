@@ -1,38 +1,11 @@
 /**
- * MarkRunFailed (the workflow's catch path): set the run's status to `failed` with the
- * error that stopped it. Completions and verdicts already written stay; a resumed run
- * reuses them.
+ * MarkRunFailed (the workflow's catch path): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
+ * wiring are app/stages/mark-failed.ts, which the emulator binds too; configuration is read on the
+ * first invocation, never at module load.
  *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { markRunFailed } from '../../core/cloud/mark-run-failed';
-import { markRunFailedInputSchema, parsePayload, stateFailureSchema, type MarkRunFailedInput } from '../../core/cloud/payloads';
-import type { RunStore } from '../../core/store';
-import { loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
-import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { once } from '../../adapters/aws/runtime/cloud-config';
+import { createHandler, deployedMarkFailedDeps, loadConfig } from '../../app/stages/mark-failed';
 
-export { markRunFailedInputSchema, stateFailureSchema };
-export type { MarkRunFailedInput };
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
-  return { storage: loadStorageConfig(env) };
-}
-
-export function createHandler(getDeps: () => { store: RunStore; logger: Logger }): (event: unknown) => Promise<void> {
-  return async (event) => {
-    const input = parsePayload(markRunFailedInputSchema, event, 'MarkRunFailed input');
-    const deps = getDeps();
-    deps.logger.appendKeys({ runId: input.runId });
-    try {
-      deps.logger.error('run failed', { failure: input.failure });
-      await markRunFailed(deps.store, input);
-    } finally {
-      deps.logger.removeKeys(['runId']);
-    }
-  };
-}
-
-export const handler = createHandler(
-  once(() => ({ store: createStorageAdapters(loadConfig().storage).store, logger: new Logger({ serviceName: 'rcb-mark-failed' }) })),
-);
+export const handler = createHandler(once(() => deployedMarkFailedDeps(loadConfig())));

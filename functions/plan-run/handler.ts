@@ -1,99 +1,11 @@
 /**
- * PlanRun (Step Functions task): validate the run spec, write the run and its tasks,
- * refuse a spec whose estimate exceeds the budget (unless forced), enqueue one SQS message
- * per unanswered task on its provider's lane (batch-mode models' tasks are left to the batch
- * lane), and list the shards (papers) to evaluate.
- * A thin adapter over core/cloud/plan-cloud-run.ts.
+ * PlanRun (Step Functions task): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
+ * wiring are app/stages/plan-run.ts, which the emulator binds too; configuration is read on the
+ * first invocation, never at module load.
  *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES (JSON lane -> queue URL),
- * RCB_EVALUATION_READY ("true" | "false").
+ * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES, RCB_EVALUATION_READY.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { planCloudRun, type PlanCloudRunDeps } from '../../core/cloud/plan-cloud-run';
-import { parsePayload, runWorkflowInputSchema, type PlanRunResult, type RunWorkflowInput, type ShardRef } from '../../core/cloud/payloads';
-import type { CostModel } from '../../core/run/generate';
-import type { RunSpec } from '../../core/store';
-import { createSqsClient } from '../../adapters/aws/clients';
-import { HostedModels } from '../../adapters/models/hosted-models';
-import { envKeySource } from '../../core/keys';
-import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
-import { createStorageAdapters, LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
-import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../../adapters/aws/runtime/run-models';
+import { once } from '../../adapters/aws/runtime/cloud-config';
+import { createHandler, deployedPlanRunDeps, loadConfig } from '../../app/stages/plan-run';
 
-export { runWorkflowInputSchema };
-export type { RunWorkflowInput, ShardRef, PlanRunResult };
-
-export interface PlanRunConfig {
-  storage: StorageConfig;
-  /** RCB_LANE_QUEUES: lane name -> queue URL. */
-  laneQueues: Record<string, string>;
-  /** RCB_EVALUATION_READY: false on a parked stack (no interface endpoints), which refuses runs. */
-  evaluationReady: boolean;
-}
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): PlanRunConfig {
-  return {
-    storage: loadStorageConfig(env),
-    laneQueues: jsonRecordEnv(env, 'RCB_LANE_QUEUES'),
-    evaluationReady: env.RCB_EVALUATION_READY !== 'false',
-  };
-}
-
-export interface PlanRunHandlerDeps extends Omit<PlanCloudRunDeps, 'costs'> {
-  /** Prices of the spec's paid models. */
-  costsFor(spec: RunSpec): Map<string, CostModel>;
-  /** Batch prices of the run's batch-mode models. @default their interactive prices */
-  batchCostsFor?(spec: RunSpec, batchModels: readonly string[]): Map<string, CostModel>;
-  /** The spec's slow models, left to the batch lane in background mode. @default none */
-  slowModelsFor?(spec: RunSpec): Set<string>;
-  evaluationReady: boolean;
-  logger: Logger;
-  metrics: Metrics;
-}
-
-function defaultDeps(config: PlanRunConfig): PlanRunHandlerDeps {
-  const storage = createStorageAdapters(config.storage);
-  // Registry for routing and prices only: PlanRun never calls a model, so no keys.
-  // Loaded on first need: a run of offline models only never reads the registry file.
-  const hosted = once(() => new HostedModels(loadDeployedRegistry(), envKeySource({})));
-  const lanes = Object.keys(config.laneQueues);
-  return {
-    ...storage,
-    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => (OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'))),
-    costsFor: (spec) => runModelCosts(spec, hosted),
-    batchCostsFor: (spec, batchModels) => runBatchCosts(spec, batchModels, hosted),
-    slowModelsFor: (spec) => runSlowModels(spec, hosted),
-    evaluationReady: config.evaluationReady,
-    logger: new Logger({ serviceName: 'rcb-plan-run' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),
-  };
-}
-
-export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknown) => Promise<PlanRunResult> {
-  return async (event) => {
-    const input = parsePayload(runWorkflowInputSchema, event, 'run workflow input');
-    const deps = getDeps();
-    deps.logger.appendKeys({ runId: input.runId });
-    try {
-      if (!deps.evaluationReady) {
-        throw new Error('this stack is parked (interfaceEndpoints=false): evaluation cannot start tasks; redeploy with endpoints to run');
-      }
-      const batchCosts = input.batch && deps.batchCostsFor?.(input.spec, input.batch.models);
-      const slowModels = deps.slowModelsFor?.(input.spec);
-      const plan = await planCloudRun({ ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}), ...(slowModels?.size ? { slowModels } : {}) }, input);
-      deps.logger.info('run planned', { taskCount: plan.taskCount, enqueued: plan.enqueued, batchTasks: plan.batchTasks, shards: plan.shards.length, estimatedCostUsd: plan.estimatedCostUsd });
-      deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);
-      deps.metrics.addMetric('TasksEnqueued', MetricUnit.Count, plan.enqueued);
-      return plan;
-    } catch (err) {
-      deps.logger.error('planning failed', err as Error);
-      throw err;
-    } finally {
-      deps.metrics.publishStoredMetrics();
-      deps.logger.removeKeys(['runId']);
-    }
-  };
-}
-
-export const handler = createHandler(once(() => defaultDeps(loadConfig())));
+export const handler = createHandler(once(() => deployedPlanRunDeps(loadConfig())));

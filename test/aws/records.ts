@@ -1,5 +1,5 @@
 /** Small valid records of the RunStore port for the AWS adapter tests. */
-import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../../core/store';
+import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../../core/records';
 
 export function makeRun(runId: string, overrides: { budgetUsd?: number | null; createdAt?: string; psetRoot?: string } = {}): RunRecord {
   const createdAt = overrides.createdAt ?? '2026-01-01T00:00:00.000Z';

@@ -1,6 +1,6 @@
 /** Config loading and model resolution shared by the cloud functions and the container. */
 import { ConfigError, jsonRecordEnv, loadStorageConfig, once, positiveNumberEnv } from '../../adapters/aws/runtime/cloud-config';
-import { resolveRunModels, runModelCosts } from '../../adapters/aws/runtime/run-models';
+import { resolveRunModels, runModelCosts } from '../../app/models';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
 import { staticKeySource } from '../../core/keys';

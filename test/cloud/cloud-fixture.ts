@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ModelClient } from '../../core/model';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import type { Pset } from '../../core/types';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';

@@ -14,7 +14,7 @@ import { resourcePath } from '../../core/util/package-root';
 import { buildReport } from '../../core/report/build-report';
 import { runBenchmark } from '../../core/run/run-benchmark';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
-import { createLocalExecutor } from '../../adapters/local/executor';
+import { createLocalExecutor } from '../../adapters/executor';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
 import { createPsetBundle, materialisePsetBundle, loadBundledPset, RunInputError } from '../../core/cloud/pset-bundle';
 import { BudgetExceededError, planCloudRun } from '../../core/cloud/plan-cloud-run';

@@ -13,7 +13,7 @@ import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { packageRoot, resourcePath } from '../../core/util/package-root';
 import { runId as computeRunId } from '../../core/ids';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
 import { uploadPromptTemplate, uploadPsetBundle } from '../../core/cloud/pset-bundle';
 import { planCloudRun } from '../../core/cloud/plan-cloud-run';

@@ -14,7 +14,7 @@ import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
 import { SimulatedLanes } from '../../emulator/sqs-lanes';
-import { createHandler as createGenerate } from '../../functions/generate/handler';
+import { createHandler as createGenerate } from '../../app/stages/generate';
 import { startDynalite, type LocalDynamo } from '../aws/local-servers';
 import { cloudFixture, type CloudFixture } from './cloud-fixture';
 

@@ -5,7 +5,7 @@
  * generator and the dead-letter consumer count the new one, and `rcb cloud run` starts a new
  * attempt of a succeeded run only when it has such tasks.
  */
-import type { CompletionRecord } from '../../core/store';
+import type { CompletionRecord } from '../../core/records';
 import { planCloudRun } from '../../core/cloud/plan-cloud-run';
 import { generateTask } from '../../core/cloud/generate-task';
 import { settleDeadLetter } from '../../core/cloud/settle-dead-letter';

@@ -6,7 +6,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RunRecord } from '../../core/store';
+import type { RunRecord } from '../../core/records';
 import type { RunCounters, RunCountValues } from '../../core/cloud/ports';
 import type { ExecutionDescription, ExecutionStatus, RunExecutions } from '../../core/cloud/execution-attempts';
 import { exitCodeOf, formatProgress, progressLine, readProgress } from '../../core/cloud/run-progress';

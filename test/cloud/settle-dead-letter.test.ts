@@ -9,7 +9,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { planCloudRun } from '../../core/cloud/plan-cloud-run';
 import { checkProgress } from '../../core/cloud/check-progress';
 import { settleDeadLetter } from '../../core/cloud/settle-dead-letter';
-import { createHandler } from '../../functions/dead-letter/handler';
+import { createHandler } from '../../app/stages/dead-letter';
 import { makeCompletion } from '../aws/records';
 import { cloudFixture } from './cloud-fixture';
 

@@ -10,7 +10,7 @@ import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestExecutor } from '../../core/executor';
-import { createLocalExecutor } from '../../adapters/local/executor';
+import { createLocalExecutor } from '../../adapters/executor';
 import { planCloudRun } from '../../core/cloud/plan-cloud-run';
 import { generateTask } from '../../core/cloud/generate-task';
 import { evaluateShard, type EvaluateShardResult } from '../../core/cloud/evaluate-shard';

@@ -3,7 +3,7 @@
  * expected test time pass the target; the slices of a group cover each task exactly once.
  */
 import { DEFAULT_SHARD_SIZING, planShards, shardSlice, shardTasks } from '../../core/cloud/shard-plan';
-import type { TaskRecord } from '../../core/store';
+import type { TaskRecord } from '../../core/records';
 
 const task = (paper: string, model: string, i: number): TaskRecord => ({ taskId: `${paper}-${model}-${String(i).padStart(4, '0')}`, paper, file: 'f.py', snippet: `s${i % 20}`, loc: 3, model, sample: Math.floor(i / 20) });
 

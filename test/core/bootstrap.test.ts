@@ -14,7 +14,7 @@ import {
   type BootstrapUnit,
 } from '../../core/report/bootstrap';
 import { passAtK, scoreRun } from '../../core/scoring';
-import type { TaskRecord, Verdict } from '../../core/store';
+import type { TaskRecord, Verdict } from '../../core/records';
 
 const task = (weight: number, ...samples: boolean[]): BootstrapTask => ({ weight, samples });
 

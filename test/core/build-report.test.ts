@@ -1,5 +1,5 @@
 import { defaultJudge } from '../../core/report/build-report';
-import type { RunRecord } from '../../core/store';
+import type { RunRecord } from '../../core/records';
 
 const run = (source: RunRecord['source']) => ({ source }) as RunRecord;
 

@@ -1,7 +1,7 @@
 import type { Candidate, RawExecution, TestExecutor } from '../../core/executor';
 import { checkEnvironment, failureReason, type EnvironmentCache } from '../../core/run/env-check';
 import { readPset } from '../../core/pset/read-pset';
-import type { PaperEnvironment } from '../../core/store';
+import type { PaperEnvironment } from '../../core/records';
 import { passedSuiteReport } from '../helpers/driver-report';
 import { goodPaperFiles, makeTempPset, removeTempPsets } from '../fixtures/core/temp-pset';
 

@@ -1,5 +1,5 @@
 import { canonicalJson, runId, taskId, type TaskIdentity } from '../../core/ids';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 
 const TASK: TaskIdentity = {
   paperDigest: 'a'.repeat(64),

@@ -15,7 +15,7 @@ import { readRunResults } from '../../core/cloud/run-results';
 import { buildReport } from '../../core/report/build-report';
 import { seededRandom } from '../../core/report/bootstrap';
 import type { ReportFormat } from '../../core/report/format';
-import type { RunRecord, TaskRecord } from '../../core/store';
+import type { RunRecord, TaskRecord } from '../../core/records';
 import type { Judge } from '../../core/types';
 import { writeRunId } from '../../bin/commands/common';
 import { listRuns, runsCommand } from '../../bin/commands/runs-command';

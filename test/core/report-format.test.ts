@@ -1,7 +1,7 @@
 import { scoreRun, type Subset } from '../../core/scoring';
 import { formatCsv, formatJson, formatMarkdown, formatTable } from '../../core/report/format';
 import type { PaperMeta } from '../../core/types';
-import type { RunRecord, TaskRecord, Verdict } from '../../core/store';
+import type { RunRecord, TaskRecord, Verdict } from '../../core/records';
 
 const paper = (id: string, first: string): PaperMeta => ({ id, first_commit_date: first, annotated_file_paths: [], context_file_paths: [], extra: {} });
 const PAPERS = [paper('p1', '2025-03-10'), paper('p2', '2025-04-20')];

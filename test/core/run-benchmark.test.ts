@@ -9,7 +9,7 @@ import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { resourcePath, packageRoot } from '../../core/util/package-root';
 import { runBenchmark } from '../../core/run/run-benchmark';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { OracleModel } from '../../adapters/models/offline';
 import { passedSuiteReport } from '../helpers/driver-report';

@@ -1,5 +1,5 @@
 import { isSafe, latestCutoff, passAtK, scoreRun, type ScoreInput } from '../../core/scoring';
-import type { TaskRecord, Verdict } from '../../core/store';
+import type { TaskRecord, Verdict } from '../../core/records';
 import type { FailureClass, PaperMeta } from '../../core/types';
 
 /** One task row: paper, snippet, LoC, and per model the pass of each sample (T/F, '.' = no verdict yet). */

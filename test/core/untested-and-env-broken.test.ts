@@ -4,7 +4,7 @@
  */
 import { scoreRun, type ScoreInput } from '../../core/scoring';
 import { formatCsv, formatMarkdown, formatTable } from '../../core/report/format';
-import type { TaskRecord, Verdict } from '../../core/store';
+import type { TaskRecord, Verdict } from '../../core/records';
 import type { PaperMeta } from '../../core/types';
 
 /** Tasks of model A: [paper, snippet, loc, marks], one mark per sample: T pass, F fail, . untested. */

@@ -11,10 +11,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
-import { answerBook } from '../models/support/batch-contract';
+import { answerBook } from '../../fakes/answer-book';
 import { SWEEP_MODEL_IDS, sweepModelsYaml } from '../models/support/sweep-models';
 import { readFileSync } from 'node:fs';
-import { startFakeAnthropic, startFakeOpenAI, startFakeOpenAIBackground, type FakeBackgroundServer, type FakeServer } from '../models/support/fake-batch-servers';
+import { startFakeAnthropic, startFakeOpenAI, startFakeOpenAIBackground, type FakeBackgroundServer, type FakeServer } from '../../fakes/fake-batch-servers';
 import { startRcb } from '../reliability/run-cli';
 import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
 

@@ -16,10 +16,10 @@ import { CONTEXT_KEYS } from '../../infra/config';
 import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
 import { emulateCloudRun } from '../../emulator/emulated-run';
 import { resolveRun } from '../../bin/commands/resolve-run';
-import { hostedModels } from '../../bin/commands/model-commands';
+import { hostedModels } from '../../app/models';
 import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../emulator/deployed-functions';
 import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
-import { CLAIM_LEASE_MARGIN_MS } from '../../functions/generate/handler';
+import { CLAIM_LEASE_MARGIN_MS } from '../../app/stages/generate';
 import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
 import { fakeModelsYaml } from '../helpers/fake-models-file';
 
@@ -97,7 +97,7 @@ beforeAll(async () => {
   await endpoint.start();
   await proxy.start();
   writeFileSync(modelsFile, fakeModelsYaml(proxy.url, KEY_ENV));
-  workflow = synthesizeWorkflow({ bundle: true, outdir: join(work, 'cdk.out'), context: { [CONTEXT_KEYS.modelsFile]: modelsFile } });
+  workflow = await synthesizeWorkflow({ bundle: true, outdir: join(work, 'cdk.out'), context: { [CONTEXT_KEYS.modelsFile]: modelsFile } });
   functions = deployedFunctions(workflow.deployment!.template, workflow.deployment!.assemblyDir);
 }, 900_000);
 
@@ -193,7 +193,7 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
     const hung = proxy.hung;
     const hosted = hostedModels(modelsFile);
     const resolved = resolveRun({ model: ['fake'], samples: '1', paper: true, papers: paper.meta.id, timeout: '60', budget: '100' }, hosted);
-    const short = synthesizeWorkflow({
+    const short = await synthesizeWorkflow({
       bundle: true,
       outdir: join(work, 'cdk.out-short'),
       context: { [CONTEXT_KEYS.modelsFile]: modelsFile, [CONTEXT_KEYS.generatorTimeoutSec]: 10 },

@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Verdict } from '../../core/store';
+import type { Verdict } from '../../core/records';
 import { emulateCloudRun, type EmulatedRun } from '../../emulator/emulated-run';
 import { resolveRun } from '../../bin/commands/resolve-run';
 import { rcb, tempDir } from '../helpers/cli';

@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Verdict } from '../../core/store';
+import type { Verdict } from '../../core/records';
 import type { ModelClient } from '../../core/model';
 import type { Pset } from '../../core/types';
 import { loadPset } from '../../core/pset/read-pset';

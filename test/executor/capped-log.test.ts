@@ -1,4 +1,4 @@
-import { cutMarkerLine, StreamCapture } from '../../adapters/local/executor/capped-log';
+import { cutMarkerLine, StreamCapture } from '../../adapters/executor/capped-log';
 
 describe('StreamCapture', () => {
   it('keeps a stream that fits the cap whole', () => {

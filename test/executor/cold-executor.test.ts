@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { RawExecution } from '../../core/executor';
-import { ColdExecutor, createColdExecutor } from '../../adapters/local/executor';
-import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
+import { ColdExecutor, createColdExecutor } from '../../adapters/executor';
+import { runningAsRoot } from '../../adapters/executor/sandbox-users';
 import { passedSuiteReport } from '../helpers/driver-report';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
 import { boundAfter, timed } from '../helpers/machine-speed';

@@ -1,4 +1,4 @@
-import { isSecretName, sandboxEnvironment } from '../../adapters/local/executor/environment';
+import { isSecretName, sandboxEnvironment } from '../../adapters/executor/environment';
 
 describe('sandboxEnvironment', () => {
   const parentEnv = {

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { CORRECT_BODY, makeTinyPaper, MODEL_FILE, modelSource, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
 
 const PYTHON = '/usr/bin/python3';
-const DRIVER = resolve(__dirname, '../../adapters/local/python/rcb_driver.py');
+const DRIVER = resolve(__dirname, '../../adapters/executor/python/rcb_driver.py');
 const ENV = { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1' };
 
 interface Run {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRunDir, removeStaleRunDirs } from '../../adapters/local/executor/run-dir';
+import { createRunDir, removeStaleRunDirs } from '../../adapters/executor/run-dir';
 
 describe('run directories', () => {
   let parent: string;

@@ -4,7 +4,7 @@ import {
   releaseSandboxUsers,
   UID_SPACE_START,
   UIDS_PER_PROCESS,
-} from '../../adapters/local/executor/sandbox-users';
+} from '../../adapters/executor/sandbox-users';
 
 describe('sandbox users', () => {
   it('gives two processes disjoint blocks of uids, all below 2^31', () => {

@@ -1,11 +1,11 @@
-import type { PythonInfo } from '../../adapters/local/executor/python';
+import type { PythonInfo } from '../../adapters/executor/python';
 import {
   interpreterDirs,
   SANDBOX_DRIVER,
   SANDBOX_WORKSPACE,
   sandboxArgs,
   sandboxBaseArgs,
-} from '../../adapters/local/executor/sandbox';
+} from '../../adapters/executor/sandbox';
 
 const debianPython: PythonInfo = {
   executable: '/usr/bin/python3',

@@ -10,10 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ColdExecutor, WarmExecutor } from '../../adapters/local/executor';
-import { createLocalExecutor } from '../../adapters/local/executor';
-import { allocateSandboxUsers, releaseSandboxUsers, runningAsRoot } from '../../adapters/local/executor/sandbox-users';
-import { takeFilesOfUid } from '../../adapters/local/executor/uid-leftovers';
+import type { ColdExecutor, WarmExecutor } from '../../adapters/executor';
+import { createLocalExecutor } from '../../adapters/executor';
+import { allocateSandboxUsers, releaseSandboxUsers, runningAsRoot } from '../../adapters/executor/sandbox-users';
+import { takeFilesOfUid } from '../../adapters/executor/uid-leftovers';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper } from '../fixtures/executor/tiny-paper';
 
 jest.setTimeout(120_000);
@@ -180,7 +180,7 @@ const UNTIL_P_HAS_UID = [
     const [user] = allocateSandboxUsers(1);
     const script = [
       'import subprocess, sys, time',
-      `sys.path.insert(0, ${JSON.stringify(join(__dirname, '..', '..', 'adapters', 'local', 'python'))})`,
+      `sys.path.insert(0, ${JSON.stringify(join(__dirname, '..', '..', 'adapters', 'executor', 'python'))})`,
       'import rcb_contain',
       `uid = ${user.uid}`,
       'before = rcb_contain.end_uid(uid, uid)',
@@ -205,7 +205,7 @@ const UNTIL_P_HAS_UID = [
     const [user] = allocateSandboxUsers(1);
     const script = [
       'import os, subprocess, sys, time',
-      `sys.path.insert(0, ${JSON.stringify(join(__dirname, '..', '..', 'adapters', 'local', 'python'))})`,
+      `sys.path.insert(0, ${JSON.stringify(join(__dirname, '..', '..', 'adapters', 'executor', 'python'))})`,
       'import rcb_contain',
       `uid = ${user.uid}`,
       'c = rcb_contain.Containment(uid, uid, ender=True)',

@@ -12,7 +12,7 @@ import { findSnippet, originalBody } from '../../core/prompt/mask';
 import { candidateFor } from '../../core/run/evaluate';
 import { loadPset } from '../../core/pset/read-pset';
 import type { Snippet } from '../../core/types';
-import { createColdExecutor, createWarmExecutor } from '../../adapters/local/executor';
+import { createColdExecutor, createWarmExecutor } from '../../adapters/executor';
 import { PSET_MINI, REPO } from '../helpers/cli';
 
 jest.setTimeout(300_000);

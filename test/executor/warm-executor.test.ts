@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RawExecution } from '../../core/executor';
-import { ColdExecutor, createColdExecutor, createWarmExecutor, detectPreloadModules, WarmExecutor } from '../../adapters/local/executor';
-import { LINK_THRESHOLD_BYTES } from '../../adapters/local/executor/warm-workspace';
+import { ColdExecutor, createColdExecutor, createWarmExecutor, detectPreloadModules, WarmExecutor } from '../../adapters/executor';
+import { LINK_THRESHOLD_BYTES } from '../../adapters/executor/warm-workspace';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper } from '../fixtures/executor/tiny-paper';
 import { PSET_MINI } from '../helpers/cli';
 

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Candidate, RawExecution } from '../../core/executor';
-import { createColdExecutor, createWarmExecutor, detectPreloadModules, type ColdExecutor, type WarmExecutor } from '../../adapters/local/executor';
+import { createColdExecutor, createWarmExecutor, detectPreloadModules, type ColdExecutor, type WarmExecutor } from '../../adapters/executor';
 
 jest.setTimeout(120_000);
 

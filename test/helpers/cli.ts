@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync } from 'node:fs';
-import { findBwrap } from '../../adapters/local/executor/sandbox';
+import { findBwrap } from '../../adapters/executor/sandbox';
 import { fargateLikeHost } from '../security/support/fargate-like-host';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

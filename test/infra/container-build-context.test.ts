@@ -62,11 +62,11 @@ describe('the evaluation image build context', () => {
   });
 
   it('puts every one of rcb\'s Python files where the bundled executor looks for them (../python from its module: dist/python)', () => {
-    const names = readdirSync(join(REPO_ROOT, 'adapters', 'local', 'python')).filter((n) => n.endsWith('.py'));
+    const names = readdirSync(join(REPO_ROOT, 'adapters', 'executor', 'python')).filter((n) => n.endsWith('.py'));
     expect(names).toEqual(expect.arrayContaining(['rcb_driver.py', 'rcb_warm_server.py']));
     for (const name of names) {
       const copied = join(app!.appDir, 'dist', 'python', name);
-      expect({ name, same: existsSync(copied) && readFileSync(copied, 'utf8') === readFileSync(join(REPO_ROOT, 'adapters', 'local', 'python', name), 'utf8') }).toEqual({ name, same: true });
+      expect({ name, same: existsSync(copied) && readFileSync(copied, 'utf8') === readFileSync(join(REPO_ROOT, 'adapters', 'executor', 'python', name), 'utf8') }).toEqual({ name, same: true });
     }
   });
 

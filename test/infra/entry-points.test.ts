@@ -3,7 +3,7 @@
  * is tested in test/functions and test/cloud.)
  */
 import { CREDENTIAL_VARIABLES, loadShardEnv } from '../../container/entry';
-import { sandboxEnvironment } from '../../adapters/local/executor/environment';
+import { sandboxEnvironment } from '../../adapters/executor/environment';
 import { handler as checkProgress } from '../../functions/check-progress/handler';
 
 // The handlers log their refusal through Powertools (JSON lines on stdout); keep test output clean.

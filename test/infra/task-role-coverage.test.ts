@@ -17,7 +17,7 @@ import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { resourcePath } from '../../core/util/package-root';
 import { runId as computeRunId } from '../../core/ids';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import type { ModelClient } from '../../core/model';
 import { uploadPromptTemplate, uploadPsetBundle } from '../../core/cloud/pset-bundle';
 import { planCloudRun } from '../../core/cloud/plan-cloud-run';
@@ -30,8 +30,8 @@ import { batchRound } from '../../core/cloud/batch-round';
 import { staticKeySource } from '../../core/keys';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry } from '../../adapters/models/registry';
-import { answerBook } from '../models/support/batch-contract';
-import { startFakeOpenAI, type FakeServer } from '../models/support/fake-batch-servers';
+import { answerBook } from '../../fakes/answer-book';
+import { startFakeOpenAI, type FakeServer } from '../../fakes/fake-batch-servers';
 import { actionsOf, flatten, logicalIdStartingWith, resourcesOfType, roleStatements, sharedStack, type Statement } from './helpers';
 
 /** One AWS call, as IAM sees it. */

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
-import type { RunEnvironment, RunStore } from '../../core/store';
+import type { RunStore } from '../../core/store';
+import type { RunEnvironment } from '../../core/records';
 import { startDynalite, type LocalDynamo } from '../aws/local-servers';
 import { makeRun } from '../aws/records';
 

@@ -1,5 +1,5 @@
 import { batchContract } from './support/batch-contract';
-import { startFakeAnthropic } from './support/fake-batch-servers';
+import { startFakeAnthropic } from '../../fakes/fake-batch-servers';
 
 batchContract({
   name: 'Anthropic Message Batches',

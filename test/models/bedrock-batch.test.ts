@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import S3rver from 's3rver';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { batchContract } from './support/batch-contract';
-import { startFakeBedrock } from './support/fake-batch-servers';
+import { startFakeBedrock } from '../../fakes/fake-batch-servers';
 
 /** s3rver checks signatures against its one built-in account. */
 const S3RVER = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };

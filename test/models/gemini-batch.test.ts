@@ -1,5 +1,5 @@
 import { batchContract } from './support/batch-contract';
-import { startFakeGemini } from './support/fake-batch-servers';
+import { startFakeGemini } from '../../fakes/fake-batch-servers';
 
 batchContract({
   name: 'Gemini batch mode',

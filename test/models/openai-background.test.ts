@@ -8,7 +8,7 @@
  * the interactive price (background mode is no discount).
  */
 import { join } from 'node:path';
-import type { RunSpec } from '../../core/store';
+import type { RunSpec } from '../../core/records';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { planTasks } from '../../core/run/plan';
@@ -19,9 +19,9 @@ import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry, RegistryError } from '../../adapters/models/registry';
 import { responseIds } from '../../adapters/models/providers/openai-background';
-import { answerBook } from './support/batch-contract';
-import { FAKE_USAGE } from './support/fake-batch-backend';
-import { startFakeOpenAIBackground, type FakeBackgroundServer } from './support/fake-batch-servers';
+import { answerBook } from '../../fakes/answer-book';
+import { FAKE_USAGE } from '../../fakes/fake-batch-backend';
+import { startFakeOpenAIBackground, type FakeBackgroundServer } from '../../fakes/fake-batch-servers';
 import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
 
 const pset = loadPset(PSET_MINI, { papers: ['adamlite'] });

@@ -1,5 +1,5 @@
 import { batchContract } from './support/batch-contract';
-import { startFakeOpenAI } from './support/fake-batch-servers';
+import { startFakeOpenAI } from '../../fakes/fake-batch-servers';
 
 const entry = (provider: 'openai' | 'openai-responses') => (url: string) => ({
   id: `fake-${provider}`,

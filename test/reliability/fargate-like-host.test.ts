@@ -4,8 +4,8 @@
  * run in the uid sandbox (RCB_SANDBOX=uid): the same rejections, and runs killed with
  * SIGKILL (the whole host) resume to the same results with no model call repeated.
  */
-import { findBwrap } from '../../adapters/local/executor/sandbox';
-import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
+import { findBwrap } from '../../adapters/executor/sandbox';
+import { runningAsRoot } from '../../adapters/executor/sandbox-users';
 
 if (runningAsRoot() && findBwrap() !== null) {
   process.env.RCB_TEST_HOST = 'fargate-like';

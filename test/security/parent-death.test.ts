@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
+import { runningAsRoot } from '../../adapters/executor/sandbox-users';
 import { REPO } from '../helpers/cli';
 import { processesWith } from '../fixtures/executor/tiny-paper';
 

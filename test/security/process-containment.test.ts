@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runningAsRoot } from '../../adapters/local/executor/sandbox-users';
+import { runningAsRoot } from '../../adapters/executor/sandbox-users';
 import { REPO } from '../helpers/cli';
 import { runContainmentTrial, type TrialConfig, type TrialOutcome } from './support/containment-trial';
 

@@ -11,6 +11,7 @@ import { claudeFinishReason, ProviderClient, splitPrompt, usageWithCacheApart, t
 import type { ModelEntry } from '../registry';
 import { AnthropicBatchClient } from './anthropic-batch';
 import type { ProviderModule } from '../provider-module';
+import { PROVIDER_LANES } from '../provider-lanes';
 
 const PROVIDER = 'anthropic';
 
@@ -81,7 +82,7 @@ function messageUsage(u: unknown): BilledUsage {
 export const anthropicProvider: ProviderModule = {
   name: 'anthropic',
   keyEnv: 'ANTHROPIC_API_KEY',
-  lane: 'anthropic',
+  lane: PROVIDER_LANES.anthropic.lane,
   cacheMinTokens: 1024,
   batchWindowHours: 24,
   tokenizer: () => 'approx',

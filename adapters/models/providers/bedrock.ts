@@ -11,6 +11,7 @@ import { claudeFinishReason, ProviderClient, splitPrompt, usageWithCacheApart, t
 import type { ModelEntry } from '../registry';
 import { BedrockBatchClient, bedrockBatchLimits } from './bedrock-batch';
 import type { ProviderModule } from '../provider-module';
+import { PROVIDER_LANES } from '../provider-lanes';
 
 const PROVIDER = 'bedrock';
 
@@ -133,7 +134,7 @@ function converseUsage(u: unknown): BilledUsage {
 export const bedrockProvider: ProviderModule = {
   name: 'bedrock',
   keyEnv: undefined,
-  lane: 'bedrock',
+  lane: PROVIDER_LANES.bedrock.lane,
   cacheMinTokens: 1024,
   batchWindowHours: 24,
   tokenizer: () => 'approx',

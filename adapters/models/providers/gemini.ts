@@ -10,6 +10,7 @@ import { ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { GEMINI_BATCH_LIMITS, GeminiBatchClient } from './gemini-batch';
 import { automaticCache, type ProviderModule } from '../provider-module';
+import { PROVIDER_LANES } from '../provider-lanes';
 
 const PROVIDER = 'gemini';
 
@@ -146,7 +147,7 @@ function geminiUsage(u: unknown): BilledUsage {
 export const geminiProvider: ProviderModule = {
   name: 'gemini',
   keyEnv: 'GEMINI_API_KEY',
-  lane: 'google',
+  lane: PROVIDER_LANES.gemini.lane,
   cacheMinTokens: 4096,
   batchWindowHours: 24,
   tokenizer: () => 'approx',

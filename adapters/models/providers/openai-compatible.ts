@@ -9,7 +9,8 @@ import { OpenAIChatClient } from './openai';
 export const openaiCompatibleProvider: ProviderModule = {
   name: 'openai-compatible',
   keyEnv: undefined,
-  lane: 'openai-compatible',
+  // No lane of its own: the routing's default lane.
+  lane: undefined,
   cacheMinTokens: 1024,
   tokenizer: (entry) => (/^(openai\/)?(gpt-|o\d|chatgpt-)/i.test(entry.model) ? openaiTokenizer(entry.model) : 'approx'),
   cacheMode: automaticCache,

@@ -1,9 +1,10 @@
 /** `rcb cloud cancel RUN [--now]`: stop a run's model calls (core/cloud/cancel-run.ts). */
 import { UsageError } from '../common';
-import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps, type StackFlags } from './cloud-deps';
+import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps } from './cloud-deps';
+import type { StackFlags } from './stack-flags';
+import { cancelRun } from '../../../core/cloud/cancel-run';
 
 export async function cloudCancel(runId: string, opts: StackFlags & { now?: boolean }, deps: CloudDeps): Promise<number> {
-  const { cancelRun } = require('../../../core/cloud/cancel-run') as typeof import('../../../core/cloud/cancel-run');
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { store } = stackAdapters(deps, outputs);
   const outcome = await cancelRun({ store, executions: stackExecutions(deps, outputs) }, runId, { now: opts.now });

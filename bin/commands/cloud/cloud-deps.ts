@@ -1,14 +1,18 @@
 /**
  * What every `rcb cloud` command needs of a deployed stack: the SDK clients, the stack's
  * outputs (bucket, table, state machine) from CloudFormation by stack name, the AWS
- * adapters over them, and the run's executions through Step Functions. Heavy modules (the
- * SDK clients) are loaded inside the functions: registering the commands costs
- * `rcb validate` nothing.
+ * adapters over them, and the run's executions through Step Functions. The commands load
+ * this module on use (register-cloud-commands.ts): registering them costs `rcb validate`
+ * no SDK.
  */
-import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
-import type { S3Client } from '@aws-sdk/client-s3';
-import type { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { S3Client } from '@aws-sdk/client-s3';
+import { DescribeExecutionCommand, SFNClient, StopExecutionCommand, type StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoRunStore } from '../../../adapters/aws/dynamo-run-store';
+import { S3BlobStore } from '../../../adapters/aws/s3-blob-store';
+import { DynamoEnvironmentChecks } from '../../../adapters/aws/dynamo-environment-checks';
 import type { BlobStore, RunStore } from '../../../core/store';
 import type { EnvironmentChecks, RunCounters } from '../../../core/cloud/ports';
 import type { ExecutionStatus, RunExecutions } from '../../../core/cloud/execution-attempts';
@@ -22,7 +26,6 @@ export interface StackOutputs {
 }
 
 export const OUTPUT_KEYS = { bucket: 'ArtifactsBucketName', table: 'RunsTableName', stateMachineArn: 'RunWorkflowArn' } as const;
-export const DEFAULT_STACK_NAME = 'Rcb';
 
 /** What the commands talk to; tests mock the clients with aws-sdk-client-mock. */
 export interface CloudDeps {
@@ -37,18 +40,8 @@ export interface CloudDeps {
   pollMs: number;
 }
 
-export interface StackFlags {
-  stackName: string;
-  region?: string;
-}
-
 /** SDK clients for the region given (else the SDK's own resolution: AWS_REGION, profile). */
 export function defaultCloudDeps(region?: string): CloudDeps {
-  const { CloudFormationClient } = require('@aws-sdk/client-cloudformation') as typeof import('@aws-sdk/client-cloudformation');
-  const { S3Client } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
-  const { SFNClient } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-  const { DynamoDBClient } = require('@aws-sdk/client-dynamodb') as typeof import('@aws-sdk/client-dynamodb');
-  const { DynamoDBDocumentClient } = require('@aws-sdk/lib-dynamodb') as typeof import('@aws-sdk/lib-dynamodb');
   const config = region ? { region } : {};
   return {
     cfn: new CloudFormationClient(config),
@@ -70,7 +63,6 @@ export function consoleOutput(): Pick<CloudDeps, 'out' | 'err' | 'sleep'> {
 }
 
 export async function findStackOutputs(cfn: CloudFormationClient, stackName: string): Promise<StackOutputs> {
-  const { DescribeStacksCommand } = require('@aws-sdk/client-cloudformation') as typeof import('@aws-sdk/client-cloudformation');
   let stacks;
   try {
     ({ Stacks: stacks } = await cfn.send(new DescribeStacksCommand({ StackName: stackName })));
@@ -101,17 +93,13 @@ export function executionArn(stateMachineArn: string, name: string): string {
 
 /** The stack's run store (with its counters) and bucket. */
 export function stackAdapters(deps: CloudDeps, outputs: StackOutputs): { store: RunStore; counters: RunCounters; blobs: BlobStore; environments: EnvironmentChecks } {
-  const { DynamoRunStore } = require('../../../adapters/aws/dynamo-run-store') as typeof import('../../../adapters/aws/dynamo-run-store');
-  const { S3BlobStore } = require('../../../adapters/aws/s3-blob-store') as typeof import('../../../adapters/aws/s3-blob-store');
   const blobs = new S3BlobStore(deps.s3, { bucket: outputs.bucket });
-  const { DynamoEnvironmentChecks } = require('../../../adapters/aws/dynamo-environment-checks') as typeof import('../../../adapters/aws/dynamo-environment-checks');
   const store = new DynamoRunStore(deps.doc, { tableName: outputs.table, blobs });
   return { store, counters: store, blobs, environments: new DynamoEnvironmentChecks(deps.doc, { tableName: outputs.table }) };
 }
 
 /** The run's executions through Step Functions; `startCommand` builds the StartExecution of a name (rcb cloud run only). */
 export function stackExecutions(deps: CloudDeps, outputs: StackOutputs, startCommand?: (name: string) => StartExecutionCommand): RunExecutions {
-  const { DescribeExecutionCommand, StopExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
   const describe = async (name: string) => {
     try {
       return await deps.sfn.send(new DescribeExecutionCommand({ executionArn: executionArn(outputs.stateMachineArn, name) }));

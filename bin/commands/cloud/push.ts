@@ -1,6 +1,8 @@
 /** `rcb cloud push`: upload a pset as a content-addressed bundle and the prompt template to the stack's bucket. */
 import { loadPromptTemplate, loadPsetOrFail, parseList } from '../common';
-import { findStackOutputs, stackAdapters, type CloudDeps, type StackFlags } from './cloud-deps';
+import { findStackOutputs, stackAdapters, type CloudDeps } from './cloud-deps';
+import type { StackFlags } from './stack-flags';
+import { uploadPsetBundle, uploadPromptTemplate } from '../../../core/cloud/pset-bundle';
 
 export interface PushOptions extends StackFlags {
   pset?: string;
@@ -9,7 +11,6 @@ export interface PushOptions extends StackFlags {
 }
 
 export async function cloudPush(opts: PushOptions, deps: CloudDeps): Promise<number> {
-  const { uploadPsetBundle, uploadPromptTemplate } = require('../../../core/cloud/pset-bundle') as typeof import('../../../core/cloud/pset-bundle');
   const pset = loadPsetOrFail(opts.pset, parseList(opts.papers));
   const template = loadPromptTemplate(opts.promptTemplate);
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);

@@ -6,12 +6,25 @@
  */
 import { Option, type Command } from 'commander';
 import { addRunSpecOptions } from '../run-options';
-import { consoleOutput, defaultCloudDeps, DEFAULT_STACK_NAME, type CloudDeps, type StackFlags } from './cloud-deps';
-import { cloudPush } from './push';
-import { cloudRun } from './run';
-import { cloudStatus } from './status';
-import { cloudResults } from './results';
-import { cloudCancel } from './cancel';
+import type { CloudDeps } from './cloud-deps';
+import { DEFAULT_STACK_NAME, type StackFlags } from './stack-flags';
+import type * as ModelsModule from '../../../app/models';
+import type * as CloudDepsModule from './cloud-deps';
+import type * as RunEmulatedModule from './run-emulated';
+import type * as RunModule from './run';
+import type * as CancelModule from './cancel';
+import type * as ResultsModule from './results';
+import type * as StatusModule from './status';
+import type * as PushModule from './push';
+
+// The commands' modules, loaded on use: registering must not load the AWS SDK or the emulator.
+// (A typed require: `await import()` of a relative path fails where rcb.ts runs under `node -r tsx/cjs`.)
+const loadPush = (): typeof PushModule => require('./push');
+const loadStatus = (): typeof StatusModule => require('./status');
+const loadResults = (): typeof ResultsModule => require('./results');
+const loadCancel = (): typeof CancelModule => require('./cancel');
+const loadRun = (): typeof RunModule => require('./run');
+const loadEmulatedRun = (): typeof RunEmulatedModule => require('./run-emulated');
 
 /** Adds `rcb cloud ...`; `onExit` receives each command's exit code (default: process.exitCode). */
 export function registerCloudCommands(program: Command, onExit: (code: number) => void = (c) => void (process.exitCode = c)): void {
@@ -24,13 +37,16 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     c
       .option('--emulate', what)
       .option('--state-dir <dir>', 'folder of the emulated cloud\'s table, bucket and executions (--emulate; default ~/.rcb/emulator)');
-  const deps = (o: StackFlags & { emulate?: boolean }): CloudDeps => (o.emulate ? localOnlyDeps() : defaultCloudDeps(o.region));
+  const deps = async (o: StackFlags & { emulate?: boolean }): Promise<CloudDeps> => {
+    const { consoleOutput, defaultCloudDeps }: typeof CloudDepsModule = require('./cloud-deps');
+    return o.emulate ? localOnlyDeps(consoleOutput()) : defaultCloudDeps(o.region);
+  };
 
   stackFlags(cloud.command('push').description('upload a pset as a content-addressed bundle (psets/<digest>.json) and the prompt template'))
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
-    .action(async (o) => onExit(await cloudPush(o, deps(o))));
+    .action(async (o) => onExit(await loadPush().cloudPush(o, await deps(o))));
 
   const run = addRunSpecOptions(stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')), {
     model: 'model: oracle, empty or a registry id (repeatable)',
@@ -50,26 +66,28 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .addOption(new Option('--emulate-deliver-twice', 'emulator fault: deliver every SQS message twice').hideHelp())
     .addOption(new Option('--emulate-fail-shard-once', 'emulator fault: the first shard container exits non-zero once').hideHelp())
     .action(async (o) => {
-      const { hostedModels } = require('../model-commands') as typeof import('../model-commands');
-      onExit(await cloudRun(o, hostedModels(o.modelsFile), deps(o)));
+      const { hostedModels }: typeof ModelsModule = require('../../../app/models');
+      const hosted = hostedModels(o.modelsFile);
+      if (o.emulate) onExit(await loadEmulatedRun().emulatedRun(o, hosted, await deps(o)));
+      else onExit(await loadRun().cloudRun(o, hosted, await deps(o)));
     });
 
   emulateFlags(stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
-    .action(async (id, o) => onExit(await cloudStatus(id, o, deps(o))));
+    .action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
 
   emulateFlags(stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
     .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for --format official)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
-    .action(async (id, o) => onExit(await cloudResults(id, o, deps(o))));
+    .action(async (id, o) => onExit(await loadResults().cloudResults(id, o, await deps(o))));
 
   stackFlags(cloud.command('cancel').description('stop a run\'s model calls; what is answered is still evaluated and reported').argument('<run>', 'run id'))
     .option('--now', 'also stop the execution at once (no evaluation or reports of what finished)')
-    .action(async (id, o) => onExit(await cloudCancel(id, o, deps(o))));
+    .action(async (id, o) => onExit(await loadCancel().cloudCancel(id, o, await deps(o))));
 }
 
 /** The emulator talks to no AWS service: only the output functions of CloudDeps are used. */
-function localOnlyDeps(): CloudDeps {
+function localOnlyDeps(output: Pick<CloudDeps, 'out' | 'err' | 'sleep'>): CloudDeps {
   const unused = new Proxy({}, { get: () => { throw new Error('the emulator uses no AWS client'); } }) as never;
-  return { cfn: unused, s3: unused, doc: unused, sfn: unused, ...consoleOutput(), pollMs: 0 };
+  return { cfn: unused, s3: unused, doc: unused, sfn: unused, ...output, pollMs: 0 };
 }

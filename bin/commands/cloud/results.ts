@@ -1,7 +1,9 @@
 /** `rcb cloud results RUN [--emulate]`: scores of a run, in the report formats of `rcb report`. */
 import { parseReportFlags, UsageError } from '../common';
-import { findStackOutputs, stackAdapters, type CloudDeps, type StackFlags } from './cloud-deps';
+import { findStackOutputs, stackAdapters, type CloudDeps } from './cloud-deps';
+import type { StackFlags } from './stack-flags';
 import { withEmulatedStack, type EmulateFlags } from './emulated-stack-flags';
+import { readRunResults } from '../../../core/cloud/run-results';
 
 export interface ResultsOptions extends StackFlags, EmulateFlags {
   format: string;
@@ -10,7 +12,6 @@ export interface ResultsOptions extends StackFlags, EmulateFlags {
 }
 
 export async function cloudResults(runId: string, opts: ResultsOptions, deps: CloudDeps): Promise<number> {
-  const { readRunResults } = require('../../../core/cloud/run-results') as typeof import('../../../core/cloud/run-results');
   // Flags are checked before any AWS call or server start.
   const flags = parseReportFlags(opts);
   const report = async (ports: Parameters<typeof readRunResults>[0], where: string): Promise<number> => {

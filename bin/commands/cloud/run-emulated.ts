@@ -8,23 +8,20 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { HostedModels } from '../../../adapters/models/hosted-models';
-import { parsePositiveInt, UsageError } from '../common';
+import { StateInUseError } from '../../../emulator/emulator-state';
+import { exitCodeOf } from '../../../core/cloud/run-progress';
+import { LEADERBOARD, RUN_OUTPUTS, writeRunOutputs } from '../../../core/run/run-outputs';
+import { cloudBatchSettings } from '../../../app/cloud-run';
+import { defaultPython, parsePositiveInt, UsageError } from '../common';
 import type { CloudDeps } from './cloud-deps';
 import type { ShardEvaluatedLog } from '../../../emulator/shard-container';
-import { cloudBatchSettings, resolveCloudRun, type CloudRunOptions } from './run';
-
-/** The state folder of --state-dir, else the default one. */
-export function emulatorStateDir(flag: string | undefined): string {
-  const { defaultStateDir } = require('../../../emulator/emulator-state') as typeof import('../../../emulator/emulator-state');
-  return flag ? resolve(flag) : defaultStateDir();
-}
+import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
+import { emulatorStateDir } from './emulated-stack-flags';
+import type * as EmulatedRunModule from '../../../emulator/emulated-run';
 
 export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
-  const { emulateCloudRun } = require('../../../emulator/emulated-run') as typeof import('../../../emulator/emulated-run');
-  const { StateInUseError } = require('../../../emulator/emulator-state') as typeof import('../../../emulator/emulator-state');
-  const { buildReport } = require('../../../core/report/build-report') as typeof import('../../../core/report/build-report');
-  const { exitCodeOf } = require('../../../core/cloud/run-progress') as typeof import('../../../core/cloud/run-progress');
-  const { defaultPython } = require('../common') as typeof import('../common');
+  // Loaded on use: the emulator brings its local servers and the CDK synthesis.
+  const { emulateCloudRun }: typeof EmulatedRunModule = require('../../../emulator/emulated-run');
   const resolved = resolveCloudRun(opts, hosted);
   const { pset, template, spec, runId, models } = resolved;
   const batch = cloudBatchSettings(opts, hosted, resolved);
@@ -56,15 +53,12 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     const runRecord = await run.store.getRun(run.runId);
     if (run.succeeded) {
-      const { text } = await buildReport(run.store, run.runId, { format: 'table', judge: 'strict', subset: 'all' });
-      deps.out('\n' + text);
-      if (opts.out) {
-        const official = await buildReport(run.store, run.runId, { format: 'official', judge: 'official', subset: 'all' });
-        const dir = resolve(opts.out);
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, 'leaderboard.txt'), text);
-        writeFileSync(join(dir, 'overall_stats.json'), official.text);
-      }
+      const dir = opts.out ? resolve(opts.out) : undefined;
+      if (dir) mkdirSync(dir, { recursive: true });
+      const texts = await writeRunOutputs(run.store, run.runId, (output, text) => {
+        if (dir) writeFileSync(join(dir, output.file), text);
+      }, dir ? RUN_OUTPUTS : [LEADERBOARD]);
+      deps.out('\n' + texts.get(LEADERBOARD.file));
     }
     const l = run.lanes;
     const failedShards = run.shardRuns.filter((s) => s.code !== 0).length;

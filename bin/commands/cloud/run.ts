@@ -3,23 +3,14 @@
  * follow it to its leaderboard; `--emulate` runs the same flow here (run-emulated.ts). The
  * run spec is built by the code `rcb run` uses, so a cloud run of the same flags has the same id.
  */
+import { StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { HostedModels } from '../../../adapters/models/hosted-models';
-import type { BatchSettings } from '../../../core/cloud/payloads';
-import { UsageError } from '../common';
-import type { RunOptions } from '../run-command';
-import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps, type StackFlags } from './cloud-deps';
-
-export interface CloudRunOptions extends RunOptions, StackFlags {
-  detach?: boolean;
-  force?: boolean;
-  emulate?: boolean;
-  /** Folder of the emulated cloud's state (--emulate). @default ~/.rcb/emulator */
-  stateDir?: string;
-  emulateDeliverTwice?: boolean;
-  emulateFailShardOnce?: boolean;
-  /** Models for the workflow's batch lane, as a sweep's mode batch names them (`--batch` takes every registry model). */
-  batchSettings?: BatchSettings;
-}
+import { startOrFollow } from '../../../core/cloud/execution-attempts';
+import { watchRun } from '../../../core/cloud/watch-run';
+import { retryableFailedTasks } from '../../../core/cloud/failed-tasks';
+import { cloudBatchSettings, uploadRunInputs } from '../../../app/cloud-run';
+import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
+import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps } from './cloud-deps';
 
 /** Flags of `rcb run` that only this machine's evaluation reads. */
 const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
@@ -29,59 +20,18 @@ const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
   ['stateDir', '--state-dir'],
 ];
 
-/** The run of the flags, refused when a model is one the cloud cannot rebuild from the spec. */
-export function resolveCloudRun(opts: CloudRunOptions, hosted: HostedModels) {
-  const { resolveRun } = require('../resolve-run') as typeof import('../resolve-run');
-  const resolved = resolveRun(opts, hosted);
-  // The cloud rebuilds model clients from the spec: offline ones by name, replayed ones from
-  // the file uploaded with the run, the rest from the deployed registry.
-  const unknown = resolved.spec.models.filter(
-    (m) => !['oracle', 'empty'].includes(m.id) && typeof resolved.models.info[m.id]?.config.replay !== 'string' && !hosted.resolve(m.id, { temperature: resolved.temperature }),
-  );
-  if (unknown.length) throw new UsageError(`the cloud runs oracle, empty, replay:FILE and registry models only; not ${unknown.map((m) => m.id).join(', ')}`);
-  return resolved;
-}
-
-/**
- * The workflow input's batch settings: a sweep's, or with `--batch` every registry model of
- * the run (each must have a batch API), refused as `rcb run --batch` refuses them.
- */
-export function cloudBatchSettings(opts: CloudRunOptions, hosted: HostedModels, run: ReturnType<typeof resolveCloudRun>): BatchSettings | undefined {
-  if (opts.batchSettings) return opts.batchSettings;
-  if (!opts.batch) return undefined;
-  const { batchModelIds } = require('../resolve-run') as typeof import('../resolve-run');
-  return { models: batchModelIds(run, hosted) };
-}
-
 export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
-  if (opts.emulate) {
-    const { emulatedRun } = require('./run-emulated') as typeof import('./run-emulated');
-    return emulatedRun(opts, hosted, deps);
-  }
-  const { StartExecutionCommand } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-  const { uploadPsetBundle, uploadPromptTemplate, uploadReplayFiles } = require('../../../core/cloud/pset-bundle') as typeof import('../../../core/cloud/pset-bundle');
-  const { parsePayload, runWorkflowInputSchema } = require('../../../core/cloud/payloads') as typeof import('../../../core/cloud/payloads');
-  const { startOrFollow } = require('../../../core/cloud/execution-attempts') as typeof import('../../../core/cloud/execution-attempts');
-  const { watchRun } = require('../../../core/cloud/watch-run') as typeof import('../../../core/cloud/watch-run');
   const ignored = LOCAL_ONLY_FLAGS.filter(([k]) => opts[k] !== undefined && opts[k] !== false).map(([, flag]) => flag);
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
   if (ignored.length) deps.err(`note: ignored in the cloud: ${ignored.join(', ')}\n`);
 
   const resolved = resolveCloudRun(opts, hosted);
-  const { pset, template, spec, runId, models } = resolved;
+  const { pset, template, spec, models } = resolved;
   const batch = cloudBatchSettings(opts, hosted, resolved);
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { blobs, store, counters } = stackAdapters(deps, outputs);
-  const psetKey = await uploadPsetBundle(blobs, pset);
-  await uploadPromptTemplate(blobs, template.text);
-  await uploadReplayFiles(blobs, spec, models.info);
-  const input = parsePayload(
-    runWorkflowInputSchema,
-    { runId, spec: { ...spec, psetRoot: psetKey }, models: models.info, ...(opts.force ? { force: true } : {}), ...(batch ? { batch } : {}) },
-    'run workflow input',
-  );
+  const { runId, input } = await uploadRunInputs(blobs, { pset, templateText: template.text, spec, models: models.info, force: opts.force, batch });
   const executions = stackExecutions(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
-  const { retryableFailedTasks } = require('../../../core/cloud/failed-tasks') as typeof import('../../../core/cloud/failed-tasks');
   // A succeeded run whose failed tasks a new attempt would ask again is started again, as `rcb run` resumes one.
   const attempt = await startOrFollow(executions, runId, { restartSucceeded: async () => (await retryableFailedTasks(store, runId)).length > 0 });
   if (attempt.started) {

@@ -1,10 +1,11 @@
 /** `rcb cloud status RUN [--emulate]`: the run's latest execution and its progress. */
 import { UsageError } from '../common';
-import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps, type StackFlags } from './cloud-deps';
+import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps } from './cloud-deps';
+import type { StackFlags } from './stack-flags';
 import { withEmulatedStack, type EmulateFlags } from './emulated-stack-flags';
+import { describeRunStatus } from '../../../core/cloud/run-status';
 
 export async function cloudStatus(runId: string, opts: StackFlags & EmulateFlags, deps: CloudDeps): Promise<number> {
-  const { describeRunStatus } = require('../../../core/cloud/run-status') as typeof import('../../../core/cloud/run-status');
   const report = async (ports: Parameters<typeof describeRunStatus>[0], where: string): Promise<number> => {
     const lines = await describeRunStatus(ports, runId);
     if (!lines) throw new UsageError(`no run ${runId} in ${where}`);

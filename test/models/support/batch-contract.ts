@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import type { Pset } from '../../../core/types';
-import type { RunSpec, TaskRecord } from '../../../core/store';
+import type { RunSpec, TaskRecord } from '../../../core/records';
 import { loadPset } from '../../../core/pset/read-pset';
 import { loadTemplate, buildPrompt, type PromptTemplate } from '../../../core/prompt/template';
 import { findSnippet, originalBody } from '../../../core/prompt/mask';
@@ -20,8 +20,9 @@ import { SqliteBatchLedger } from '../../../adapters/local/sqlite-batch-ledger';
 import { HostedModels } from '../../../adapters/models/hosted-models';
 import { parseModelEntry, type ModelEntry } from '../../../adapters/models/registry';
 import { PSET_MINI, REPO, tempDir } from '../../helpers/cli';
-import { FAKE_USAGE } from './fake-batch-backend';
-import type { FakeServer } from './fake-batch-servers';
+import { FAKE_USAGE } from '../../../fakes/fake-batch-backend';
+import { answerBook } from '../../../fakes/answer-book';
+import type { FakeServer } from '../../../fakes/fake-batch-servers';
 
 export interface BatchFixture {
   name: string;
@@ -35,23 +36,6 @@ export interface BatchFixture {
   samples?: number;
   /** The provider keeps rcb's intent id on a batch (findByIntent), so a crash in the submit window is recovered. */
   findsByIntent?: boolean;
-}
-
-/**
- * The answer to each prompt of the pset, by snippet: its original code, a refusal, or code
- * that raises, in turn; the same book serves interactive and batch answers, so the two
- * modes score the same when they ask the same.
- */
-export function answerBook(pset: Pset, template: PromptTemplate, withPaper: boolean): (prompt: string) => string {
-  const book = new Map<string, string>();
-  for (const paper of pset.papers) {
-    paper.snippets.forEach((snippet, i) => {
-      const indent = ' '.repeat(snippet.bodyIndent);
-      const text = ['```python\n' + originalBody(snippet) + '```\n', 'I cannot implement this block.', '```python\n' + indent + "raise ValueError('fake')\n```\n"][i % 3];
-      book.set(buildPrompt(template, paper, snippet, withPaper).text, text);
-    });
-  }
-  return (prompt) => book.get(prompt) ?? 'unknown prompt';
 }
 
 const PAPER = 'adamlite';

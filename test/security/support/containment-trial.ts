@@ -7,8 +7,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { createLocalExecutor } from '../../../adapters/local/executor';
-import { processUidBase, runningAsRoot } from '../../../adapters/local/executor/sandbox-users';
+import { createLocalExecutor } from '../../../adapters/executor';
+import { processUidBase, runningAsRoot } from '../../../adapters/executor/sandbox-users';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith } from '../../fixtures/executor/tiny-paper';
 
 const ROOT = runningAsRoot();

@@ -4,7 +4,7 @@
  * limit, through the executor of the configuration given as JSON in argv[2]. RCB_TEST_MARK is
  * the marker the candidate's processes carry in their argv. Never ends by itself before it is killed.
  */
-import { createLocalExecutor } from '../../../adapters/local/executor';
+import { createLocalExecutor } from '../../../adapters/executor';
 import { CORRECT_BODY, makeTinyPaper, modelSource } from '../../fixtures/executor/tiny-paper';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as { warm: boolean; unsafeNoSandbox: boolean };

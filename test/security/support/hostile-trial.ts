@@ -5,8 +5,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createLocalExecutor } from '../../../adapters/local/executor';
-import type { SandboxMode } from '../../../adapters/local/executor/executor-options';
+import { createLocalExecutor } from '../../../adapters/executor';
+import type { SandboxMode } from '../../../adapters/executor/executor-options';
 import { loadPset } from '../../../core/pset/read-pset';
 import { extractCompletion } from '../../../core/prompt/extract';
 import { findSnippet } from '../../../core/prompt/mask';

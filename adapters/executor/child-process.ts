@@ -6,8 +6,8 @@
  */
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import type { CappedLog } from '../../../core/types';
-import { OFFICIAL_MARKERS } from '../../../core/judge';
+import type { CappedLog } from '../../core/types';
+import { OFFICIAL_MARKERS } from '../../core/judge';
 import { StreamCapture } from './capped-log';
 
 /** The driver's report is a few hundred bytes; more than this is not a report. */

@@ -5,7 +5,7 @@
  * RawExecution of a finished run and of one the executor could not run.
  */
 import { rm } from 'node:fs/promises';
-import type { Candidate, RawExecution } from '../../../core/executor';
+import type { Candidate, RawExecution } from '../../core/executor';
 import { parseDriverReport } from './driver-report';
 import { releaseSandboxUsers, type SandboxUser } from './sandbox-users';
 import type { SlotPool } from './slot-pool';

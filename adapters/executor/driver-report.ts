@@ -1,11 +1,11 @@
 /**
- * Reads the report that the in-sandbox driver (adapters/local/python/rcb_driver.py)
+ * Reads the report that the in-sandbox driver (adapters/executor/python/rcb_driver.py)
  * writes from its atexit hook. It crosses a process boundary from code that ran next
  * to untrusted code, so it is validated, and anything but one well-formed report counts
  * as no report at all.
  */
 import { z } from 'zod';
-import type { DriverReport } from '../../../core/executor';
+import type { DriverReport } from '../../core/executor';
 
 const count = z.number().int().nonnegative();
 

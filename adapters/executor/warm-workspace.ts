@@ -13,7 +13,7 @@
 import { constants } from 'node:fs';
 import { chmod, chown, copyFile, lchown, link, lstat, mkdir, readdir, readlink, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Candidate } from '../../../core/executor';
+import type { Candidate } from '../../core/executor';
 import { removeTree, SKIPPED_DIRS, splicedFilePath, writeSplicedFile, type WorkspaceOwner } from './workspace';
 
 /** Files at least this large are hardlinked rather than copied. */

@@ -14,8 +14,8 @@
 import { chmod, chown, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
-import { TEST_ENTRY } from '../../../core/pset/read-pset';
+import type { Candidate, RawExecution, TestExecutor } from '../../core/executor';
+import { TEST_ENTRY } from '../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
 import { ColdExecutor } from './cold-executor';
 import { ExecutorLifecycle } from './executor-lifecycle';
@@ -40,7 +40,7 @@ export interface WarmExecutorOptions extends ColdExecutorOptions {
   readonly detectPreload?: boolean;
   /** Paper ids whose candidates always run cold (fresh interpreter per candidate). @default [] */
   readonly coldOnly?: readonly string[];
-  /** The warm server. @default adapters/local/python/rcb_warm_server.py of this package */
+  /** The warm server. @default adapters/executor/python/rcb_warm_server.py of this package */
   readonly serverPath?: string;
   /** Told where the time goes (the evaluation bench's breakdown); never needed to run. @default none */
   readonly trace?: (event: WarmTraceEvent) => void;

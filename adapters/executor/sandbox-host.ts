@@ -11,7 +11,7 @@ import { sandboxEnvironment } from './environment';
 import type { ColdExecutorOptions, ExecutorSettings, SandboxMode } from './executor-options';
 import { probePython, type PythonInfo } from './python';
 import { createRunDir, removeStaleRunDirs } from './run-dir';
-import type { RawExecution } from '../../../core/executor';
+import type { RawExecution } from '../../core/executor';
 import { bwrapOptions, checkSandbox, findBwrap, missingBwrapError, sandboxBaseArgs } from './sandbox';
 import { allocateSandboxUsers, groupText, passwdText, releaseSandboxUsers, runningAsRoot, type SandboxUser } from './sandbox-users';
 

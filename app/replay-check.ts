@@ -5,9 +5,9 @@
  * names.
  */
 import { readFileSync } from 'node:fs';
-import type { Pset } from '../../core/types';
-import { readReplayFile } from '../../adapters/models/offline';
-import { closestNames } from '../../core/util/closest-names';
+import type { Pset } from '../core/types';
+import { readReplayFile } from '../adapters/models/offline';
+import { closestNames } from '../core/util/closest-names';
 
 const didYouMean = (name: string, known: string[]) => {
   const near = closestNames(name, known);

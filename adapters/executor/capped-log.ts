@@ -4,8 +4,8 @@
  * for in the whole stream as it passes, so a marker that falls in the cut middle, or
  * across two chunks, is still seen.
  */
-import { OFFICIAL_MARKERS } from '../../../core/judge';
-import type { CappedLog } from '../../../core/types';
+import { OFFICIAL_MARKERS } from '../../core/judge';
+import type { CappedLog } from '../../core/types';
 
 type Marker = (typeof OFFICIAL_MARKERS)[number];
 

@@ -4,7 +4,7 @@
  */
 import { chmod, chown, cp, lstat, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
-import type { Candidate } from '../../../core/executor';
+import type { Candidate } from '../../core/executor';
 
 /** Bytecode left in the paper folder is never copied: each workspace starts from source. */
 export const SKIPPED_DIRS = new Set(['__pycache__']);

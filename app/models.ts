@@ -1,28 +1,37 @@
 /**
- * The model clients of a cloud run, rebuilt from its spec: offline models by name, hosted
- * models from the registry with the spec's parameters. A hosted model whose registry
- * parameters no longer match the spec is refused: its answers would not be the run's.
+ * Model clients, resolved in one place for every entry point: from `--model` names (the CLI,
+ * a sweep: resolveModels) and from a run's spec (the cloud stages, the emulator:
+ * resolveRunModels); offline models (oracle, empty, replay) by name, hosted ones through the
+ * registry, and the batch and background clients of the lanes that no call waits on
+ * (laneClient). A hosted model whose registry parameters no longer match a spec is refused:
+ * its answers would not be the run's.
  */
-import type { ModelClient } from '../../../core/model';
-import type { ModelSpec, RunSpec } from '../../../core/store';
-import type { Pset } from '../../../core/types';
-import type { CostModel } from '../../../core/run/generate';
-import { canonicalJson } from '../../../core/ids';
-import { EmptyModel, OracleModel, replayModels } from '../../models/offline';
+import { resolve } from 'node:path';
+import type { ModelInfo } from '../core/records';
+import { envKeySource } from '../core/keys';
+import { HostedModels } from '../adapters/models/hosted-models';
+import { UsageError } from './local-machine';
+import { replayProblems } from './replay-check';
+import type { ModelClient } from '../core/model';
+import type { ModelSpec, RunSpec } from '../core/records';
+import type { Pset } from '../core/types';
+import type { CostModel } from '../core/run/generate';
+import { canonicalJson } from '../core/ids';
+import { EmptyModel, OracleModel, replayModels } from '../adapters/models/offline';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BlobStore } from '../../../core/store';
-import { cloudKeys } from '../../../core/cloud/payloads';
-import { RunInputError } from '../../../core/cloud/pset-bundle';
-import { costModelFor, type HostedModels } from '../../models/hosted-models';
+import type { BlobStore } from '../core/store';
+import { cloudKeys } from '../core/cloud/payloads';
+import { RunInputError } from '../core/cloud/pset-bundle';
+import { costModelFor } from '../adapters/models/hosted-models';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { promptTokensUpperBound, tokenizerFor } from '../../models/tokens';
-import { batchPricing, worstCaseCost } from '../../../core/cost';
-import type { BatchClient } from '../../../core/batch';
-import { batchProblem, loadRegistry, type ModelEntry } from '../../models/registry';
-import { resourcePath } from '../../../core/util/package-root';
-import { DEPLOYED_MODELS_FILE } from '../../../core/cloud/bundle-resources';
+import { promptTokensUpperBound, tokenizerFor } from '../adapters/models/tokens';
+import { batchPricing, worstCaseCost } from '../core/cost';
+import type { BatchClient } from '../core/batch';
+import { batchProblem, loadRegistry, type ModelEntry } from '../adapters/models/registry';
+import { resourcePath } from '../core/util/package-root';
+import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 
 /**
  * The registry a deployed function prices and routes with: the shipped models.yaml and,
@@ -34,6 +43,29 @@ export function loadDeployedRegistry(): ModelEntry[] {
 }
 
 export const OFFLINE_MODELS = new Set(['oracle', 'empty']);
+
+/** oracle (the original code) or empty (no answer) by name; undefined for any other id. */
+export function offlineClient(id: string, pset: Pset): ModelClient | undefined {
+  if (id === 'oracle') return new OracleModel(pset);
+  if (id === 'empty') return new EmptyModel();
+  return undefined;
+}
+
+/** The lanes no model call waits on: a provider's batch API, or its background mode (slow models). */
+export type AsyncLane = 'batch' | 'background';
+
+/**
+ * A hosted model's client and prices in a lane, or why it has none there (the registry's
+ * reason): what `rcb run --batch`, a slow model and the cloud's batch lane all ask.
+ */
+export function laneClient(hosted: HostedModels, id: string, lane: AsyncLane, temperature: number | undefined): { client: BatchClient; cost: CostModel } | { problem: string } {
+  const hit = lane === 'background' ? hosted.resolveBackground(id, { temperature }) : hosted.resolveBatch(id, { temperature });
+  if (hit) return hit;
+  const entry = hosted.entry(id, { temperature });
+  if (!entry) return { problem: 'not in the model registry' };
+  if (lane === 'background') return { problem: 'not slow in the registry: it has no background mode here' };
+  return { problem: batchProblem(entry) ?? 'cannot be batched' };
+}
 
 /** A `replay:FILE` model of a spec: its one parameter is the replay file's digest. */
 export function isReplaySpec(m: ModelSpec): boolean {
@@ -87,8 +119,8 @@ function resolveHosted(hosted: HostedModels, m: ModelSpec) {
 export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, hosted: () => HostedModels, replays: Map<string, ModelClient> = new Map()): RunModels {
   const out: RunModels = { clients: new Map(), costs: new Map() };
   for (const m of spec.models) {
-    if (m.id === 'oracle') out.clients.set(m.id, new OracleModel(pset));
-    else if (m.id === 'empty') out.clients.set(m.id, new EmptyModel());
+    const offline = offlineClient(m.id, pset);
+    if (offline) out.clients.set(m.id, offline);
     else if (isReplaySpec(m)) {
       const replay = replays.get(m.id);
       if (!replay) throw new RunInputError(`model "${m.id}" is replayed, but its replay file was not loaded`);
@@ -147,9 +179,11 @@ export function resolveRunBatchModels(
       throw new Error(`model "${m.id}": the registry's parameters ${canonicalJson(hit.client.params)} differ from the run's ${canonicalJson(m.params)}`);
     }
     const temperature = typeof m.params.temperature === 'number' ? m.params.temperature : undefined;
-    const batch = backgroundModels.includes(id) ? h.resolveBackground(id, { temperature }) : h.resolveBatch(id, { temperature });
-    if (!batch && backgroundModels.includes(id)) throw new RunInputError(`model "${id}" is not slow in this deployment's registry: it has no background mode here`);
-    if (!batch) throw new RunInputError(`model "${id}" cannot go through a batch API: ${batchProblem(h.entry(id, { temperature })!) ?? 'no batch client'}`);
+    const lane = backgroundModels.includes(id) ? 'background' : 'batch';
+    const batch = laneClient(h, id, lane, temperature);
+    if ('problem' in batch) {
+      throw new RunInputError(lane === 'background' ? `model "${id}" is ${batch.problem.replace(/registry/, "this deployment's registry")}` : `model "${id}" cannot go through a batch API: ${batch.problem}`);
+    }
     out.batchClients.set(id, batch.client);
     out.batchCosts.set(id, batch.cost);
   }
@@ -207,3 +241,90 @@ export class PromptTokenCache {
 }
 
 const SHARED_TOKEN_CACHE = new PromptTokenCache();
+
+// ---- models named on the command line or in a sweep file ----
+
+/** Clients of a run's models, by id, with what reports need of each and the prices of the paid ones. */
+export interface ResolvedModels {
+  clients: Map<string, ModelClient>;
+  info: Record<string, ModelInfo>;
+  costs: Map<string, CostModel>;
+}
+
+export interface HostedModelResolver {
+  /** Resolve a registry id; undefined when the id is unknown. */
+  resolve(id: string, overrides: { temperature?: number }): { client: ModelClient; info: ModelInfo; cost: CostModel } | undefined;
+  /** Known ids, for the error message. */
+  ids(): string[];
+}
+
+/** `--model` names as clients: the offline models by name, `replay:FILE`, and (through the registry) hosted models. */
+export function resolveModels(
+  ids: string[],
+  pset: Pset,
+  hosted: HostedModelResolver | null,
+  overrides: { temperature?: number },
+  papersSelected = false,
+): ResolvedModels {
+  const out: ResolvedModels = { clients: new Map(), info: {}, costs: new Map() };
+  const add = (client: ModelClient, info: ModelInfo, cost?: CostModel) => {
+    if (out.clients.has(client.id)) throw new UsageError(`model "${client.id}" is named twice`);
+    out.clients.set(client.id, client);
+    out.info[client.id] = info;
+    if (cost) out.costs.set(client.id, cost);
+  };
+  for (const id of ids) {
+    const offline = offlineClient(id, pset);
+    if (offline) add(offline, { config: { name: id, offline: true } });
+    else if (id.startsWith('replay:')) {
+      const file = resolve(id.slice('replay:'.length));
+      let models;
+      try {
+        models = replayModels(file);
+      } catch (e) {
+        throw new UsageError((e as Error).message);
+      }
+      const problems = replayProblems(file, pset, papersSelected);
+      if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} replay line(s) name no task of the pset at ${pset.root}`);
+      for (const m of models) add(m, { config: { name: m.id, replay: file } });
+    } else {
+      const hit = hosted?.resolve(id, overrides);
+      if (!hit) {
+        const known = hosted ? hosted.ids().join(', ') : '';
+        throw new UsageError(`unknown model "${id}": use oracle, empty, replay:FILE${known ? ` or one of: ${known}` : ''} (see \`rcb models\`)`);
+      }
+      add(hit.client, hit.info, hit.cost);
+    }
+  }
+  return out;
+}
+
+/** The shipped registry merged with a models file (`--models-file`), refused as a usage error. */
+export function loadEntries(modelsFile?: string): ModelEntry[] {
+  try {
+    return loadRegistry({ userFile: modelsFile ? resolve(modelsFile) : undefined });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** Hosted models from the shipped registry merged with `--models-file`, keys from the environment. */
+export function hostedModels(modelsFile?: string): HostedModels {
+  return new HostedModels(loadEntries(modelsFile), envKeySource());
+}
+
+/**
+ * The models `--batch` sends to their provider's batch API: every registry model of the run,
+ * each of which must have one (offline and replay models have none). Shared by `rcb run` and
+ * `rcb cloud run`.
+ */
+export function batchModelIds(models: ResolvedModels, hosted: HostedModels, temperature: number | undefined): string[] {
+  const ids = [...models.costs.keys()];
+  if (!ids.length) throw new UsageError('--batch needs a registry model (offline and replay models have no batch API)');
+  const refused = ids.flatMap((id) => {
+    const lane = laneClient(hosted, id, 'batch', temperature);
+    return 'problem' in lane ? [`${id}: ${lane.problem}`] : [];
+  });
+  if (refused.length) throw new UsageError(`--batch: ${refused.join('; ')} (see \`rcb models\`)`);
+  return ids;
+}

@@ -8,7 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { TEST_ENTRY } from '../../../core/pset/read-pset';
+import { TEST_ENTRY } from '../../core/pset/read-pset';
 import { SKIPPED_DIRS } from './workspace';
 
 /** Imports at column 0: `import a.b, c as d` and `from a.b import x` (not relative ones). */

@@ -5,8 +5,8 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Candidate, RawExecution, TestExecutor } from '../../../core/executor';
-import { TEST_ENTRY } from '../../../core/pset/read-pset';
+import type { Candidate, RawExecution, TestExecutor } from '../../core/executor';
+import { TEST_ENTRY } from '../../core/pset/read-pset';
 import { BaseFiles } from './base-files';
 import { ExecutorLifecycle } from './executor-lifecycle';
 import { copyPythonFiles, executorSettings, type ColdExecutorOptions, type ExecutorSettings } from './executor-options';

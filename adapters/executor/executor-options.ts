@@ -6,9 +6,9 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import type { ExecutionLimits } from '../../../core/executor';
-import { DEFAULT_LIMITS } from '../../../core/executor';
-import { packageRoot } from '../../../core/util/package-root';
+import type { ExecutionLimits } from '../../core/executor';
+import { DEFAULT_LIMITS } from '../../core/executor';
+import { packageRoot } from '../../core/util/package-root';
 
 /** The sandbox asked for (see ColdExecutorOptions.sandbox). */
 export type SandboxMode = 'auto' | 'bwrap' | 'uid' | 'none';
@@ -54,7 +54,7 @@ export interface ColdExecutorOptions {
   readonly maxFileMb?: number;
   /** bubblewrap executable. @default the first `bwrap` on PATH, else /usr/bin/bwrap */
   readonly bwrap?: string;
-  /** The in-sandbox driver. @default adapters/local/python/rcb_driver.py of this package */
+  /** The in-sandbox driver. @default adapters/executor/python/rcb_driver.py of this package */
   readonly driverPath?: string;
   /** Where warnings go (refused variables, unbound interpreter dirs). @default stderr */
   readonly warn?: (message: string) => void;
@@ -102,10 +102,10 @@ function checkedLimits(limits: Partial<ExecutionLimits> | undefined): ExecutionL
   return merged;
 }
 
-/** A file of adapters/local/python: beside the compiled code, else in the package. */
+/** A file of adapters/executor/python: beside the compiled code, else in the package. */
 export function bundledPythonFile(name: string): string {
   const beside = join(__dirname, '..', 'python', name);
-  return existsSync(beside) ? beside : join(packageRoot(), 'adapters', 'local', 'python', name);
+  return existsSync(beside) ? beside : join(packageRoot(), 'adapters', 'executor', 'python', name);
 }
 
 /**

@@ -1,0 +1,34 @@
+/**
+ * A run request (core/run/run-request.ts) resolved against this machine: its pset and
+ * prompt template read, its models as clients, and its identity (spec and run id). One
+ * resolution for `rcb run`, `rcb estimate`, `rcb cloud run` and sweeps, so the same request
+ * gives the same run id everywhere.
+ */
+import type { RunSpec } from '../core/records';
+import type { Pset } from '../core/types';
+import type { PromptTemplate } from '../core/prompt/template';
+import { requestedModels, runIdentity, type RunRequest } from '../core/run/run-request';
+import { loadPromptTemplate, loadPsetOrFail } from './local-machine';
+import { resolveModels, type HostedModelResolver, type ResolvedModels } from './models';
+
+/** What a run request defines, shared by `rcb run` and `rcb cloud run` so that their run ids match. */
+export interface ResolvedRun {
+  pset: Pset;
+  template: PromptTemplate;
+  models: ResolvedModels;
+  /** The run spec; `psetRoot` is the local pset folder (a cloud run replaces it with the bundle key). */
+  spec: RunSpec;
+  runId: string;
+  samples: number;
+  temperature?: number;
+  budgetUsd: number | null;
+}
+
+export function resolveRun(request: RunRequest, hosted: HostedModelResolver | null): ResolvedRun {
+  const pset = loadPsetOrFail(request.psetDir, request.papers);
+  const template = loadPromptTemplate(request.promptTemplate);
+  const { temperature } = request;
+  const models = resolveModels(requestedModels(request), pset, hosted, { temperature }, request.papers !== null);
+  const { spec, runId } = runIdentity(request, pset, template.digest, [...models.clients.values()].map((c) => ({ id: c.id, params: c.params })));
+  return { pset, template, models, spec, runId, samples: request.samples, temperature, budgetUsd: request.budgetUsd };
+}

@@ -1,0 +1,85 @@
+/**
+ * A stage of the cloud run (its Lambda entry point is functions/check-progress/handler.ts):
+ * CheckProgress (Step Functions task, in the Wait -> CheckProgress -> GenerationDone? loop):
+ * report whether generation is over (every task has a completion, or the run stopped
+ * generating). Owns the generation deadline: past RCB_GENERATION_TIMEOUT_SEC since the run
+ * was created it throws, which sends the run to MarkRunFailed. A thin adapter over
+ * core/cloud/check-progress.ts.
+ *
+ * It also says how long the workflow waits before the next check (`waitSec`, growing with the
+ * run's age: core/cloud/generation-polling.ts), so the loop stays far below the history limit.
+ *
+ * Environment: RCB_TABLE, RCB_BUCKET, RCB_GENERATION_TIMEOUT_SEC, RCB_POLL_MIN_SEC, RCB_POLL_MAX_SEC.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { checkProgress } from '../../core/cloud/check-progress';
+import { DEFAULT_POLL_SCHEDULE, type PollSchedule } from '../../core/cloud/generation-polling';
+import type { RunCounters } from '../../core/cloud/ports';
+import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type CheckProgressResult } from '../../core/cloud/payloads';
+import type { RunStore } from '../../core/store';
+import { loadStorageConfig, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+
+export { checkProgressInputSchema };
+export type { CheckProgressInput, CheckProgressResult };
+
+export interface CheckProgressConfig {
+  storage: StorageConfig;
+  /** RCB_GENERATION_TIMEOUT_SEC. */
+  generationTimeoutSec: number;
+  /** RCB_POLL_MIN_SEC, RCB_POLL_MAX_SEC: pauses between checks (default DEFAULT_POLL_SCHEDULE). */
+  schedule: PollSchedule;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): CheckProgressConfig {
+  const schedule = {
+    minSec: env.RCB_POLL_MIN_SEC ? positiveNumberEnv(env, 'RCB_POLL_MIN_SEC') : DEFAULT_POLL_SCHEDULE.minSec,
+    maxSec: env.RCB_POLL_MAX_SEC ? positiveNumberEnv(env, 'RCB_POLL_MAX_SEC') : DEFAULT_POLL_SCHEDULE.maxSec,
+  };
+  return { storage: loadStorageConfig(env), generationTimeoutSec: positiveNumberEnv(env, 'RCB_GENERATION_TIMEOUT_SEC'), schedule };
+}
+
+export interface CheckProgressHandlerDeps {
+  store: RunStore;
+  generationTimeoutSec: number;
+  schedule?: PollSchedule;
+  /** Progress counters on the run item (one read per check while generation goes on). */
+  counters?: RunCounters;
+  logger: Logger;
+  metrics: Metrics;
+  now?: () => Date;
+}
+
+export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: unknown) => Promise<CheckProgressResult> {
+  return async (event) => {
+    const input = parsePayload(checkProgressInputSchema, event, 'CheckProgress input');
+    const deps = getDeps();
+    deps.logger.appendKeys({ runId: input.runId });
+    try {
+      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, startedAt: input.startedAt, schedule: deps.schedule, counters: deps.counters, now: deps.now });
+      deps.logger.info('generation progress', { ...progress });
+      deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
+      return progress;
+    } catch (err) {
+      deps.logger.error('progress check failed', err as Error);
+      throw err;
+    } finally {
+      deps.metrics.publishStoredMetrics();
+      deps.logger.removeKeys(['runId']);
+    }
+  };
+}
+
+/** The deployed function's: AWS adapters from its configuration. */
+export function deployedCheckProgressDeps(config: CheckProgressConfig): CheckProgressHandlerDeps {
+  const storage = createStorageAdapters(config.storage);
+  return {
+    store: storage.store,
+    counters: storage.counters,
+    generationTimeoutSec: config.generationTimeoutSec,
+    schedule: config.schedule,
+    logger: new Logger({ serviceName: 'rcb-check-progress' }),
+    metrics: new Metrics({ namespace: 'rcb', serviceName: 'check-progress' }),
+  };
+}
