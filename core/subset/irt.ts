@@ -37,7 +37,9 @@ const A_MAX = 5;
 // Module bindings, not `Math.x` in the loops: where the code runs in a vm context (jest's
 // test environment), each lookup of the global Math is an interceptor call, ten times the exp.
 const { exp, log, log1p, sqrt } = Math;
-const isNaN = (x: number) => x !== x;
+// A local NaN test: Number.isNaN is a global lookup per call in the hot loops (see above).
+// biome-ignore lint/suspicious/noSelfCompare: x !== x is the NaN test itself
+const isNotANumber = (x: number) => x !== x;
 
 const logit = (p: number) => log(p / (1 - p));
 const clip = (x: number, lo: number, hi: number) => (x < lo ? lo : x > hi ? hi : x);
@@ -70,7 +72,7 @@ export function fit2pl(y: Float64Array, rows: number, cols: number, opts: Fit2pl
       const base = i * cols;
       for (let j = 0; j < cols; j++) {
         const v = y[base + j];
-        if (isNaN(v)) continue;
+        if (isNotANumber(v)) continue;
         const d = th - b[j];
         const r = v - 1 / (1 + exp(-a[j] * d));
         g += r * a[j];
@@ -94,7 +96,7 @@ function passRate(y: Float64Array, start: number, stride: number, count: number)
   let n = 0;
   for (let k = 0; k < count; k++) {
     const v = y[start + k * stride];
-    if (!isNaN(v)) {
+    if (!isNotANumber(v)) {
       s += v;
       n++;
     }
