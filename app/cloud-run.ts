@@ -20,7 +20,10 @@ export function refuseUnbuildableModels(resolved: ResolvedRun, hosted: HostedMod
   // The cloud rebuilds model clients from the spec: offline ones by name, replayed ones from
   // the file uploaded with the run, the rest from the deployed registry.
   const unknown = resolved.spec.models.filter(
-    (m) => !['oracle', 'empty'].includes(m.id) && typeof resolved.models.info[m.id]?.config.replay !== 'string' && !hosted.resolve(m.id, { temperature: resolved.temperature }),
+    (m) =>
+      !['oracle', 'empty'].includes(m.id) &&
+      typeof resolved.models.info[m.id]?.config.replay !== 'string' &&
+      !hosted.resolve(m.id, { temperature: resolved.temperature }),
   );
   if (unknown.length) throw new UsageError(`the cloud runs oracle, empty, replay:FILE and registry models only; not ${unknown.map((m) => m.id).join(', ')}`);
   return resolved;
@@ -30,7 +33,11 @@ export function refuseUnbuildableModels(resolved: ResolvedRun, hosted: HostedMod
  * The workflow input's batch settings: a sweep's, or with `batch` every registry model of the
  * run (each must have a batch API), refused as `rcb run --batch` refuses them.
  */
-export function cloudBatchSettings(opts: { batch?: boolean; batchSettings?: BatchSettings }, hosted: HostedModels, run: ResolvedRun): BatchSettings | undefined {
+export function cloudBatchSettings(
+  opts: { batch?: boolean; batchSettings?: BatchSettings },
+  hosted: HostedModels,
+  run: ResolvedRun,
+): BatchSettings | undefined {
   if (opts.batchSettings) return opts.batchSettings;
   if (!opts.batch) return undefined;
   return { models: batchModelIds(run.models, hosted, run.temperature) };

@@ -27,7 +27,19 @@ export function promptGroups(pset: Pset, template: PromptTemplate, withPaper: bo
 const usd = (x: number) => `$${x.toFixed(x < 1 ? 4 : 2)}`;
 
 export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | null): string {
-  const header = ['model', 'calls', 'input tokens', 'cached', 'output tokens', 'expected', 'no caching', 'saving', 'worst case', 'batch expected', 'batch worst'];
+  const header = [
+    'model',
+    'calls',
+    'input tokens',
+    'cached',
+    'output tokens',
+    'expected',
+    'no caching',
+    'saving',
+    'worst case',
+    'batch expected',
+    'batch worst',
+  ];
   const rows = estimates.map((e) => [
     e.modelId,
     String(e.calls),
@@ -42,9 +54,15 @@ export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | 
     e.batch ? usd(e.batch.worstCaseUsd) : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   const out = [line(header), ...rows.map(line), ''];
-  const methods = [...new Set(estimates.map((e) => `${e.modelId}: ${describeTokenCount(e.tokenCount)}, ${e.outputTokensPerCall} output tokens assumed per call`))];
+  const methods = [
+    ...new Set(estimates.map((e) => `${e.modelId}: ${describeTokenCount(e.tokenCount)}, ${e.outputTokensPerCall} output tokens assumed per call`)),
+  ];
   out.push('input tokens counted per model:', ...methods.map((m) => `  ${m}`));
   const expected = estimates.reduce((a, e) => a + e.usd, 0);
   const worst = estimates.reduce((a, e) => a + e.worstCaseUsd, 0);
@@ -63,7 +81,7 @@ export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | 
         : `budget ${usd(budgetUsd)}: ${worst <= budgetUsd ? 'covers even the worst case' : 'covers the expected cost; the worst case would exceed it'}`,
     );
   }
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 /** Estimates for the hosted models of a run (offline models cost nothing). */

@@ -15,7 +15,10 @@ import { installedEnvPython } from '../adapters/local/paper-env/location';
 
 /** An error the user can act on: printed without a stack trace. */
 export class UsageError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
     super(message);
     this.name = 'UsageError';
   }
@@ -56,7 +59,9 @@ export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null
   if (!existsSync(root)) throw new UsageError(`the pset folder ${root} does not exist (--pset names a folder holding papers.yaml)`);
   const { pset, problems } = readPset(root, { papers: papers ?? null });
   if (problems.length) {
-    throw new UsageError(`${problems.map(formatProblem).join('\n')}\n${problems.length} problem(s) in the pset at ${root}; run \`rcb validate --pset ${root}\``);
+    throw new UsageError(
+      `${problems.map(formatProblem).join('\n')}\n${problems.length} problem(s) in the pset at ${root}; run \`rcb validate --pset ${root}\``,
+    );
   }
   return pset;
 }
@@ -96,5 +101,5 @@ export function runIdIn(dir: string): string | null {
 }
 
 export function writeRunId(dir: string, runId: string): void {
-  writeFileSync(join(dir, RUN_FILE), JSON.stringify({ runId }, null, 2) + '\n');
+  writeFileSync(join(dir, RUN_FILE), `${JSON.stringify({ runId }, null, 2)}\n`);
 }

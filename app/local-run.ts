@@ -68,7 +68,13 @@ export async function runLocally(resolved: ResolvedRun, options: LocalRunOptions
   // refused run leaves nothing behind (test/reliability/bad-inputs.test.ts).
   await refuseBeforeStarting(resolved, options, hosted, outDir);
   const python = options.python ?? defaultPython();
-  const executor = await createLocalExecutor({ warm: options.executor === 'warm', python, jobs, timeoutSec: resolved.spec.timeoutSec, sandbox: options.sandbox }).catch((e: Error) => {
+  const executor = await createLocalExecutor({
+    warm: options.executor === 'warm',
+    python,
+    jobs,
+    timeoutSec: resolved.spec.timeoutSec,
+    sandbox: options.sandbox,
+  }).catch((e: Error) => {
     throw new UsageError(e.message);
   });
   let opened: ReturnType<typeof openRunDir>;
@@ -88,11 +94,25 @@ export async function runLocally(resolved: ResolvedRun, options: LocalRunOptions
   const started = Date.now();
   // What `rcb doctor --repeat` found for these papers with this interpreter: flagged, not hidden.
   const flaky = knownFlaky(new FileFlakyCache(join(cacheDir(), 'flaky.json')), resolved.pset, interpreterPath(python));
-  if (flaky.size) progress.note(`flaky_reference: ${flaky.size} snippet(s) of these papers have a reference whose verdict changes from run to run (rcb doctor --repeat): their verdicts are flagged and counted in the reports`);
-  progress.note(`run ${resolved.runId} in ${dir}: ${resolved.pset.papers.length} paper(s), ${resolved.spec.models.length} model(s), ${resolved.samples} sample(s), ${jobs} job(s)`);
+  if (flaky.size)
+    progress.note(
+      `flaky_reference: ${flaky.size} snippet(s) of these papers have a reference whose verdict changes from run to run (rcb doctor --repeat): their verdicts are flagged and counted in the reports`,
+    );
+  progress.note(
+    `run ${resolved.runId} in ${dir}: ${resolved.pset.papers.length} paper(s), ${resolved.spec.models.length} model(s), ${resolved.samples} sample(s), ${jobs} job(s)`,
+  );
   try {
     const result = await runBenchmark(
-      { store, clients: resolved.models.clients, executor, costs: resolved.models.costs, cache, progress, batch: lanes?.deps, environmentCache: new FileEnvironmentCache(join(cacheDir(), 'environment.json')) },
+      {
+        store,
+        clients: resolved.models.clients,
+        executor,
+        costs: resolved.models.costs,
+        cache,
+        progress,
+        batch: lanes?.deps,
+        environmentCache: new FileEnvironmentCache(join(cacheDir(), 'environment.json')),
+      },
       {
         runId: resolved.runId,
         spec: resolved.spec,
@@ -173,8 +193,12 @@ function localAsyncLanes(
       batchClients,
       batchCosts,
       onEvent: (e) => {
-        if (e.type === 'submitted') progress.note(`batch ${e.providerBatchId} of ${e.model} submitted: ${e.requests} request(s), $${e.reservedUsd.toFixed(4)} held at its worst case`);
-        else if (e.type === 'ingested') progress.note(`batch ${e.providerBatchId} of ${e.model} ended: ${e.succeeded} answered, ${e.failed} failed, ${e.reopened} open again; $${e.spentUsd.toFixed(4)} spent`);
+        if (e.type === 'submitted')
+          progress.note(`batch ${e.providerBatchId} of ${e.model} submitted: ${e.requests} request(s), $${e.reservedUsd.toFixed(4)} held at its worst case`);
+        else if (e.type === 'ingested')
+          progress.note(
+            `batch ${e.providerBatchId} of ${e.model} ended: ${e.succeeded} answered, ${e.failed} failed, ${e.reopened} open again; $${e.spentUsd.toFixed(4)} spent`,
+          );
         else if (e.type === 'cancel_requested') progress.note(`batch ${e.providerBatchId} of ${e.model}: cancel requested`);
       },
     },

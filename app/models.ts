@@ -58,7 +58,12 @@ export type AsyncLane = 'batch' | 'background';
  * A hosted model's client and prices in a lane, or why it has none there (the registry's
  * reason): what `rcb run --batch`, a slow model and the cloud's batch lane all ask.
  */
-export function laneClient(hosted: HostedModels, id: string, lane: AsyncLane, temperature: number | undefined): { client: BatchClient; cost: CostModel } | { problem: string } {
+export function laneClient(
+  hosted: HostedModels,
+  id: string,
+  lane: AsyncLane,
+  temperature: number | undefined,
+): { client: BatchClient; cost: CostModel } | { problem: string } {
   const hit = lane === 'background' ? hosted.resolveBackground(id, { temperature }) : hosted.resolveBatch(id, { temperature });
   if (hit) return hit;
   const entry = hosted.entry(id, { temperature });
@@ -116,7 +121,12 @@ function resolveHosted(hosted: HostedModels, m: ModelSpec) {
   return hit;
 }
 
-export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, hosted: () => HostedModels, replays: Map<string, ModelClient> = new Map()): RunModels {
+export function resolveRunModels(
+  spec: Pick<RunSpec, 'models'>,
+  pset: Pset,
+  hosted: () => HostedModels,
+  replays: Map<string, ModelClient> = new Map(),
+): RunModels {
   const out: RunModels = { clients: new Map(), costs: new Map() };
   for (const m of spec.models) {
     const offline = offlineClient(m.id, pset);
@@ -138,7 +148,11 @@ export function resolveRunModels(spec: Pick<RunSpec, 'models'>, pset: Pset, host
 }
 
 /** Prices of the spec's hosted models (what PlanRun checks the budget with); offline models have none and read no registry. */
-export function runModelCosts(spec: Pick<RunSpec, 'models'>, hosted: () => HostedModels, tokens: PromptTokenCache = SHARED_TOKEN_CACHE): Map<string, CostModel> {
+export function runModelCosts(
+  spec: Pick<RunSpec, 'models'>,
+  hosted: () => HostedModels,
+  tokens: PromptTokenCache = SHARED_TOKEN_CACHE,
+): Map<string, CostModel> {
   const costs = new Map<string, CostModel>();
   for (const m of spec.models) {
     if (isOfflineSpec(m)) continue;
@@ -182,7 +196,11 @@ export function resolveRunBatchModels(
     const lane = backgroundModels.includes(id) ? 'background' : 'batch';
     const batch = laneClient(h, id, lane, temperature);
     if ('problem' in batch) {
-      throw new RunInputError(lane === 'background' ? `model "${id}" is ${batch.problem.replace(/registry/, "this deployment's registry")}` : `model "${id}" cannot go through a batch API: ${batch.problem}`);
+      throw new RunInputError(
+        lane === 'background'
+          ? `model "${id}" is ${batch.problem.replace(/registry/, "this deployment's registry")}`
+          : `model "${id}" cannot go through a batch API: ${batch.problem}`,
+      );
     }
     out.batchClients.set(id, batch.client);
     out.batchCosts.set(id, batch.cost);
@@ -196,7 +214,12 @@ export function runSlowModels(spec: Pick<RunSpec, 'models'>, hosted: () => Hoste
 }
 
 /** Batch prices of the batch-mode models (what PlanRun checks their share of the budget with). */
-export function runBatchCosts(spec: Pick<RunSpec, 'models'>, batchModels: readonly string[], hosted: () => HostedModels, tokens: PromptTokenCache = SHARED_TOKEN_CACHE): Map<string, CostModel> {
+export function runBatchCosts(
+  spec: Pick<RunSpec, 'models'>,
+  batchModels: readonly string[],
+  hosted: () => HostedModels,
+  tokens: PromptTokenCache = SHARED_TOKEN_CACHE,
+): Map<string, CostModel> {
   const costs = new Map<string, CostModel>();
   for (const id of batchModels) {
     const m = spec.models.find((s) => s.id === id);

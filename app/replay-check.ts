@@ -38,7 +38,12 @@ export function replayProblems(path: string, pset: Pset, papersSelected: boolean
     }
     const snippets = paper.snippets.filter((s) => s.name === l.snippet);
     if (!snippets.length) {
-      problems.push(`${where}: paper "${l.paper}" has no snippet "${l.snippet}"${didYouMean(l.snippet, paper.snippets.map((s) => s.name))}`);
+      problems.push(
+        `${where}: paper "${l.paper}" has no snippet "${l.snippet}"${didYouMean(
+          l.snippet,
+          paper.snippets.map((s) => s.name),
+        )}`,
+      );
     } else if (l.file !== undefined && !snippets.some((s) => s.file === l.file)) {
       problems.push(`${where}: snippet "${l.snippet}" of paper "${l.paper}" is in ${snippets.map((s) => s.file).join(', ')}, not in "${l.file}"`);
     }

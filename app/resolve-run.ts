@@ -29,6 +29,11 @@ export function resolveRun(request: RunRequest, hosted: HostedModelResolver | nu
   const template = loadPromptTemplate(request.promptTemplate);
   const { temperature } = request;
   const models = resolveModels(requestedModels(request), pset, hosted, { temperature }, request.papers !== null);
-  const { spec, runId } = runIdentity(request, pset, template.digest, [...models.clients.values()].map((c) => ({ id: c.id, params: c.params })));
+  const { spec, runId } = runIdentity(
+    request,
+    pset,
+    template.digest,
+    [...models.clients.values()].map((c) => ({ id: c.id, params: c.params })),
+  );
   return { pset, template, models, spec, runId, samples: request.samples, temperature, budgetUsd: request.budgetUsd };
 }

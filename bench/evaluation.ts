@@ -106,7 +106,11 @@ function parseArgs(args: string[]): EvaluationArgs {
       while (i + 1 < args.length && !args[i + 1].startsWith('--')) out.papers.push(...args[++i].split(',').filter(Boolean));
     } else throw new Error(`bench evaluation: unknown argument ${arg}`);
   }
-  for (const [name, v] of [['--rounds', out.rounds], ['--repeat', out.repeat], ['--jobs', out.jobs]] as const) {
+  for (const [name, v] of [
+    ['--rounds', out.rounds],
+    ['--repeat', out.repeat],
+    ['--jobs', out.jobs],
+  ] as const) {
     if (!(Number.isInteger(v) && v >= 1)) throw new Error(`bench evaluation: ${name} must be a positive integer`);
   }
   return out;
@@ -204,17 +208,17 @@ const outcomeOf = (raws: RawExecution[]): Outcome => {
       .filter((_, i) => !passes[i])
       .map(
         (r) =>
-          `${r.taskId}: ${r.infraError ?? `exit ${r.exitCode}${r.killedFor ? `, killed for ${r.killedFor}` : ''}, markers ${r.markersSeen.join(',')}: ` +
-            r.stderr.text.trim().split('\n').slice(-2).join(' / ').slice(0, 300)}`,
+          `${r.taskId}: ${
+            r.infraError ??
+            `exit ${r.exitCode}${r.killedFor ? `, killed for ${r.killedFor}` : ''}, markers ${r.markersSeen.join(',')}: ` +
+              r.stderr.text.trim().split('\n').slice(-2).join(' / ').slice(0, 300)
+          }`,
       ),
   };
 };
 
 /** Runs the candidates through an executor as `rcb run` does: told the papers first, so its workers start at once. */
-async function throughExecutor(
-  make: (trace: (event: WarmTraceEvent) => void) => Promise<TestExecutor>,
-  candidates: Candidate[],
-): Promise<Outcome> {
+async function throughExecutor(make: (trace: (event: WarmTraceEvent) => void) => Promise<TestExecutor>, candidates: Candidate[]): Promise<Outcome> {
   const trace: WarmTraceEvent[] = [];
   const executor = await make((event) => trace.push(event));
   try {
@@ -246,7 +250,9 @@ async function runnablePapers(options: EvaluationArgs): Promise<string[]> {
 /** The built command line: `rcb run` as a user runs it; the sources through tsx when it is not built. */
 const RCB_CLI = resolve(__dirname, '..', 'dist', 'bin', 'rcb.js');
 const rcbCommand = (): { args: string[]; built: boolean } =>
-  existsSync(RCB_CLI) ? { args: [RCB_CLI], built: true } : { args: ['-r', require.resolve('tsx/cjs'), resolve(__dirname, '..', 'bin', 'rcb.ts')], built: false };
+  existsSync(RCB_CLI)
+    ? { args: [RCB_CLI], built: true }
+    : { args: ['-r', require.resolve('tsx/cjs'), resolve(__dirname, '..', 'bin', 'rcb.ts')], built: false };
 
 /**
  * `rcb run --model oracle` over the papers, in a fresh run folder and cache folder (so its
@@ -256,10 +262,29 @@ const rcbCommand = (): { args: string[]; built: boolean } =>
 async function rcbRun(options: EvaluationArgs, papers: string[], candidates: Candidate[], tmpDir: string): Promise<Outcome> {
   const dir = await mkdtemp(join(tmpDir, 'rcbrun-'));
   try {
-    const args = [...rcbCommand().args, 'run', '--pset', options.pset, '--papers', papers.join(','), '--model', 'oracle', '--python', options.python,
-      '--jobs', String(options.jobs), '--sandbox', options.sandbox, '--out', join(dir, 'run')];
+    const args = [
+      ...rcbCommand().args,
+      'run',
+      '--pset',
+      options.pset,
+      '--papers',
+      papers.join(','),
+      '--model',
+      'oracle',
+      '--python',
+      options.python,
+      '--jobs',
+      String(options.jobs),
+      '--sandbox',
+      options.sandbox,
+      '--out',
+      join(dir, 'run'),
+    ];
     const code = await new Promise<number | null>((resolveRun, reject) => {
-      const child = spawn(process.execPath, args, { env: { ...process.env, RCB_CACHE_DIR: join(dir, 'cache'), CI: 'true' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, args, {
+        env: { ...process.env, RCB_CACHE_DIR: join(dir, 'cache'), CI: 'true' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let err = '';
       child.stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-4000)));
       child.on('error', reject);
@@ -267,8 +292,12 @@ async function rcbRun(options: EvaluationArgs, papers: string[], candidates: Can
     });
     void code;
     const db = new Database(join(dir, 'run', 'rcb.sqlite'), { readonly: true });
-    const rows = db.prepare('SELECT t.paper, t.file, t.snippet, v.record FROM verdicts v JOIN tasks t USING (run_id, task_id)').all() as
-      { paper: string; file: string; snippet: string; record: string }[];
+    const rows = db.prepare('SELECT t.paper, t.file, t.snippet, v.record FROM verdicts v JOIN tasks t USING (run_id, task_id)').all() as {
+      paper: string;
+      file: string;
+      snippet: string;
+      record: string;
+    }[];
     db.close();
     const pass = new Map(rows.map((r) => [`${r.paper}/${r.file}/${r.snippet}`, (JSON.parse(r.record) as { officialPass: boolean }).officialPass]));
     const sandbox = JSON.parse(rows[0]?.record ?? '{}').sandbox as string | undefined;
@@ -319,12 +348,7 @@ export async function benchEvaluation(args: string[]): Promise<void> {
     warmN: () => throughExecutor((trace) => createWarmExecutor({ python, jobs, tmpDir, sandbox, warn: quiet, trace }), candidates),
     rcbrun: () => rcbRun(options, [...new Set(candidates.map((c) => c.paper))], candidates, tmpDir),
     floor: () =>
-      floorHarness<Outcome>(
-        python,
-        'run',
-        { preload: floorModules, jobs, timeoutSec: DEFAULT_LIMITS.timeoutSec, candidates: candidates.map(wire) },
-        env,
-      ),
+      floorHarness<Outcome>(python, 'run', { preload: floorModules, jobs, timeoutSec: DEFAULT_LIMITS.timeoutSec, candidates: candidates.map(wire) }, env),
   };
   const label: Record<Config, string> = {
     original: 'original loop (copy, splice, cold python, 1 at a time)',
@@ -404,7 +428,9 @@ function printPerPaper(
   const known = configs.filter((c) => durations.get(c)!.every((d) => d.length > 0));
   if (!known.length) return;
   const papers = [...new Set(candidates.map((c) => c.paper))];
-  process.stdout.write(`\nper test, start to exit, median ms (all rounds)\n| paper | tests | ${known.join(' | ')} |\n|---|---|${known.map(() => '---|').join('')}\n`);
+  process.stdout.write(
+    `\nper test, start to exit, median ms (all rounds)\n| paper | tests | ${known.join(' | ')} |\n|---|---|${known.map(() => '---|').join('')}\n`,
+  );
   for (const paper of papers) {
     const indexes = candidates.flatMap((c, i) => (c.paper === paper ? [i] : []));
     const cells = known.map((config) => median(indexes.flatMap((i) => durations.get(config)![i])).toFixed(0));

@@ -10,8 +10,7 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
   evaluation: {
     module: './evaluation',
     exported: 'benchEvaluation',
-    help:
-      'original loop, cold, warm 1 and N jobs and the floor, in rounds [--pset DIR] [--papers ID... | --preset debian9] [--python PATH] [--rounds R] [--repeat N] [--jobs N] [--sandbox auto|bwrap|uid|none] [--only original,cold,warm1,warmN,floor]; prints where the time goes',
+    help: 'original loop, cold, warm 1 and N jobs and the floor, in rounds [--pset DIR] [--papers ID... | --preset debian9] [--python PATH] [--rounds R] [--repeat N] [--jobs N] [--sandbox auto|bwrap|uid|none] [--only original,cold,warm1,warmN,floor]; prints where the time goes',
   },
   report: {
     module: './report',

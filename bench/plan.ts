@@ -29,7 +29,18 @@ import { PromptTokenCache, runModelCosts } from '../app/models';
 
 const REAL_SET = resolve(__dirname, '..', '..', 'shared', 'data', 'researchcodebench', 'pset');
 /** Four OpenAI models (tiktoken, the slow count) and six others (characters / 2): the mix of a sweep. */
-const DEFAULT_MODELS = ['gpt-5.4', 'gpt-5.4-mini', 'gpt-4.1', 'claude-opus-4.6', 'claude-sonnet-4.6', 'claude-haiku-4.5', 'gemini-3.1-pro', 'gemini-3-flash', 'bedrock-nova-pro', 'deepseek-chat'];
+const DEFAULT_MODELS = [
+  'gpt-5.4',
+  'gpt-5.4-mini',
+  'gpt-4.1',
+  'claude-opus-4.6',
+  'claude-sonnet-4.6',
+  'claude-haiku-4.5',
+  'gemini-3.1-pro',
+  'gemini-3-flash',
+  'bedrock-nova-pro',
+  'deepseek-chat',
+];
 
 class MemoryBlobs implements BlobStore {
   private readonly objects = new Map<string, Buffer>();

@@ -25,7 +25,13 @@ export async function benchReport(args: string[]): Promise<void> {
   const taskCount = flag(args, 'tasks', 212);
   const samples = flag(args, 'samples', 3);
   const repeat = flag(args, 'repeat', 3);
-  const papers: PaperMeta[] = Array.from({ length: 20 }, (_, i) => ({ id: `paper${i}`, first_commit_date: '2025-01-01', annotated_file_paths: [], context_file_paths: [], extra: {} }));
+  const papers: PaperMeta[] = Array.from({ length: 20 }, (_, i) => ({
+    id: `paper${i}`,
+    first_commit_date: '2025-01-01',
+    annotated_file_paths: [],
+    context_file_paths: [],
+    extra: {},
+  }));
   const tasks: TaskRecord[] = [];
   const verdicts = new Map<string, Verdict>();
   const completions = new Map<string, CompletionRecord>();
@@ -39,8 +45,31 @@ export async function benchReport(args: string[]): Promise<void> {
         const ok = r % (models + 2) <= m;
         tasks.push({ taskId, paper: `paper${t % 20}`, file: 'f.py', snippet: `snippet ${t}`, loc: 1 + (t % 13), model: `model-${m}`, sample: s });
         const log = { text: ok ? '' : 'Traceback (most recent call last):\n  ...\nAssertionError\n', totalBytes: 40, truncated: false };
-        verdicts.set(taskId, { taskId, officialPass: ok, strictPass: ok, flags: [], failureClass: ok ? null : 'functional', exitCode: ok ? 0 : 1, signal: null, durationMs: 500, stdout: log, stderr: log, executor: 'warm', sandbox: 'bwrap', createdAt: '' });
-        completions.set(taskId, { taskId, model: `model-${m}`, text: '```python\nx = 1\n```\n', usage: { inputTokens: 30000, cachedInputTokens: 25000, outputTokens: 400, reasoningTokens: 0 }, costUsd: 0.01, finishReason: 'stop', latencyMs: 2000, createdAt: '' });
+        verdicts.set(taskId, {
+          taskId,
+          officialPass: ok,
+          strictPass: ok,
+          flags: [],
+          failureClass: ok ? null : 'functional',
+          exitCode: ok ? 0 : 1,
+          signal: null,
+          durationMs: 500,
+          stdout: log,
+          stderr: log,
+          executor: 'warm',
+          sandbox: 'bwrap',
+          createdAt: '',
+        });
+        completions.set(taskId, {
+          taskId,
+          model: `model-${m}`,
+          text: '```python\nx = 1\n```\n',
+          usage: { inputTokens: 30000, cachedInputTokens: 25000, outputTokens: 400, reasoningTokens: 0 },
+          costUsd: 0.01,
+          finishReason: 'stop',
+          latencyMs: 2000,
+          createdAt: '',
+        });
       }
     }
   }

@@ -68,7 +68,11 @@ export async function benchSweep(args: string[]): Promise<void> {
   const pset = loadPset(join(packageRoot(), 'examples', 'pset-mini'), papers ? { papers } : undefined);
   const template = loadTemplate(join(packageRoot(), 'resources', 'prompt-template.txt'));
   const answer = answerBook(pset, template, true);
-  const servers: Record<string, FakeServer> = { openai: await startFakeOpenAI(answer), anthropic: await startFakeAnthropic(answer), gemini: await startFakeGemini(answer) };
+  const servers: Record<string, FakeServer> = {
+    openai: await startFakeOpenAI(answer),
+    anthropic: await startFakeAnthropic(answer),
+    gemini: await startFakeGemini(answer),
+  };
   const registry = loadRegistry();
   try {
     const entries: ModelEntry[] = MODELS.map((id) => {
@@ -90,8 +94,13 @@ export async function benchSweep(args: string[]): Promise<void> {
     };
     const tasks = planTasks(pset, spec);
     const groups = pset.papers.map((paper) => {
-      const prompts = paper.snippets.map((s) => require('../core/prompt/template').buildPrompt(template, paper, s, true) as { text: string; sharedPrefixChars: number });
-      return { prefix: prompts[0].text.slice(0, prompts[0].sharedPrefixChars), suffixes: prompts.flatMap((p) => Array.from({ length: samples }, () => p.text.slice(p.sharedPrefixChars))) };
+      const prompts = paper.snippets.map(
+        (s) => require('../core/prompt/template').buildPrompt(template, paper, s, true) as { text: string; sharedPrefixChars: number },
+      );
+      return {
+        prefix: prompts[0].text.slice(0, prompts[0].sharedPrefixChars),
+        suffixes: prompts.flatMap((p) => Array.from({ length: samples }, () => p.text.slice(p.sharedPrefixChars))),
+      };
     });
     const estimates = entries.map((e) => estimateModel(e, groups));
     const requestsNow = () => Object.values(servers).reduce((a, s) => a + s.log.length, 0);
@@ -100,7 +109,18 @@ export async function benchSweep(args: string[]): Promise<void> {
       const file = join(dir, `${name}.sqlite`);
       const store = new SqliteRunStore(file);
       const stamp = new Date().toISOString();
-      await store.createRun({ runId: 'r', spec, source: 'rcb', papers: [], models: {}, status: 'generating', createdAt: stamp, updatedAt: stamp, spentUsd: 0, reservedUsd: 0 });
+      await store.createRun({
+        runId: 'r',
+        spec,
+        source: 'rcb',
+        papers: [],
+        models: {},
+        status: 'generating',
+        createdAt: stamp,
+        updatedAt: stamp,
+        spentUsd: 0,
+        reservedUsd: 0,
+      });
       return { file, store };
     };
 
@@ -110,7 +130,11 @@ export async function benchSweep(args: string[]): Promise<void> {
     const r0 = requestsNow();
     const started = Date.now();
     const gi = await generate(
-      { store: ci.store, clients: new Map(entries.map((e) => [e.id, hosted.resolve(e.id)!.client])), costs: new Map(entries.map((e) => [e.id, hosted.resolve(e.id)!.cost])) },
+      {
+        store: ci.store,
+        clients: new Map(entries.map((e) => [e.id, hosted.resolve(e.id)!.client])),
+        costs: new Map(entries.map((e) => [e.id, hosted.resolve(e.id)!.cost])),
+      },
       { runId: 'r', pset, template, withPaper: true, tasks, concurrency: 16 },
     );
     const interactive: ModeFigures = {
@@ -157,13 +181,19 @@ export async function benchSweep(args: string[]): Promise<void> {
     const lines = [
       `sweep: ${MODELS.join(', ')} x ${samples} sample(s) over ${pset.papers.length} paper(s): ${tasks.length} task(s); registry prices as of ${[...new Set(entries.map((e) => e.prices.as_of))].join(', ')} (batch: ${[...new Set(entries.map((e) => e.prices.batch?.as_of ?? '-'))].join(', ')})`,
       `mode         recorded spend  registry estimate  HTTP requests  state transitions  detail`,
-      ...([['interactive', interactive], ['batch', batch]] as const).map(
-        ([name, f]) => `${name.padEnd(12)} ${usd(f.spentUsd).padEnd(15)} ${usd(f.estimatedUsd).padEnd(18)} ${String(f.requests).padEnd(14)} ${String(f.transitions).padEnd(18)} ${f.detail}`,
+      ...(
+        [
+          ['interactive', interactive],
+          ['batch', batch],
+        ] as const
+      ).map(
+        ([name, f]) =>
+          `${name.padEnd(12)} ${usd(f.spentUsd).padEnd(15)} ${usd(f.estimatedUsd).padEnd(18)} ${String(f.requests).padEnd(14)} ${String(f.transitions).padEnd(18)} ${f.detail}`,
       ),
       `batch / interactive: recorded spend ${(batch.spentUsd / interactive.spentUsd).toFixed(3)}, registry estimate ${(batch.estimatedUsd / interactive.estimatedUsd).toFixed(3)}, HTTP requests ${(batch.requests / interactive.requests).toFixed(3)}, state transitions ${(batch.transitions / interactive.transitions).toFixed(3)}`,
       `(the interactive estimate counts prompt-cache reads; batch requests count none)`,
     ];
-    process.stdout.write(lines.join('\n') + '\n');
+    process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     await Promise.all(Object.values(servers).map((s) => s.close()));
   }

@@ -61,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
   let code = 0;
   const program = new Command()
     .name('rcb')
-    .description('Run the ResearchCodeBench benchmark: models fill in masked code from ML papers, the papers\' own tests judge it.')
+    .description("Run the ResearchCodeBench benchmark: models fill in masked code from ML papers, the papers' own tests judge it.")
     .version(version(), '-V, --version', 'print the version of rcb')
     .showHelpAfterError()
     .exitOverride();
@@ -77,7 +77,7 @@ async function main(argv: string[]): Promise<number> {
 
   program
     .command('overlay')
-    .description('write the pset with an overlay\'s documented patches (a seed, a tolerance) to a new folder; the original is kept (docs/environment-checks.md)')
+    .description("write the pset with an overlay's documented patches (a seed, a tolerance) to a new folder; the original is kept (docs/environment-checks.md)")
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
     .requiredOption('--overlay <dir>', 'overlay folder: overlay.yaml (file, reason per entry) and the replacement files')
     .requiredOption('--out <dir>', 'new folder for the patched pset')
@@ -102,19 +102,19 @@ async function main(argv: string[]): Promise<number> {
     .argument('<paper>', 'paper id')
     .argument('<snippet>', 'snippet name')
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
-    .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
-    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
+    .option('--no-paper', "leave the paper text out (the paper's ablation)")
+    .option('--prompt-template <name|file>', "prompt template: original (the default: the original harness's prompt, byte for byte), rcb, or a template file")
     .action((paper, snippet, o) => {
       code = promptCommand(paper, snippet, o);
     });
 
   program
     .command('prompts')
-    .description('every task\'s exact prompt as JSONL: one {paper, file, snippet, no_paper, prompt} per line')
+    .description("every task's exact prompt as JSONL: one {paper, file, snippet, no_paper, prompt} per line")
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
     .option('--papers <ids>', 'only these papers, comma-separated')
-    .option('--no-paper', 'leave the paper text out (the paper\'s ablation)')
-    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
+    .option('--no-paper', "leave the paper text out (the paper's ablation)")
+    .option('--prompt-template <name|file>', "prompt template: original (the default: the original harness's prompt, byte for byte), rcb, or a template file")
     .action(async (o) => {
       const { promptsCommand }: typeof PromptsCommandModule = require('./commands/prompts-command');
       code = promptsCommand(o);
@@ -127,10 +127,13 @@ async function main(argv: string[]): Promise<number> {
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')
-    .option('--skip-env-check', 'do not check first that each paper\'s oracle passes here (papers whose tests cannot run then score as model failures)')
-    .option('--batch', 'send every hosted model\'s tasks through its provider\'s batch API (about half price, answers within 24 h); rerun to collect pending batches')
+    .option('--skip-env-check', "do not check first that each paper's oracle passes here (papers whose tests cannot run then score as model failures)")
+    .option(
+      '--batch',
+      "send every hosted model's tasks through its provider's batch API (about half price, answers within 24 h); rerun to collect pending batches",
+    )
     .option('--batch-poll <seconds>', 'seconds between polls of pending batches (--batch)', '60')
-    .option('--cancel-batches', 'with --batch: cancel the run\'s pending batches, keep what they answered')
+    .option('--cancel-batches', "with --batch: cancel the run's pending batches, keep what they answered")
     .action(async (o) => {
       // Loaded on use: the run's adapters are heavier than what the pset commands need.
       const { runCommand }: typeof RunCommandModule = require('./commands/run-command');
@@ -139,20 +142,25 @@ async function main(argv: string[]): Promise<number> {
     });
 
   addSandboxOptions(program.command('doctor'))
-    .description('run each paper\'s oracle here: which papers\' tests run, and for the others the missing module or first error line (exit 1 if any does not run)')
+    .description(
+      "run each paper's oracle here: which papers' tests run, and for the others the missing module or first error line (exit 1 if any does not run)",
+    )
     .option('--pset <dir>', 'pset folder (default: the bundled example)')
     .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, the `rcb env install` environment, /usr/bin/python3, python3)')
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--json', 'JSON array of {paper, runs, reason}')
     .option('--timeout <seconds>', 'time limit of one test run', '60')
-    .option('--repeat <n>', 'run every snippet\'s oracle N times and list the snippets whose verdict changes (flaky references; rcb run then flags their verdicts); exit 1 if any')
+    .option(
+      '--repeat <n>',
+      "run every snippet's oracle N times and list the snippets whose verdict changes (flaky references; rcb run then flags their verdicts); exit 1 if any",
+    )
     .option('--jobs <n>', 'tests at once with --repeat (default: one per CPU)')
     .action(async (o) => {
       const { doctorCommand }: typeof DoctorCommandModule = require('./commands/doctor-command');
       code = await doctorCommand(o);
     });
 
-  const env = program.command('env').description('the papers\' locked Python environment (docs/paper-environment.md)');
+  const env = program.command('env').description("the papers' locked Python environment (docs/paper-environment.md)");
   env
     .command('install')
     .description('create or update the environment from the lock (container/requirements.txt); prints its interpreter')
@@ -167,7 +175,7 @@ async function main(argv: string[]): Promise<number> {
     });
   env
     .command('path')
-    .description('print the installed environment\'s interpreter (exit 1 if there is none)')
+    .description("print the installed environment's interpreter (exit 1 if there is none)")
     .option('--dir <dir>', 'where (default: as for env install)')
     .action((o) => {
       const { envPathCommand } = require('./commands/env-command') as typeof import('./commands/env-command');
@@ -192,7 +200,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--temperature <t>', 'sampling temperature')
     .option('--no-paper', 'leave the paper text out of prompts')
     .option('--papers <ids>', 'only these papers, comma-separated')
-    .option('--prompt-template <name|file>', 'prompt template: original (the default: the original harness\'s prompt, byte for byte), rcb, or a template file')
+    .option('--prompt-template <name|file>', "prompt template: original (the default: the original harness's prompt, byte for byte), rcb, or a template file")
     .option('--budget <usd>', 'compare the estimate with this budget')
     .option('--models-file <file>', 'registry entries merged over the shipped ones, by id')
     .action(async (o) => {
@@ -202,20 +210,20 @@ async function main(argv: string[]): Promise<number> {
 
   program
     .command('report')
-    .description('scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task\'s answer, diff and log)')
+    .description("scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task's answer, diff and log)")
     .argument('<run-dir...>', 'run directory (several: html puts them on one page, table and markdown print one after another)')
     .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .option('--pset <dir>', 'html: the pset for the diffs and prompts (default: where the run read it)')
-    .option('--prompt-template <file>', 'html: the run\'s prompt template, if not a shipped one')
+    .option('--prompt-template <file>', "html: the run's prompt template, if not a shipped one")
     .action(async (dirs: string[], o) => {
       code = await reportCommand(dirs, o);
     });
 
   program
     .command('show')
-    .description('a run\'s tasks: the answer, the diff of the spliced file, the verdict and the test log')
+    .description("a run's tasks: the answer, the diff of the spliced file, the verdict and the test log")
     .argument('<run-dir>', 'run directory')
     .option('--paper <id>', 'only this paper')
     .option('--snippet <name>', 'only this snippet')
@@ -223,9 +231,9 @@ async function main(argv: string[]): Promise<number> {
     .option('--sample <i>', 'only this sample index (from 0)')
     .option('--failed', 'only tasks that did not pass the judge')
     .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
-    .option('--prompt', 'also print each task\'s prompt')
+    .option('--prompt', "also print each task's prompt")
     .option('--pset <dir>', 'the pset for the diff and prompt (default: where the run read it)')
-    .option('--prompt-template <file>', 'the run\'s prompt template, if not a shipped one')
+    .option('--prompt-template <file>', "the run's prompt template, if not a shipped one")
     .action(async (dir, o) => {
       const { showCommand }: typeof ShowCommandModule = require('./commands/show-command');
       code = await showCommand(dir, o);
@@ -255,7 +263,7 @@ async function main(argv: string[]): Promise<number> {
 
   program
     .command('rejudge')
-    .description('rescore a stored run with today\'s judge, from the evidence its verdicts keep, running no test')
+    .description("rescore a stored run with today's judge, from the evidence its verdicts keep, running no test")
     .argument('<run-dir>', 'run directory')
     .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official with --format official)')
@@ -297,7 +305,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--python <path>', 'Python interpreter for the tests')
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--executor <kind>', 'warm or cold', 'warm')
-    .option('--cancel-batches', 'cancel the sweep\'s pending batches and keep what they answered')
+    .option('--cancel-batches', "cancel the sweep's pending batches and keep what they answered")
     .option('--stack-name <name>', 'stack of --cloud', 'Rcb')
     .option('--region <region>', 'AWS region of --cloud')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (cold executor only)'))
@@ -315,7 +323,7 @@ async function main(argv: string[]): Promise<number> {
     });
   sweep
     .command('report')
-    .description('scores of the sweep\'s runs, in any format of rcb report')
+    .description("scores of the sweep's runs, in any format of rcb report")
     .argument('<file>', 'sweep file')
     .option('--format <format>', 'table, json, csv, markdown or official (overall_stats.json)', 'table')
     .option('--judge <judge>', 'strict or official (default: strict)')

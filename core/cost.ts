@@ -80,11 +80,7 @@ export function costOf(usage: BilledUsage, prices: ModelPrices): number {
   const cached = clamp(usage.cachedInputTokens, 0, input);
   const written = clamp(usage.cacheWriteInputTokens ?? 0, 0, input - cached);
   const fresh = input - cached - written;
-  const usd =
-    fresh * tier.input +
-    cached * tier.cached_input +
-    written * (tier.cache_write ?? tier.input) +
-    Math.max(0, usage.outputTokens) * tier.output;
+  const usd = fresh * tier.input + cached * tier.cached_input + written * (tier.cache_write ?? tier.input) + Math.max(0, usage.outputTokens) * tier.output;
   return usd / PER_MILLION;
 }
 

@@ -31,9 +31,7 @@ export interface TaskIdentity {
 }
 
 export function taskId(t: TaskIdentity): string {
-  return sha256(
-    canonicalJson([t.paperDigest, t.paper, t.file, t.snippet, t.model, t.modelParams, t.promptTemplateDigest, t.withPaper, t.sample]),
-  ).slice(0, 32);
+  return sha256(canonicalJson([t.paperDigest, t.paper, t.file, t.snippet, t.model, t.modelParams, t.promptTemplateDigest, t.withPaper, t.sample])).slice(0, 32);
 }
 
 /** A run's id follows everything that decides its tasks and verdicts; the budget is left out so it can be raised on resume. */

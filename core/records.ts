@@ -28,15 +28,7 @@ export interface RunSpec {
   budgetUsd: number | null;
 }
 
-export type RunStatus =
-  | 'planned'
-  | 'generating'
-  | 'evaluating'
-  | 'aggregating'
-  | 'succeeded'
-  | 'failed'
-  | 'budget_exhausted'
-  | 'cancelled';
+export type RunStatus = 'planned' | 'generating' | 'evaluating' | 'aggregating' | 'succeeded' | 'failed' | 'budget_exhausted' | 'cancelled';
 
 /** What reports need to know of a model, kept with the run. */
 export interface ModelInfo {

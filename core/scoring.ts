@@ -203,7 +203,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
   const brokenSamples = new Map<string, number>();
 
   for (const model of models) {
-    const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : input.cutoffs[model] ?? null;
+    const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : (input.cutoffs[model] ?? null);
     const inScope = (paper: string) => {
       const meta = paperMeta.get(paper);
       return input.subset === 'all' || (!!meta && isSafe(meta, cutoff));
@@ -264,7 +264,10 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     // pass@1, LoC-weighted pass@k) resample papers, a paper's tasks sharing code. Each task keeps
     // its statistic from all its samples. One resampling per scheme serves all its metrics.
     const ks = Array.from({ length: samples }, (_, i) => i + 1);
-    const atK = (k: number): TaskStatistic => (n, c) => passAtK(n, c, k);
+    const atK =
+      (k: number): TaskStatistic =>
+      (n, c) =>
+        passAtK(n, c, k);
     const scaled = rates(all, byLoc, null);
     const pass1 = rates(all, byTask, null);
     const kEstimates = ks.map((k) => passAtKOf(all, samples, k));
@@ -317,7 +320,9 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       })),
     });
   }
-  report.envBroken = [...brokenSamples].sort(([a], [b]) => a.localeCompare(b)).map(([paper, taskSamples]) => ({ paper, reason: broken.get(paper) ?? null, taskSamples }));
+  report.envBroken = [...brokenSamples]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([paper, taskSamples]) => ({ paper, reason: broken.get(paper) ?? null, taskSamples }));
   report.models.sort((a, b) => b.scaled.mean - a.scaled.mean || a.model.localeCompare(b.model));
   report.notes = scoreNotes(report, flakySnippets(input));
   return report;
@@ -346,7 +351,10 @@ function scoreNotes(report: ScoreReport, flaky: string[]): string[] {
   }
   const brokenCount = report.models.reduce((a, m) => a + m.envBroken, 0);
   if (report.envBroken.length && brokenCount) {
-    const papers = report.envBroken.map(({ paper, reason }) => [paper, reason] as const).map(([paper, reason]) => `${paper} (${reason ?? 'its oracle fails here'})`).join(', ');
+    const papers = report.envBroken
+      .map(({ paper, reason }) => [paper, reason] as const)
+      .map(([paper, reason]) => `${paper} (${reason ?? 'its oracle fails here'})`)
+      .join(', ');
     notes.push(
       `env_broken: ${brokenCount} task sample(s) of ${report.envBroken.length} paper(s) that cannot run in this environment (their oracle fails here) are kept out of the scores, not counted as model failures: ${papers}`,
     );

@@ -27,7 +27,11 @@ export interface DockerInstruction {
 export function dockerInstructions(text: string): DockerInstruction[] {
   const out: DockerInstruction[] = [];
   let stage = '';
-  const logical = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const logical = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   for (const line of logical) {
     const [keyword, ...rest] = line.split(/\s+/);
     const args = rest.join(' ');
@@ -112,11 +116,12 @@ export function containerApp(context: ImageContext, cacheRoot: string = defaultL
     // What `npm ci` gives the node-build stage: the packages of the lockfile (dev ones too).
     symlinkSync(join(packageRoot(), 'node_modules'), join(build, 'node_modules'), 'dir');
     const r = spawnSync('sh', ['container/build-app.sh'], { cwd: build, encoding: 'utf8', timeout: 300_000 });
-    if (r.status !== 0) throw new Error(`emulator: container/build-app.sh failed (${r.signal ?? `exit ${r.status}`}): ${(r.stdout + r.stderr).trim().slice(-2000)}`);
+    if (r.status !== 0)
+      throw new Error(`emulator: container/build-app.sh failed (${r.signal ?? `exit ${r.status}`}): ${(r.stdout + r.stderr).trim().slice(-2000)}`);
     const image = join(work, 'image');
     for (const [from, to] of runtimeCopies(instructions)) {
       if (from === 'node_modules' || from.startsWith('node_modules/')) {
-        throw new Error('emulator: the runtime stage copies node_modules; the layout would reach the checkout\'s packages');
+        throw new Error("emulator: the runtime stage copies node_modules; the layout would reach the checkout's packages");
       }
       const source = join(build, from);
       if (!existsSync(source)) throw new Error(`emulator: the Dockerfile copies /app/${from}, which container/build-app.sh did not make`);

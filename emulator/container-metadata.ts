@@ -14,7 +14,13 @@ export interface ContainerMetadataServer {
 }
 
 export async function startContainerMetadata(metadata: { imageId: string; image: string; containerName: string }): Promise<ContainerMetadataServer> {
-  const body = JSON.stringify({ DockerId: 'emulated', Name: metadata.containerName, DockerName: metadata.containerName, Image: metadata.image, ImageID: metadata.imageId });
+  const body = JSON.stringify({
+    DockerId: 'emulated',
+    Name: metadata.containerName,
+    DockerName: metadata.containerName,
+    Image: metadata.image,
+    ImageID: metadata.imageId,
+  });
   const server = createServer((req, res) => {
     if (req.method !== 'GET') {
       res.writeHead(405).end();

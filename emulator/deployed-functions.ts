@@ -34,19 +34,21 @@ export interface DeployedFunction {
 
 /** Every Lambda function of the template with a bundled asset (CDK's own custom-resource providers aside). */
 export function deployedFunctions(template: CfnTemplate, assemblyDir: string): DeployedFunction[] {
-  return Object.entries(template.Resources)
-    // rcb's own functions (RcbFunction names its Powertools service rcb-<dir>), not the
-    // CDK's (the AwsCustomResource provider that looks up the endpoints' prefix lists).
-    .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['aws:asset:path'] && r.Properties?.Handler === 'index.handler')
-    .filter(([, r]) => /^rcb-/.test(String(r.Properties?.Environment?.Variables?.POWERTOOLS_SERVICE_NAME ?? '')))
-    .map(([logicalId, r]) => ({
-      logicalId,
-      assetDir: join(assemblyDir, String(r.Metadata!['aws:asset:path'])),
-      handler: String(r.Properties!.Handler),
-      timeoutSec: Number(r.Properties!.Timeout ?? 3),
-      memoryMiB: Number(r.Properties!.MemorySize ?? 128),
-      environment: (r.Properties!.Environment?.Variables ?? {}) as Record<string, unknown>,
-    }));
+  return (
+    Object.entries(template.Resources)
+      // rcb's own functions (RcbFunction names its Powertools service rcb-<dir>), not the
+      // CDK's (the AwsCustomResource provider that looks up the endpoints' prefix lists).
+      .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['aws:asset:path'] && r.Properties?.Handler === 'index.handler')
+      .filter(([, r]) => /^rcb-/.test(String(r.Properties?.Environment?.Variables?.POWERTOOLS_SERVICE_NAME ?? '')))
+      .map(([logicalId, r]) => ({
+        logicalId,
+        assetDir: join(assemblyDir, String(r.Metadata!['aws:asset:path'])),
+        handler: String(r.Properties!.Handler),
+        timeoutSec: Number(r.Properties!.Timeout ?? 3),
+        memoryMiB: Number(r.Properties!.MemorySize ?? 128),
+        environment: (r.Properties!.Environment?.Variables ?? {}) as Record<string, unknown>,
+      }))
+  );
 }
 
 /** Logical id of the function each Task state of the definition invokes, by state name (Map item processors included). */
@@ -58,7 +60,9 @@ export function functionsByState(states: Record<string, Record<string, unknown>>
         (v) => typeof v === 'string' && /:function:emulated-/.test(v),
       ) as string | undefined;
       if (state.Type === 'Task' && target) out.set(name, target.replace(/^.*:function:emulated-/, '').replace(/:.*$/, ''));
-      for (const nested of [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<{ States?: Record<string, Record<string, unknown>> } | undefined>) {
+      for (const nested of [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<
+        { States?: Record<string, Record<string, unknown>> } | undefined
+      >) {
         if (nested?.States) visit(nested.States);
       }
     }

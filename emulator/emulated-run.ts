@@ -163,7 +163,9 @@ const metrics = (serviceName: string) => new DroppedMetrics({ namespace: 'rcb-em
 export async function emulateCloudRun(request: EmulatedRunRequest, options: EmulatorOptions = {}, faults: ExecutionFaults = {}): Promise<EmulatedRun> {
   const mode = options.functions ?? 'bundles';
   if (mode === 'bundles' && (options.clients || options.hosted)) {
-    throw new Error("emulator: model clients and hosted models can be handed in only with functions: 'source'; deployed bundles build their own from the registry they carry");
+    throw new Error(
+      "emulator: model clients and hosted models can be handed in only with functions: 'source'; deployed bundles build their own from the registry they carry",
+    );
   }
   const state = EmulatorState.open(options.stateDir);
   const scratchDir = mkdtempSync(join(tmpdir(), 'rcb-emulate-'));
@@ -245,16 +247,26 @@ interface Bindings {
 
 /** Bindings to the handlers in this process, with the emulator's adapters handed in. */
 function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow, options: EmulatorOptions): Bindings {
-  const hosted = options.hosted ?? once(() => new HostedModels(loadRegistry(options.modelsFile ? { userFile: options.modelsFile } : {}), envKeySource(process.env)));
+  const hosted =
+    options.hosted ?? once(() => new HostedModels(loadRegistry(options.modelsFile ? { userFile: options.modelsFile } : {}), envKeySource(process.env)));
   const keys = envKeySource(process.env);
-  const generate = generateFn.createHandler(() => generateDeps({ storage, keys, hosted, clients: options.clients, logger: silentLogger('rcb-generate'), metrics: metrics('generate') }));
-  const deadLetter = deadLetterFn.createHandler(() => ({ store: storage.store, counters: storage.counters, logger: silentLogger('rcb-dead-letter'), metrics: metrics('dead-letter') }));
+  const generate = generateFn.createHandler(() =>
+    generateDeps({ storage, keys, hosted, clients: options.clients, logger: silentLogger('rcb-generate'), metrics: metrics('generate') }),
+  );
+  const deadLetter = deadLetterFn.createHandler(() => ({
+    store: storage.store,
+    counters: storage.counters,
+    logger: silentLogger('rcb-dead-letter'),
+    metrics: metrics('dead-letter'),
+  }));
   const lanes = new SimulatedLanes((event) => generate(event), {
     deliverTwice: options.deliverTwice,
     maxReceiveCount: workflow.maxReceiveCount,
     deadLetterHandler: (event) => deadLetter(event),
   });
-  const planRun = planRunFn.createHandler(() => planRunDeps({ storage, queue: lanes, hosted, evaluationReady: true, logger: silentLogger('rcb-plan-run'), metrics: metrics('plan-run') }));
+  const planRun = planRunFn.createHandler(() =>
+    planRunDeps({ storage, queue: lanes, hosted, evaluationReady: true, logger: silentLogger('rcb-plan-run'), metrics: metrics('plan-run') }),
+  );
   const checkProgress = checkProgressFn.createHandler(() => ({
     store: storage.store,
     counters: storage.counters,
@@ -264,7 +276,9 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
   }));
   const aggregate = aggregateFn.createHandler(() => ({ ...storage, logger: silentLogger('rcb-aggregate'), metrics: metrics('aggregate') }));
   const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-mark-failed') }));
-  const batchRound = batchRoundFn.createHandler(() => batchRoundDeps({ storage, keys, hosted, logger: silentLogger('rcb-batch-round'), metrics: metrics('batch-round') }));
+  const batchRound = batchRoundFn.createHandler(() =>
+    batchRoundDeps({ storage, keys, hosted, logger: silentLogger('rcb-batch-round'), metrics: metrics('batch-round') }),
+  );
   return { planRun, checkProgress, batchRound, aggregate, markFailed, lanes, invocations: () => ({}) };
 }
 
@@ -359,7 +373,9 @@ async function bundleBindings(
   // Lane queues have a redrive policy; their dead-letter queues have none. One consumer of each kind.
   const consumers = queueConsumers(template);
   const consumerOf = (dlq: boolean): FunctionProcesses => {
-    const ids = [...new Set([...consumers].filter(([queue]) => (template.Resources[queue]?.Properties?.RedrivePolicy === undefined) === dlq).map(([, fn]) => fn))];
+    const ids = [
+      ...new Set([...consumers].filter(([queue]) => (template.Resources[queue]?.Properties?.RedrivePolicy === undefined) === dlq).map(([, fn]) => fn)),
+    ];
     if (ids.length !== 1) throw new Error(`emulator: expected one function fed by the ${dlq ? 'dead-letter' : 'lane'} queues, found ${ids.length}`);
     return processes.get(ids[0])!;
   };
@@ -367,11 +383,13 @@ async function bundleBindings(
   const deadLetter = consumerOf(true);
   // A timed-out or crashed invocation returns its whole batch to the queue, as SQS does when
   // the function fails: redelivered, then dead-lettered.
-  const consume = (fn: FunctionProcesses) => (event: SQSEvent): Promise<SQSBatchResponse> =>
-    (fn.invoke(event) as Promise<SQSBatchResponse>).catch((err: Error) => {
-      if (err.name !== 'Sandbox.Timedout' && err.name !== 'Runtime.ExitError') throw err;
-      return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
-    });
+  const consume =
+    (fn: FunctionProcesses) =>
+    (event: SQSEvent): Promise<SQSBatchResponse> =>
+      (fn.invoke(event) as Promise<SQSBatchResponse>).catch((err: Error) => {
+        if (err.name !== 'Sandbox.Timedout' && err.name !== 'Runtime.ExitError') throw err;
+        return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+      });
   const mapping = laneMapping(template);
   lanes = new SimulatedLanes(consume(generator), {
     deliverTwice: options.deliverTwice,
@@ -456,16 +474,18 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   let faults: ExecutionFaults = {};
 
   const note = options.onState ?? (() => undefined);
-  const bound = (state: string, fn: (input: any) => Promise<unknown>) => async (stateInput: any): Promise<any> => {
-    try {
-      const result = await fn(stateInput);
-      note(state, result);
-      return result;
-    } catch (err) {
-      note(state, { error: (err as Error).name });
-      throw err;
-    }
-  };
+  const bound =
+    (state: string, fn: (input: any) => Promise<unknown>) =>
+    async (stateInput: any): Promise<any> => {
+      try {
+        const result = await fn(stateInput);
+        note(state, result);
+        return result;
+      } catch (err) {
+        note(state, { error: (err as Error).name });
+        throw err;
+      }
+    };
   const handlers = {
     [STATE_NAMES.planRun]: bound(STATE_NAMES.planRun, bindings.planRun),
     [STATE_NAMES.checkProgress]: bound(STATE_NAMES.checkProgress, bindings.checkProgress),
@@ -532,7 +552,9 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
 /** Names of the states with a Retry, those of Map item processors and Parallel branches included. */
 export function statesWithRetry(states: Record<string, Record<string, unknown>>): string[] {
   return Object.entries(states).flatMap(([name, state]) => {
-    const nested = [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<{ States?: Record<string, Record<string, unknown>> } | undefined>;
+    const nested = [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<
+      { States?: Record<string, Record<string, unknown>> } | undefined
+    >;
     return [...('Retry' in state ? [name] : []), ...nested.flatMap((n) => (n?.States ? statesWithRetry(n.States) : []))];
   });
 }

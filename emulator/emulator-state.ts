@@ -183,7 +183,14 @@ export class EmulatorState implements RunExecutions {
     this.released = true;
     for (const name of this.open) {
       const record = this.read(name);
-      if (record?.status === 'RUNNING') this.write({ ...record, status: 'ABORTED', stopDate: new Date().toISOString(), error: 'EmulatorError', cause: 'the emulator stopped before the execution ended' });
+      if (record?.status === 'RUNNING')
+        this.write({
+          ...record,
+          status: 'ABORTED',
+          stopDate: new Date().toISOString(),
+          error: 'EmulatorError',
+          cause: 'the emulator stopped before the execution ended',
+        });
     }
     this.open.clear();
     if (this.dir) rmSync(join(this.dir, 'lock'), { force: true });

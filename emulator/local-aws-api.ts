@@ -51,8 +51,12 @@ function sqs(operation: string, body: Record<string, any>, options: LocalAwsApiO
   }
   if (operation === 'SendMessageBatch') {
     const entries = (body.Entries ?? []) as Array<{ Id: string; MessageBody: string }>;
-    if (entries.length < 1 || entries.length > 10) throw new ApiError('AWS.SimpleQueueService.TooManyEntriesInBatchRequest', `a batch holds 1..10 entries, not ${entries.length}`);
-    options.onMessages(queueName(body.QueueUrl), entries.map((e) => e.MessageBody));
+    if (entries.length < 1 || entries.length > 10)
+      throw new ApiError('AWS.SimpleQueueService.TooManyEntriesInBatchRequest', `a batch holds 1..10 entries, not ${entries.length}`);
+    options.onMessages(
+      queueName(body.QueueUrl),
+      entries.map((e) => e.MessageBody),
+    );
     return { Successful: entries.map((e) => ({ Id: e.Id, MessageId: randomUUID(), MD5OfMessageBody: md5(e.MessageBody) })), Failed: [] };
   }
   throw new ApiError('UnsupportedOperation', `the emulator's SQS does not serve ${operation}`);

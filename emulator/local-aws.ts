@@ -70,9 +70,19 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   const raw = new DynamoDBClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
   const doc = createDynamoDocumentClient({ region: REGION, endpoint: dynamoEndpoint, credentials: LOCAL_CREDENTIALS });
   const s3 = createS3Client({ region: REGION, endpoint: s3Endpoint, credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
-  const tableExists = options.keep ? await raw.send(new DescribeTableCommand({ TableName: table })).then(() => true, () => false) : false;
+  const tableExists = options.keep
+    ? await raw.send(new DescribeTableCommand({ TableName: table })).then(
+        () => true,
+        () => false,
+      )
+    : false;
   if (!tableExists) await createRunTable(raw, table);
-  const bucketExists = options.keep ? await s3.send(new HeadBucketCommand({ Bucket: bucket })).then(() => true, () => false) : false;
+  const bucketExists = options.keep
+    ? await s3.send(new HeadBucketCommand({ Bucket: bucket })).then(
+        () => true,
+        () => false,
+      )
+    : false;
   if (!bucketExists) await s3.send(new CreateBucketCommand({ Bucket: bucket }));
 
   const storage: StorageConfig = { region: REGION, table, bucket, dynamoEndpoint, s3Endpoint, scratchDir: options.scratchDir };

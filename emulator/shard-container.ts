@@ -32,7 +32,6 @@ export function containerOverrideEnv(parameters: RunTaskParameters): Record<stri
   return Object.fromEntries((override.Environment ?? []).map((e) => [e.Name, e.Value]));
 }
 
-
 export interface ShardRunOutcome {
   runId: string;
   paper: string;
@@ -62,7 +61,8 @@ export function shardEvaluatedLog(stderr: string): ShardEvaluatedLog | undefined
     if (!line.startsWith('{')) continue;
     try {
       const entry = JSON.parse(line) as { message?: string } & ShardEvaluatedLog;
-      if (entry.message === 'shard evaluated') return { judged: entry.judged, envBroken: entry.envBroken, ...(entry.environment ? { environment: entry.environment } : {}) };
+      if (entry.message === 'shard evaluated')
+        return { judged: entry.judged, envBroken: entry.envBroken, ...(entry.environment ? { environment: entry.environment } : {}) };
     } catch {
       // Not a log line of ours.
     }
@@ -108,7 +108,9 @@ export function shardContainerHandler(
     if (outcome.code !== 0) {
       const how = outcome.signal ? `signal ${outcome.signal}` : `exit code ${outcome.code}`;
       const tail = outcome.stderr.trim().split('\n').slice(-3).join(' | ');
-      throw new ShardTaskFailedError(`shard ${outcome.paper} of run ${outcome.runId}: container stopped with ${how}${outcome.injected ? ' (injected fault)' : ''}: ${tail}`);
+      throw new ShardTaskFailedError(
+        `shard ${outcome.paper} of run ${outcome.runId}: container stopped with ${how}${outcome.injected ? ' (injected fault)' : ''}: ${tail}`,
+      );
     }
     return {};
   };

@@ -13,7 +13,11 @@ export function answerBook(pset: Pset, template: PromptTemplate, withPaper: bool
   for (const paper of pset.papers) {
     paper.snippets.forEach((snippet, i) => {
       const indent = ' '.repeat(snippet.bodyIndent);
-      const text = ['```python\n' + originalBody(snippet) + '```\n', 'I cannot implement this block.', '```python\n' + indent + "raise ValueError('fake')\n```\n"][i % 3];
+      const text = [
+        `\`\`\`python\n${originalBody(snippet)}\`\`\`\n`,
+        'I cannot implement this block.',
+        `\`\`\`python\n${indent}raise ValueError('fake')\n\`\`\`\n`,
+      ][i % 3];
       book.set(buildPrompt(template, paper, snippet, withPaper).text, text);
     });
   }

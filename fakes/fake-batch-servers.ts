@@ -86,10 +86,19 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
     let output_file_id: string | null = null;
     let error_file_id: string | null = null;
     if (b.state === 'ended') {
-      if (out.length) files.set((output_file_id = `file-out-${b.id}`), out.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
-      if (err.length) files.set((error_file_id = `file-err-${b.id}`), err.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n') + '\n');
+      if (out.length) files.set((output_file_id = `file-out-${b.id}`), `${out.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n')}\n`);
+      if (err.length) files.set((error_file_id = `file-err-${b.id}`), `${err.map((r) => JSON.stringify(openaiLine(r, (b as any).endpoint))).join('\n')}\n`);
     }
-    return { id: b.id, object: 'batch', endpoint: (b as any).endpoint, status, output_file_id, error_file_id, metadata: (b as any).metadata ?? null, request_counts: { total: b.requests.length, completed: out.length, failed: err.length } };
+    return {
+      id: b.id,
+      object: 'batch',
+      endpoint: (b as any).endpoint,
+      status,
+      output_file_id,
+      error_file_id,
+      metadata: (b as any).metadata ?? null,
+      request_counts: { total: b.requests.length, completed: out.length, failed: err.length },
+    };
   };
   return serve(backend, (req) => {
     const auth = req.headers.authorization;
@@ -101,8 +110,12 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
     }
     if (req.method === 'POST' && req.path === '/v1/batches') {
       const body = JSON.parse(req.body.toString());
-      const lines = (files.get(body.input_file_id) ?? '').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-      if (body.completion_window !== '24h' || lines.some((l) => l.url !== body.endpoint || l.method !== 'POST')) return { status: 400, json: { error: { message: 'bad batch' } } };
+      const lines = (files.get(body.input_file_id) ?? '')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      if (body.completion_window !== '24h' || lines.some((l) => l.url !== body.endpoint || l.method !== 'POST'))
+        return { status: 400, json: { error: { message: 'bad batch' } } };
       const b = backend.create(lines.map((l) => ({ customId: l.custom_id, body: l.body })));
       (b as any).endpoint = body.endpoint;
       (b as any).metadata = body.metadata ?? null;
@@ -114,7 +127,9 @@ export async function startFakeOpenAI(answer: (prompt: string) => string): Promi
       const after = req.query.get('after');
       const from = after ? all.findIndex((b) => b.id === after) + 1 : 0;
       const page = all.slice(from, from + Number(req.query.get('limit') ?? 20)).map((b) => batchObject(b));
-      return { json: { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: from + page.length < all.length } };
+      return {
+        json: { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: from + page.length < all.length },
+      };
     }
     let m = /^\/v1\/batches\/([^/]+)(\/cancel)?$/.exec(req.path);
     if (m) {
@@ -155,13 +170,29 @@ function openaiLine(r: ItemResult, endpoint: string) {
             object: 'response',
             status: 'completed',
             output: [{ type: 'message', content: [{ type: 'output_text', text: r.text }] }],
-            usage: { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+            usage: {
+              input_tokens: FAKE_USAGE.input,
+              output_tokens: FAKE_USAGE.output,
+              input_tokens_details: { cached_tokens: 0 },
+              output_tokens_details: { reasoning_tokens: 0 },
+            },
           }
         : chatBody(r.text);
     return { id: `req-${r.customId}`, custom_id: r.customId, response: { status_code: 200, request_id: 'x', body }, error: null };
   }
-  if (r.kind === 'error') return { id: `req-${r.customId}`, custom_id: r.customId, response: { status_code: r.status, request_id: 'x', body: { error: { message: r.message, type: 'server_error' } } }, error: null };
-  return { id: `req-${r.customId}`, custom_id: r.customId, response: null, error: { code: r.kind === 'expired' ? 'batch_expired' : 'batch_cancelled', message: `request ${r.kind}` } };
+  if (r.kind === 'error')
+    return {
+      id: `req-${r.customId}`,
+      custom_id: r.customId,
+      response: { status_code: r.status, request_id: 'x', body: { error: { message: r.message, type: 'server_error' } } },
+      error: null,
+    };
+  return {
+    id: `req-${r.customId}`,
+    custom_id: r.customId,
+    response: null,
+    error: { code: r.kind === 'expired' ? 'batch_expired' : 'batch_cancelled', message: `request ${r.kind}` },
+  };
 }
 
 // ---------------------------------------------------------------- Anthropic
@@ -185,7 +216,8 @@ export async function startFakeAnthropic(answer: (prompt: string) => string): Pr
     results_url: b.state === 'ended' ? `${url}/v1/messages/batches/${b.id}/results` : null,
   });
   const server = await serve(backend, (req) => {
-    if (req.headers['x-api-key'] !== 'test-key') return { status: 401, json: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } } };
+    if (req.headers['x-api-key'] !== 'test-key')
+      return { status: 401, json: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } } };
     if (req.method === 'POST' && req.path === '/v1/messages/batches') {
       const body = JSON.parse(req.body.toString());
       if (!Array.isArray(body.requests) || body.requests.some((r: any) => !/^[a-zA-Z0-9_-]{1,64}$/.test(r.custom_id) || !r.params?.max_tokens)) {
@@ -195,14 +227,19 @@ export async function startFakeAnthropic(answer: (prompt: string) => string): Pr
     }
     if (req.method === 'POST' && req.path === '/v1/messages') {
       backend.interactiveCalls++;
-      return { json: (anthropicResult({ customId: 'x', kind: 'ok', text: answer(promptOf(JSON.parse(req.body.toString()))) }) as { message: unknown }).message };
+      return {
+        json: (anthropicResult({ customId: 'x', kind: 'ok', text: answer(promptOf(JSON.parse(req.body.toString()))) }) as { message: unknown }).message,
+      };
     }
     const m = /^\/v1\/messages\/batches\/([^/]+)(\/cancel|\/results)?$/.exec(req.path);
     if (!m) return notFound;
     if (m[2] === '/results') {
       const b = backend.batches.find((x) => x.id === m[1]);
       if (!b || b.state !== 'ended') return notFound;
-      return { text: b.results.map((r) => JSON.stringify({ custom_id: r.customId, result: anthropicResult(r) })).join('\n') + '\n', contentType: 'application/binary' };
+      return {
+        text: `${b.results.map((r) => JSON.stringify({ custom_id: r.customId, result: anthropicResult(r) })).join('\n')}\n`,
+        contentType: 'application/binary',
+      };
     }
     const b = m[2] === '/cancel' ? backend.cancel(m[1]) : backend.get(m[1]);
     return b ? { json: batchObject(b) } : notFound;
@@ -216,7 +253,15 @@ function anthropicResult(r: ItemResult) {
     case 'ok':
       return {
         type: 'succeeded',
-        message: { id: 'msg', type: 'message', role: 'assistant', model: 'claude-fake', content: [{ type: 'text', text: r.text }], stop_reason: 'end_turn', usage: { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } },
+        message: {
+          id: 'msg',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-fake',
+          content: [{ type: 'text', text: r.text }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+        },
       };
     case 'error':
       return { type: 'errored', error: { type: 'error', error: { type: r.status >= 500 ? 'api_error' : 'invalid_request_error', message: r.message } } };
@@ -240,26 +285,50 @@ export async function startFakeGemini(answer: (prompt: string) => string): Promi
       .filter((r) => r.kind === 'ok' || r.kind === 'error')
       .map((r) =>
         r.kind === 'ok'
-          ? { response: { candidates: [{ content: { role: 'model', parts: [{ text: r.text }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: FAKE_USAGE.input, candidatesTokenCount: FAKE_USAGE.output }, modelVersion: 'gemini-fake' }, metadata: { key: r.customId } }
+          ? {
+              response: {
+                candidates: [{ content: { role: 'model', parts: [{ text: r.text }] }, finishReason: 'STOP' }],
+                usageMetadata: { promptTokenCount: FAKE_USAGE.input, candidatesTokenCount: FAKE_USAGE.output },
+                modelVersion: 'gemini-fake',
+              },
+              metadata: { key: r.customId },
+            }
           : { error: { code: r.status >= 500 ? 13 : 3, message: r.message }, metadata: { key: r.customId } },
       );
     return {
       name: `batches/${b.id}`,
-      metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch', name: `batches/${b.id}`, displayName: (b as any).displayName, state, ...(b.state === 'ended' ? { output: { inlinedResponses: { inlinedResponses: responses } } } : {}) },
+      metadata: {
+        '@type': 'type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch',
+        name: `batches/${b.id}`,
+        displayName: (b as any).displayName,
+        state,
+        ...(b.state === 'ended' ? { output: { inlinedResponses: { inlinedResponses: responses } } } : {}),
+      },
     };
   };
   return serve(backend, (req) => {
-    if (req.headers['x-goog-api-key'] !== 'test-key') return { status: 400, json: { error: { code: 400, message: 'API key not valid', status: 'INVALID_ARGUMENT', details: [{ reason: 'API_KEY_INVALID' }] } } };
+    if (req.headers['x-goog-api-key'] !== 'test-key')
+      return {
+        status: 400,
+        json: { error: { code: 400, message: 'API key not valid', status: 'INVALID_ARGUMENT', details: [{ reason: 'API_KEY_INVALID' }] } },
+      };
     if (/^\/v1beta\/models\/([^/:]+):generateContent$/.test(req.path) && req.method === 'POST') {
       backend.interactiveCalls++;
       const text = answer(promptOf(JSON.parse(req.body.toString())));
-      return { json: { candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: FAKE_USAGE.input, candidatesTokenCount: FAKE_USAGE.output }, modelVersion: 'gemini-fake' } };
+      return {
+        json: {
+          candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP' }],
+          usageMetadata: { promptTokenCount: FAKE_USAGE.input, candidatesTokenCount: FAKE_USAGE.output },
+          modelVersion: 'gemini-fake',
+        },
+      };
     }
     let m = /^\/v1beta\/models\/([^/:]+):batchGenerateContent$/.exec(req.path);
     if (m && req.method === 'POST') {
       const body = JSON.parse(req.body.toString());
       const requests = body.batch?.inputConfig?.requests?.requests;
-      if (!Array.isArray(requests) || requests.some((r: any) => !r.request?.contents || !r.metadata?.key)) return { status: 400, json: { error: { code: 400, message: 'bad batch' } } };
+      if (!Array.isArray(requests) || requests.some((r: any) => !r.request?.contents || !r.metadata?.key))
+        return { status: 400, json: { error: { code: 400, message: 'bad batch' } } };
       const created = backend.create(requests.map((r: any) => ({ customId: r.metadata.key, body: r.request })));
       (created as any).displayName = body.batch?.displayName;
       return { json: operation(created) };
@@ -302,36 +371,71 @@ export async function startFakeBedrock(answer: (prompt: string) => string, s3: i
         .map((r) =>
           JSON.stringify(
             r.kind === 'ok'
-              ? { recordId: r.customId, modelInput: {}, modelOutput: { output: { message: { role: 'assistant', content: [{ text: r.text }] } }, stopReason: 'end_turn', usage: { inputTokens: FAKE_USAGE.input, outputTokens: FAKE_USAGE.output, totalTokens: FAKE_USAGE.input + FAKE_USAGE.output } } }
+              ? {
+                  recordId: r.customId,
+                  modelInput: {},
+                  modelOutput: {
+                    output: { message: { role: 'assistant', content: [{ text: r.text }] } },
+                    stopReason: 'end_turn',
+                    usage: { inputTokens: FAKE_USAGE.input, outputTokens: FAKE_USAGE.output, totalTokens: FAKE_USAGE.input + FAKE_USAGE.output },
+                  },
+                }
               : { recordId: r.customId, modelInput: {}, error: { errorCode: r.status, errorMessage: r.message } },
           ),
         );
       const out = split(job.output);
-      await s3.send(new PutObjectCommand({ Bucket: out.bucket, Key: `${out.key}${b.id}/input.jsonl.out`, Body: lines.join('\n') + '\n' }));
-      await s3.send(new PutObjectCommand({ Bucket: out.bucket, Key: `${out.key}${b.id}/manifest.json.out`, Body: JSON.stringify({ totalRecordCount: b.requests.length }) }));
+      await s3.send(new PutObjectCommand({ Bucket: out.bucket, Key: `${out.key}${b.id}/input.jsonl.out`, Body: `${lines.join('\n')}\n` }));
+      await s3.send(
+        new PutObjectCommand({ Bucket: out.bucket, Key: `${out.key}${b.id}/manifest.json.out`, Body: JSON.stringify({ totalRecordCount: b.requests.length }) }),
+      );
       job.written = true;
     }
     const status = b.state === 'ended' ? STATUS[b.endedAs!] : b.state === 'canceling' ? 'Stopping' : 'InProgress';
-    return { jobArn: job.arn, status, inputDataConfig: { s3InputDataConfig: { s3Uri: job.input } }, outputDataConfig: { s3OutputDataConfig: { s3Uri: job.output } } };
+    return {
+      jobArn: job.arn,
+      status,
+      inputDataConfig: { s3InputDataConfig: { s3Uri: job.input } },
+      outputDataConfig: { s3OutputDataConfig: { s3Uri: job.output } },
+    };
   };
   return serve(backend, async (req) => {
     if (!String(req.headers.authorization ?? '').startsWith('AWS4-HMAC-SHA256')) return { status: 403, json: { message: 'missing signature' } };
     if (req.method === 'POST' && req.path === '/model-invocation-job') {
       const body = JSON.parse(req.body.toString());
-      if (!body.roleArn || body.modelInvocationType !== 'Converse' || !body.inputDataConfig?.s3InputDataConfig?.s3Uri) return { status: 400, json: { message: 'ValidationException' } };
+      if (!body.roleArn || body.modelInvocationType !== 'Converse' || !body.inputDataConfig?.s3InputDataConfig?.s3Uri)
+        return { status: 400, json: { message: 'ValidationException' } };
       const input = split(body.inputDataConfig.s3InputDataConfig.s3Uri);
       const text = await (await s3.send(new GetObjectCommand({ Bucket: input.bucket, Key: input.key }))).Body!.transformToString();
-      const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-      if (records.some((r) => !r.recordId || !r.modelInput?.messages || r.modelInput.modelId)) return { status: 400, json: { message: 'ValidationException: bad record' } };
+      const records = text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      if (records.some((r) => !r.recordId || !r.modelInput?.messages || r.modelInput.modelId))
+        return { status: 400, json: { message: 'ValidationException: bad record' } };
       const b = backend.create(records.map((r) => ({ customId: r.recordId, body: r.modelInput })));
       const arn = `arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/${b.id}`;
-      jobs.set(b.id, { arn, input: body.inputDataConfig.s3InputDataConfig.s3Uri, output: body.outputDataConfig.s3OutputDataConfig.s3Uri, written: false, inputKey: input.key, jobName: body.jobName });
+      jobs.set(b.id, {
+        arn,
+        input: body.inputDataConfig.s3InputDataConfig.s3Uri,
+        output: body.outputDataConfig.s3OutputDataConfig.s3Uri,
+        written: false,
+        inputKey: input.key,
+        jobName: body.jobName,
+      });
       return { json: { jobArn: arn } };
     }
     if (req.method === 'GET' && req.path === '/model-invocation-jobs') {
       const contains = req.query.get('nameContains') ?? '';
       const summaries = backend.batches.map((b) => ({ b, job: jobs.get(b.id)! })).filter(({ job }) => String(job.jobName ?? '').includes(contains));
-      return { json: { invocationJobSummaries: summaries.map(({ b, job }) => ({ jobArn: job.arn, jobName: job.jobName, status: b.state === 'ended' ? STATUS[b.endedAs!] : 'InProgress' })) } };
+      return {
+        json: {
+          invocationJobSummaries: summaries.map(({ b, job }) => ({
+            jobArn: job.arn,
+            jobName: job.jobName,
+            status: b.state === 'ended' ? STATUS[b.endedAs!] : 'InProgress',
+          })),
+        },
+      };
     }
     const m = /^\/model-invocation-job\/([^/]+)(\/stop)?$/.exec(req.path);
     if (!m) return { status: 404, json: { message: 'not found' } };
@@ -367,12 +471,28 @@ export async function startFakeOpenAIBackground(answer: (prompt: string) => stri
   const responses: FakeBackgroundServer['responses'] = [];
   // The returned server itself: tests set its fates and slowness between runs.
   const state = { fates: [] as BackgroundFate[], slowness: { queued: 1, inProgress: 1 } } as FakeBackgroundServer;
-  const usage = { input_tokens: FAKE_USAGE.input, output_tokens: FAKE_USAGE.output, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } };
+  const usage = {
+    input_tokens: FAKE_USAGE.input,
+    output_tokens: FAKE_USAGE.output,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: 0 },
+  };
   const body = (r: FakeBackgroundServer['responses'][number]) => {
     const base = { id: r.id, object: 'response', model: 'gpt-fake-r', status: r.status, background: true };
-    if (r.status === 'completed') return { ...base, output: [{ type: 'reasoning', summary: [] }, { type: 'message', content: [{ type: 'output_text', text: answer(r.prompt) }] }], usage };
+    if (r.status === 'completed')
+      return {
+        ...base,
+        output: [
+          { type: 'reasoning', summary: [] },
+          { type: 'message', content: [{ type: 'output_text', text: answer(r.prompt) }] },
+        ],
+        usage,
+      };
     if (r.status === 'failed') {
-      const error = r.fate === 'server_error' ? { code: 'server_error', message: 'the server had an error' } : { code: 'invalid_prompt', message: 'the prompt was flagged' };
+      const error =
+        r.fate === 'server_error'
+          ? { code: 'server_error', message: 'the server had an error' }
+          : { code: 'invalid_prompt', message: 'the prompt was flagged' };
       return { ...base, output: [], error };
     }
     return { ...base, output: [] };

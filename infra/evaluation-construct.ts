@@ -147,7 +147,7 @@ export class EvaluationConstruct extends Construct {
 
     this.taskRole = new iam.Role(this, 'TaskRole', {
       assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
-      description: 'rcb shard task: reads a run\'s inputs, writes its verdicts and evaluation logs',
+      description: "rcb shard task: reads a run's inputs, writes its verdicts and evaluation logs",
     });
     // What a shard reads (core/cloud/evaluate-shard.ts): its run's item, tasks and verdicts
     // (GetItem, Query on RUN#<runId>) and its tasks' completions (BatchGetItem on
@@ -220,8 +220,7 @@ export class EvaluationConstruct extends Construct {
       [
         {
           id: 'AwsSolutions-IAM5',
-          reason:
-            'Execution role: ecr:GetAuthorizationToken supports no resource-level permission (CDK grants it on "*" to pull the asset image).',
+          reason: 'Execution role: ecr:GetAuthorizationToken supports no resource-level permission (CDK grants it on "*" to pull the asset image).',
           appliesTo: ['Resource::*'],
         },
       ],
@@ -234,10 +233,7 @@ export class EvaluationConstruct extends Construct {
           id: 'AwsSolutions-IAM5',
           reason:
             'Object-key wildcards: the task reads psets/* and runs/* (its run id is only known at run time) and writes runs/*/evaluation/* only; its DynamoDB writes are limited to RUN#* and IMAGE#* partitions (the environment check of its paper, kept per image).',
-          appliesTo: [
-            artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs),
-            artifactWildcardFinding(ARTIFACT_PATTERNS.evaluationOutput),
-          ],
+          appliesTo: [artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs), artifactWildcardFinding(ARTIFACT_PATTERNS.evaluationOutput)],
         },
       ],
       true,

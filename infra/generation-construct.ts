@@ -142,12 +142,7 @@ export class GenerationConstruct extends Construct {
 
     // Reserve and settle budget on the run item, read tasks, write completions (first write
     // wins) and take generation claims.
-    grantTableItems(table, generatorRole, [
-      'dynamodb:GetItem',
-      'dynamodb:BatchGetItem',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
-    ]);
+    grantTableItems(table, generatorRole, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     // Release its in-flight claims on tasks (TASK#<taskId>/CLAIM): the one delete it needs,
     // confined to the task partitions.
     grantTableItems(table, generatorRole, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task)] });
@@ -159,10 +154,7 @@ export class GenerationConstruct extends Construct {
     const bedrockArns =
       props.bedrockResourceArns ??
       (lanes.some((l) => l.name === 'bedrock')
-        ? [
-            `arn:${Aws.PARTITION}:bedrock:*::foundation-model/*`,
-            `arn:${Aws.PARTITION}:bedrock:*:${Aws.ACCOUNT_ID}:inference-profile/*`,
-          ]
+        ? [`arn:${Aws.PARTITION}:bedrock:*::foundation-model/*`, `arn:${Aws.PARTITION}:bedrock:*:${Aws.ACCOUNT_ID}:inference-profile/*`]
         : []);
     if (bedrockArns.length > 0) {
       generatorRole.addToPrincipalPolicy(
@@ -274,9 +266,7 @@ export class GenerationConstruct extends Construct {
           reportBatchItemFailures: true,
         }),
       );
-      this.deadLetter.function.addEventSource(
-        new lambdaEventSources.SqsEventSource(deadLetterQueue, { batchSize: 10, reportBatchItemFailures: true }),
-      );
+      this.deadLetter.function.addEventSource(new lambdaEventSources.SqsEventSource(deadLetterQueue, { batchSize: 10, reportBatchItemFailures: true }));
       return { config: lane, queue, deadLetterQueue };
     });
 
@@ -312,7 +302,7 @@ export class GenerationConstruct extends Construct {
         {
           id: 'Serverless-LambdaEventSourceMappingDestination',
           reason:
-            'SQS event source mappings do not support on-failure destinations; failed messages go to each lane queue\'s dead-letter queue through its redrive policy.',
+            "SQS event source mappings do not support on-failure destinations; failed messages go to each lane queue's dead-letter queue through its redrive policy.",
         },
       ],
       true,
@@ -335,7 +325,11 @@ export class GenerationConstruct extends Construct {
     // Listing (findByIntent after a crash) supports no resource-level permission.
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['bedrock:ListModelInvocationJobs'], resources: ['*'] }));
     role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: config.roleArns, conditions: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } } }),
+      new iam.PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: config.roleArns,
+        conditions: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } },
+      }),
     );
     const locations = config.s3Uris.map((u) => /^s3:\/\/([^/]+)\/?(.*)$/.exec(u)!).map(([, bucket, prefix]) => ({ bucket, prefix: prefix.replace(/\/$/, '') }));
     role.addToPrincipalPolicy(

@@ -1,16 +1,11 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
-import {
-  DefaultDashboardFactory,
-  MonitoringFacade,
-  noopAction,
-  notifySns,
-} from 'cdk-monitoring-constructs';
+import { DefaultDashboardFactory, MonitoringFacade, noopAction, notifySns } from 'cdk-monitoring-constructs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 
@@ -68,7 +63,7 @@ export class MonitoringConstruct extends Construct {
         {
           id: 'AwsSolutions-SNS2',
           reason:
-            'Alarm notifications carry alarm names and states only. CloudWatch cannot publish to a topic encrypted with the AWS managed SNS key, and a customer managed key would be the stack\'s only KMS cost ($1/month).',
+            "Alarm notifications carry alarm names and states only. CloudWatch cannot publish to a topic encrypted with the AWS managed SNS key, and a customer managed key would be the stack's only KMS cost ($1/month).",
         },
       ]);
       NagSuppressions.addResourceSuppressions(

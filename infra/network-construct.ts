@@ -180,7 +180,13 @@ export class NetworkConstruct extends Construct {
       });
       NagSuppressions.addResourceSuppressions(
         lookup,
-        [{ id: 'AwsSolutions-IAM5', reason: 'ec2:DescribePrefixLists supports no resource-level permission; the lookup reads the AWS-managed prefix list id of one service.', appliesTo: ['Resource::*'] }],
+        [
+          {
+            id: 'AwsSolutions-IAM5',
+            reason: 'ec2:DescribePrefixLists supports no resource-level permission; the lookup reads the AWS-managed prefix list id of one service.',
+            appliesTo: ['Resource::*'],
+          },
+        ],
         true,
       );
       this.taskSecurityGroup.addEgressRule(
@@ -196,7 +202,8 @@ export class NetworkConstruct extends Construct {
         [
           {
             id: 'Serverless-LambdaDLQ',
-            reason: 'CloudFormation calls the lookup synchronously during a deploy; a failed call fails the deployment, so there is no asynchronous event to dead-letter.',
+            reason:
+              'CloudFormation calls the lookup synchronously during a deploy; a failed call fails the deployment, so there is no asynchronous event to dead-letter.',
           },
           {
             id: 'Serverless-LambdaTracing',

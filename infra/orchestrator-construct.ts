@@ -27,12 +27,7 @@ export { STATE_NAMES };
  * `AmazonECS.Unknown` is what a `.sync` RunTask raises when the response carries
  * `failures` (e.g. RESOURCE:FARGATE); the ECS.* ones are API exceptions.
  */
-export const CAPACITY_ERRORS = [
-  'AmazonECS.Unknown',
-  'ECS.AmazonECSException',
-  'ECS.ServerException',
-  'ECS.LimitExceededException',
-];
+export const CAPACITY_ERRORS = ['AmazonECS.Unknown', 'ECS.AmazonECSException', 'ECS.ServerException', 'ECS.LimitExceededException'];
 
 /** A provider lane as PlanRun sees it: the queue it sends the lane's task messages to. */
 export interface LaneQueue {
@@ -144,13 +139,7 @@ export class OrchestratorConstruct extends Construct {
         RCB_EVALUATION_READY: String(props.evaluationReady ?? true),
       },
     });
-    grantTableItems(table, this.planRun.role, [
-      'dynamodb:GetItem',
-      'dynamodb:BatchGetItem',
-      'dynamodb:Query',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
-    ]);
+    grantTableItems(table, this.planRun.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     // A restarted run reopens the tasks whose answer was an error: their completion and verdict go.
     grantTableItems(table, this.planRun.role, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task), leadingKeys(KEY_PREFIXES.run)] });
     grantArtifacts(bucket, this.planRun.role, {
@@ -181,13 +170,7 @@ export class OrchestratorConstruct extends Construct {
       timeout: Duration.minutes(10),
       environment: common,
     });
-    grantTableItems(table, this.aggregate.role, [
-      'dynamodb:GetItem',
-      'dynamodb:BatchGetItem',
-      'dynamodb:Query',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
-    ]);
+    grantTableItems(table, this.aggregate.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     grantArtifacts(bucket, this.aggregate.role, {
       read: [ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs],
       list: [ARTIFACT_PATTERNS.runs],
@@ -209,7 +192,7 @@ export class OrchestratorConstruct extends Construct {
           {
             id: 'AwsSolutions-IAM5',
             reason:
-              'Object-key wildcards under the bucket\'s psets/ and runs/ prefixes only: run ids and pset digests are known at run time, not at deploy time.',
+              "Object-key wildcards under the bucket's psets/ and runs/ prefixes only: run ids and pset digests are known at run time, not at deploy time.",
             appliesTo: [artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs)],
           },
         ],
@@ -282,7 +265,7 @@ export class OrchestratorConstruct extends Construct {
     const succeeded = new sfn.Succeed(this, 'RunSucceeded', { stateName: STATE_NAMES.succeeded });
     const generate = new sfn.Parallel(this, 'Generate', {
       stateName: STATE_NAMES.generate,
-      comment: 'The SQS lanes\' progress loop beside the batch lane; a failure of either (its deadline, a round that keeps failing) fails the run',
+      comment: "The SQS lanes' progress loop beside the batch lane; a failure of either (its deadline, a round that keeps failing) fails the run",
       resultPath: sfn.JsonPath.DISCARD,
     });
     generate.branch(this.generationPhase());
@@ -297,10 +280,12 @@ export class OrchestratorConstruct extends Construct {
    */
   private batchPhase(props: OrchestratorConstructProps): sfn.IChainable {
     const lane = new BatchLaneConstruct(this, 'BatchLane', { batchRound: props.batchRound });
-    return new sfn.Choice(this, 'BatchLaneChoice', { stateName: STATE_NAMES.batchLane })
-      // A plan without the field (a PlanRun deployed before the lane) has no batch tasks.
-      .when(sfn.Condition.and(sfn.Condition.isPresent('$.plan.batchTasks'), sfn.Condition.numberGreaterThan('$.plan.batchTasks', 0)), lane)
-      .otherwise(new sfn.Pass(this, 'NoBatchLane', { stateName: STATE_NAMES.noBatchLane }));
+    return (
+      new sfn.Choice(this, 'BatchLaneChoice', { stateName: STATE_NAMES.batchLane })
+        // A plan without the field (a PlanRun deployed before the lane) has no batch tasks.
+        .when(sfn.Condition.and(sfn.Condition.isPresent('$.plan.batchTasks'), sfn.Condition.numberGreaterThan('$.plan.batchTasks', 0)), lane)
+        .otherwise(new sfn.Pass(this, 'NoBatchLane', { stateName: STATE_NAMES.noBatchLane }))
+    );
   }
 
   /**

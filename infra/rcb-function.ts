@@ -140,8 +140,7 @@ export class RcbFunction extends Construct {
       [
         {
           id: 'AwsSolutions-IAM5',
-          reason:
-            'X-Ray PutTraceSegments/PutTelemetryRecords do not support resource-level permissions; CDK adds them with Resource "*" for active tracing.',
+          reason: 'X-Ray PutTraceSegments/PutTelemetryRecords do not support resource-level permissions; CDK adds them with Resource "*" for active tracing.',
           appliesTo: ['Resource::*'],
         },
       ],

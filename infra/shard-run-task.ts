@@ -1,7 +1,7 @@
 import { Arn, ArnFormat, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 
 /** The service a shard task's roles may be passed to, and nothing else. */
 export const ECS_TASKS_SERVICE = 'ecs-tasks.amazonaws.com';
@@ -14,7 +14,7 @@ export const ECS_TASKS_SERVICE = 'ecs-tasks.amazonaws.com';
  * task ARN and the ecs:cluster key (AWS service authorization reference, Amazon ECS).
  */
 export class ShardRunTask extends tasks.EcsRunTask {
-  protected declare readonly taskPolicies: iam.PolicyStatement[];
+  declare protected readonly taskPolicies: iam.PolicyStatement[];
 
   constructor(scope: Construct, id: string, props: tasks.EcsRunTaskProps) {
     super(scope, id, props);

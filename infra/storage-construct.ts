@@ -49,9 +49,7 @@ export class StorageConstruct extends Construct {
       versioned: true,
       removalPolicy,
       lifecycleRules: [
-        ...(artifactDays > 0
-          ? [{ id: 'run-artifacts', prefix: ARTIFACT_PREFIXES.runs, expiration: Duration.days(artifactDays) }]
-          : []),
+        ...(artifactDays > 0 ? [{ id: 'run-artifacts', prefix: ARTIFACT_PREFIXES.runs, expiration: Duration.days(artifactDays) }] : []),
         {
           id: 'housekeeping',
           abortIncompleteMultipartUploadAfter: Duration.days(1),
@@ -64,7 +62,7 @@ export class StorageConstruct extends Construct {
       {
         id: 'AwsSolutions-S1',
         reason:
-          'Artifacts are benchmark inputs and outputs written only by this stack\'s roles; server access logs would double the request count of every test log written. CloudTrail data events can be enabled by the account owner if required.',
+          "Artifacts are benchmark inputs and outputs written only by this stack's roles; server access logs would double the request count of every test log written. CloudTrail data events can be enabled by the account owner if required.",
       },
     ]);
 

@@ -21,8 +21,20 @@ export interface SynthContainerDefinition {
  * smaller, so image:check sets this one.
  */
 export const FARGATE_DEFAULT_CAPABILITIES = [
-  'CHOWN', 'DAC_OVERRIDE', 'FSETID', 'FOWNER', 'MKNOD', 'NET_RAW', 'SETGID', 'SETUID',
-  'SETFCAP', 'SETPCAP', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'KILL', 'AUDIT_WRITE',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FSETID',
+  'FOWNER',
+  'MKNOD',
+  'NET_RAW',
+  'SETGID',
+  'SETUID',
+  'SETFCAP',
+  'SETPCAP',
+  'NET_BIND_SERVICE',
+  'SYS_CHROOT',
+  'KILL',
+  'AUDIT_WRITE',
 ] as const;
 
 /**
@@ -76,9 +88,7 @@ const ENOSYS = 38;
  */
 export function userNamespaceRefusingProfile(podmanDefault: SeccompProfile): SeccompProfile {
   const gated = new Set(['clone', 'clone3', 'unshare']);
-  const syscalls = podmanDefault.syscalls
-    .map((rule) => ({ ...rule, names: rule.names.filter((n) => !gated.has(n)) }))
-    .filter((rule) => rule.names.length > 0);
+  const syscalls = podmanDefault.syscalls.map((rule) => ({ ...rule, names: rule.names.filter((n) => !gated.has(n)) })).filter((rule) => rule.names.length > 0);
   const newUser = (valueTwo: number) => [{ index: 0, value: CLONE_NEWUSER, valueTwo, op: 'SCMP_CMP_MASKED_EQ' }];
   syscalls.push(
     { names: ['clone', 'unshare'], action: 'SCMP_ACT_ALLOW', args: newUser(0) },
@@ -139,11 +149,38 @@ export function shardRunArgs(opts: ShardRunOptions): string[] {
 export function capabilityNames(capEffHex: string): string[] {
   // Numbers from linux/capability.h, the ones a container's default set can hold.
   const numbers: Record<number, string> = {
-    0: 'CHOWN', 1: 'DAC_OVERRIDE', 2: 'DAC_READ_SEARCH', 3: 'FOWNER', 4: 'FSETID', 5: 'KILL', 6: 'SETGID', 7: 'SETUID',
-    8: 'SETPCAP', 9: 'LINUX_IMMUTABLE', 10: 'NET_BIND_SERVICE', 11: 'NET_BROADCAST', 12: 'NET_ADMIN', 13: 'NET_RAW',
-    14: 'IPC_LOCK', 15: 'IPC_OWNER', 16: 'SYS_MODULE', 17: 'SYS_RAWIO', 18: 'SYS_CHROOT', 19: 'SYS_PTRACE',
-    20: 'SYS_PACCT', 21: 'SYS_ADMIN', 22: 'SYS_BOOT', 23: 'SYS_NICE', 24: 'SYS_RESOURCE', 25: 'SYS_TIME',
-    26: 'SYS_TTY_CONFIG', 27: 'MKNOD', 28: 'LEASE', 29: 'AUDIT_WRITE', 30: 'AUDIT_CONTROL', 31: 'SETFCAP',
+    0: 'CHOWN',
+    1: 'DAC_OVERRIDE',
+    2: 'DAC_READ_SEARCH',
+    3: 'FOWNER',
+    4: 'FSETID',
+    5: 'KILL',
+    6: 'SETGID',
+    7: 'SETUID',
+    8: 'SETPCAP',
+    9: 'LINUX_IMMUTABLE',
+    10: 'NET_BIND_SERVICE',
+    11: 'NET_BROADCAST',
+    12: 'NET_ADMIN',
+    13: 'NET_RAW',
+    14: 'IPC_LOCK',
+    15: 'IPC_OWNER',
+    16: 'SYS_MODULE',
+    17: 'SYS_RAWIO',
+    18: 'SYS_CHROOT',
+    19: 'SYS_PTRACE',
+    20: 'SYS_PACCT',
+    21: 'SYS_ADMIN',
+    22: 'SYS_BOOT',
+    23: 'SYS_NICE',
+    24: 'SYS_RESOURCE',
+    25: 'SYS_TIME',
+    26: 'SYS_TTY_CONFIG',
+    27: 'MKNOD',
+    28: 'LEASE',
+    29: 'AUDIT_WRITE',
+    30: 'AUDIT_CONTROL',
+    31: 'SETFCAP',
   };
   const mask = BigInt(`0x${capEffHex.trim()}`);
   const names: string[] = [];

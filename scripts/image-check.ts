@@ -106,7 +106,10 @@ function say(message: string): void {
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, opts: { quiet?: boolean } = {}): string {
   const r = spawnSync(cmd, args, { env, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', opts.quiet ? 'pipe' : 'inherit'] });
   if (r.error) throw new Error(`image:check: ${cmd} could not start: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`image:check: ${cmd} ${args.slice(0, 3).join(' ')} ... exited ${r.status}${opts.quiet ? `: ${r.stderr.trim().split('\n').slice(-5).join(' | ')}` : ''}`);
+  if (r.status !== 0)
+    throw new Error(
+      `image:check: ${cmd} ${args.slice(0, 3).join(' ')} ... exited ${r.status}${opts.quiet ? `: ${r.stderr.trim().split('\n').slice(-5).join(' | ')}` : ''}`,
+    );
   return r.stdout;
 }
 
@@ -145,7 +148,10 @@ function podmanEnv(dir: string): NodeJS.ProcessEnv {
 }
 
 function machineMirror(): string {
-  const files = ['/etc/apt/sources.list', ...(existsSync('/etc/apt/sources.list.d') ? readdirSync('/etc/apt/sources.list.d').map((f) => join('/etc/apt/sources.list.d', f)) : [])];
+  const files = [
+    '/etc/apt/sources.list',
+    ...(existsSync('/etc/apt/sources.list.d') ? readdirSync('/etc/apt/sources.list.d').map((f) => join('/etc/apt/sources.list.d', f)) : []),
+  ];
   for (const file of files) {
     if (!existsSync(file)) continue;
     const mirror = debianMirror(readFileSync(file, 'utf8'));
@@ -203,7 +209,8 @@ function buildImage(synth: Synth, base: string, env: NodeJS.ProcessEnv): void {
   // The npm packages come from this machine's npm cache, mounted as an overlay (the build's
   // writes to it are thrown away), so the build needs no network at all.
   const npmCache = spawnSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).stdout.trim();
-  if (!npmCache || !existsSync(join(npmCache, '_cacache'))) throw new Error(`image:check: no npm cache at ${npmCache || '(npm config get cache)'}; run npm ci once`);
+  if (!npmCache || !existsSync(join(npmCache, '_cacache')))
+    throw new Error(`image:check: no npm cache at ${npmCache || '(npm config get cache)'}; run npm ci once`);
   const args = [
     'build',
     '--pull=never',
@@ -237,7 +244,20 @@ function localVerdicts(papers: string[], scratch: string): Map<string, Judgement
   const out = join(scratch, 'local-run');
   const r = spawnSync(
     process.execPath,
-    ['-r', require.resolve('tsx/cjs'), join(packageRoot(), 'bin', 'rcb.ts'), 'run', '--model', 'oracle', '--model', 'empty', '--papers', papers.join(','), '--out', out],
+    [
+      '-r',
+      require.resolve('tsx/cjs'),
+      join(packageRoot(), 'bin', 'rcb.ts'),
+      'run',
+      '--model',
+      'oracle',
+      '--model',
+      'empty',
+      '--papers',
+      papers.join(','),
+      '--out',
+      out,
+    ],
     { encoding: 'utf8', cwd: packageRoot(), maxBuffer: 64 * 1024 * 1024 },
   );
   if (r.status !== 0) throw new Error(`image:check: the local reference run failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join(' | ')}`);
@@ -276,7 +296,12 @@ async function main(): Promise<number> {
 
     // The constraints, as a process inside sees them.
     const probe = await runAsync('podman', runArgs({}, ['sh', '-c', PROBE]), env);
-    const facts = Object.fromEntries(probe.stdout.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+    const facts = Object.fromEntries(
+      probe.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=', 2) as [string, string]),
+    );
     say(`inside: uid=${facts.uid} caps=${capabilityNames(facts.capeff ?? '0').join(',')} rootfs=${facts.rootfs} scratch=${facts.scratch}`);
     say(`inside: unshare --user: ${facts.unshare}; bwrap --unshare-user: ${facts.bwrap}; python=${facts.python}`);
     if (probe.code !== 0) throw new Error(`image:check: the probe container exited ${probe.code}: ${probe.stderr.trim()}`);
@@ -290,7 +315,10 @@ async function main(): Promise<number> {
     const spec: RunSpec = {
       psetDigest: pset.digest,
       psetRoot: await uploadPsetBundle(storage.blobs, pset),
-      models: [{ id: 'oracle', params: {} }, { id: 'empty', params: {} }],
+      models: [
+        { id: 'oracle', params: {} },
+        { id: 'empty', params: {} },
+      ],
       samples: 1,
       withPaper: true,
       papers: opts.papers ? papers : null,
@@ -303,7 +331,10 @@ async function main(): Promise<number> {
     const queue = new KeptQueue();
     await planCloudRun({ ...storage, queue }, { runId, spec, models: { oracle: { config: {} }, empty: { config: {} } } });
     const ctx = await loadRunContext(storage, runId);
-    const clients = new Map<string, ModelClient>([['oracle', new OracleModel(ctx.pset)], ['empty', new EmptyModel()]]);
+    const clients = new Map<string, ModelClient>([
+      ['oracle', new OracleModel(ctx.pset)],
+      ['empty', new EmptyModel()],
+    ]);
     for (const { message } of queue.sent) await generateTask({ store: storage.store, clients }, ctx, message);
     say(`run ${runId}: ${queue.sent.length} tasks answered; evaluating ${papers.length} shard(s) in the image with RCB_SANDBOX=${opts.sandbox}`);
 
@@ -331,14 +362,15 @@ async function main(): Promise<number> {
       [
         `image: ${IMAGE}, ${(size / 1e6).toFixed(0)} MB; build ${((tBuilt - tBase) / 1000).toFixed(1)}s`,
         `container: uid ${facts.uid}, capabilities ${capabilityNames(facts.capeff ?? '0').join(' ')}, root ${facts.rootfs}, /scratch ${facts.scratch}, user namespaces: ${facts.unshare}`,
-        `sandbox: RCB_SANDBOX=${opts.sandbox}; shards ${papers.length} (${shardTimes.map((s) => s.toFixed(1) + 's').join(', ')})`,
+        `sandbox: RCB_SANDBOX=${opts.sandbox}; shards ${papers.length} (${shardTimes.map((s) => `${s.toFixed(1)}s`).join(', ')})`,
         `verdicts: ${cloud.size} in the container's run (${passed} strict passes), ${local.size} locally, ${differing.length} differing`,
         `wall time: ${wall.toFixed(1)}s`,
         '',
       ].join('\n'),
     );
     if (differing.length > 0 || cloud.size !== queue.sent.length) {
-      for (const id of differing.slice(0, 10)) process.stderr.write(`  ${id}: container ${JSON.stringify(cloud.get(id))} local ${JSON.stringify(local.get(id))}\n`);
+      for (const id of differing.slice(0, 10))
+        process.stderr.write(`  ${id}: container ${JSON.stringify(cloud.get(id))} local ${JSON.stringify(local.get(id))}\n`);
       return 1;
     }
     return 0;
@@ -356,7 +388,7 @@ const PROBE = [
   'if touch /scratch/probe 2>/dev/null; then echo scratch=writable; else echo scratch=not-writable; fi',
   'echo unshare=$(unshare --user true 2>&1 | head -1 || true)',
   'echo bwrap=$(bwrap --unshare-user --ro-bind / / true 2>&1 | head -1 || true)',
-  'echo python=$RCB_PYTHON $($RCB_PYTHON -c "import numpy, torch; print(\'numpy\', numpy.__version__, \'torch\', torch.__version__)" 2>&1 | tail -1)',
+  "echo python=$RCB_PYTHON $($RCB_PYTHON -c \"import numpy, torch; print('numpy', numpy.__version__, 'torch', torch.__version__)\" 2>&1 | tail -1)",
 ].join('; ');
 
 if (require.main === module) {

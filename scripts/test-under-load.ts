@@ -145,7 +145,10 @@ function runSuite(index: number, dir: string, jestArgs: string[], neighbours: Ne
   const cpuBefore = neighbours.reduce((s, n) => s + cpuSeconds(n.child.pid!), 0);
   const started = Date.now();
   const jest = join(resolve(__dirname, '..'), 'node_modules', 'jest', 'bin', 'jest.js');
-  const child = spawn(process.execPath, [jest, '--json', '--outputFile', report, ...jestArgs], { cwd: resolve(__dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [jest, '--json', '--outputFile', report, ...jestArgs], {
+    cwd: resolve(__dirname, '..'),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const chunks: Buffer[] = [];
   const keep = (d: Buffer): void => {
     chunks.push(d);
@@ -179,14 +182,18 @@ async function main(): Promise<number> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   const say = (line: string): void => void process.stdout.write(`test:under-load: ${line}\n`);
-  say(`${options.neighbours} CPU-bound neighbour(s) (pids ${neighbours.map((n) => n.child.pid).join(', ')}) on ${availableParallelism()} core(s); ${options.runs} run(s); logs and reports in ${dir}`);
+  say(
+    `${options.neighbours} CPU-bound neighbour(s) (pids ${neighbours.map((n) => n.child.pid).join(', ')}) on ${availableParallelism()} core(s); ${options.runs} run(s); logs and reports in ${dir}`,
+  );
   const results: RunResult[] = [];
   try {
     for (let i = 1; i <= options.runs; i++) {
       say(`run ${i}/${options.runs} started`);
       const r = await runSuite(i, dir, options.jestArgs, neighbours);
       results.push(r);
-      say(`run ${i}/${options.runs} ${r.ok ? 'passed' : 'FAILED'} in ${r.seconds.toFixed(0)} s; the suite used ${r.suiteCpuSeconds.toFixed(0)} CPU s, the neighbours ${r.neighbourCpuSeconds.toFixed(0)} (${r.log})`);
+      say(
+        `run ${i}/${options.runs} ${r.ok ? 'passed' : 'FAILED'} in ${r.seconds.toFixed(0)} s; the suite used ${r.suiteCpuSeconds.toFixed(0)} CPU s, the neighbours ${r.neighbourCpuSeconds.toFixed(0)} (${r.log})`,
+      );
       if (!r.ok) break;
     }
   } finally {

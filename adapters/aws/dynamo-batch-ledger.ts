@@ -51,7 +51,11 @@ export class DynamoBatchLedger implements BatchLedger {
         TableName: this.table,
         Key: runTableKey.batch(b.runId, b.batchKey),
         UpdateExpression: `SET #record = :record, #seq = if_not_exists(#seq, :seq)${ttl ? ', #ttl = :ttl' : ''}`,
-        ExpressionAttributeNames: { '#record': BATCH_ATTRIBUTES.record, '#seq': BATCH_ATTRIBUTES.seq, ...(ttl ? { '#ttl': TABLE_ATTRIBUTES.ttlAttribute } : {}) },
+        ExpressionAttributeNames: {
+          '#record': BATCH_ATTRIBUTES.record,
+          '#seq': BATCH_ATTRIBUTES.seq,
+          ...(ttl ? { '#ttl': TABLE_ATTRIBUTES.ttlAttribute } : {}),
+        },
         ExpressionAttributeValues: { ':record': record, ':seq': seq, ...(ttl ? { ':ttl': ttl } : {}) },
       }),
     );

@@ -71,7 +71,9 @@ export class DynamoEnvironmentChecks implements EnvironmentChecks {
   }
 
   async putRunPaperEnvironment(runId: string, result: RunPaperEnvironment): Promise<void> {
-    await this.doc.send(new PutCommand({ TableName: this.table, Item: { ...runTableKey.runPaperEnvironment(runId, result.paper), record: JSON.stringify(result) } }));
+    await this.doc.send(
+      new PutCommand({ TableName: this.table, Item: { ...runTableKey.runPaperEnvironment(runId, result.paper), record: JSON.stringify(result) } }),
+    );
   }
 
   async listRunPaperEnvironments(runId: string): Promise<RunPaperEnvironment[]> {

@@ -275,9 +275,7 @@ export class DynamoRunStore implements RunStore, RunCounters {
     // `:b - committedUsd` recomputes the headroom from the amounts as they are at this write.
     await this.updateRun(runId, {
       UpdateExpression:
-        budgetUsd === null
-          ? 'SET #headroom = :zero - #committed REMOVE #budget ADD #rev :one'
-          : 'SET #budget = :b, #headroom = :b - #committed ADD #rev :one',
+        budgetUsd === null ? 'SET #headroom = :zero - #committed REMOVE #budget ADD #rev :one' : 'SET #budget = :b, #headroom = :b - #committed ADD #rev :one',
       ExpressionAttributeNames: { '#budget': 'budgetUsd', '#headroom': 'headroomUsd', '#committed': 'committedUsd', '#rev': 'budgetRev' },
       ExpressionAttributeValues: { ...(budgetUsd === null ? { ':zero': 0 } : { ':b': budgetUsd }), ':one': 1 },
     });
@@ -306,7 +304,10 @@ export class DynamoRunStore implements RunStore, RunCounters {
 
     // Skip what is stored already (a resumed plan) so the counter and the writes are spent
     // only on new tasks.
-    const stored = await this.batchGet([...unique.keys()].map((id) => runTableKey.task(runId, id)), true);
+    const stored = await this.batchGet(
+      [...unique.keys()].map((id) => runTableKey.task(runId, id)),
+      true,
+    );
     const existing = new Set(stored.map((item) => item[RUN_TABLE_KEYS.sortKey] as string));
     const fresh = [...unique.values()].filter((t) => !existing.has(runTableKey.task(runId, t.taskId).sk));
     if (fresh.length === 0) return;
@@ -428,7 +429,10 @@ export class DynamoRunStore implements RunStore, RunCounters {
     return mapLimit(items, 8, async (item) => {
       if (typeof item.recordKey !== 'string') return parseRecord<Verdict>(item, 'verdict');
       const body = await this.blobs?.get(item.recordKey);
-      if (!body) throw new Error(`verdict item ${item.pk}/${item.sk} points to ${item.recordKey}, which the blob store ${this.blobs ? 'does not hold' : 'was not given'}`);
+      if (!body)
+        throw new Error(
+          `verdict item ${item.pk}/${item.sk} points to ${item.recordKey}, which the blob store ${this.blobs ? 'does not hold' : 'was not given'}`,
+        );
       return JSON.parse(body.toString('utf8')) as Verdict;
     });
   }
@@ -442,7 +446,14 @@ export class DynamoRunStore implements RunStore, RunCounters {
         Key: runTableKey.run(runId),
         UpdateExpression: 'SET #reserved = #reserved + :usd, #committed = #committed + :usd, #headroom = #headroom - :usd ADD #rev :one',
         ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#budget) OR #headroom >= :need)',
-        ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, '#budget': 'budgetUsd', '#reserved': 'reservedUsd', '#committed': 'committedUsd', '#headroom': 'headroomUsd', '#rev': 'budgetRev' },
+        ExpressionAttributeNames: {
+          '#pk': RUN_TABLE_KEYS.partitionKey,
+          '#budget': 'budgetUsd',
+          '#reserved': 'reservedUsd',
+          '#committed': 'committedUsd',
+          '#headroom': 'headroomUsd',
+          '#rev': 'budgetRev',
+        },
         ExpressionAttributeValues: { ':usd': usd, ':need': usd - EPSILON, ':one': 1 },
       }),
     );

@@ -74,7 +74,10 @@ export class SecretsManagerKeySource implements KeySource {
       throw new SecretFormatError(this.secretId, 'its value is not JSON');
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      throw new SecretFormatError(this.secretId, `its value is JSON ${Array.isArray(parsed) ? 'array' : parsed === null ? 'null' : typeof parsed}, not an object`);
+      throw new SecretFormatError(
+        this.secretId,
+        `its value is JSON ${Array.isArray(parsed) ? 'array' : parsed === null ? 'null' : typeof parsed}, not an object`,
+      );
     }
     const keys: Record<string, string> = {};
     for (const [name, value] of Object.entries(parsed)) {

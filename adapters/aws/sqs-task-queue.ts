@@ -66,7 +66,10 @@ export class EnqueueError extends Error {
   constructor(readonly unsent: UnsentMessage[]) {
     const shown = unsent
       .slice(0, 20)
-      .map((u) => `run ${u.message.runId} task ${u.message.taskId} on lane ${u.lane} (${u.code}: ${u.reason}; ${u.attempts} attempt${u.attempts === 1 ? '' : 's'})`);
+      .map(
+        (u) =>
+          `run ${u.message.runId} task ${u.message.taskId} on lane ${u.lane} (${u.code}: ${u.reason}; ${u.attempts} attempt${u.attempts === 1 ? '' : 's'})`,
+      );
     const more = unsent.length > 20 ? `, and ${unsent.length - 20} more` : '';
     super(`${unsent.length} generation message${unsent.length === 1 ? ' was' : 's were'} not sent: ${shown.join(', ')}${more}`);
     this.name = 'EnqueueError';

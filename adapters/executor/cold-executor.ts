@@ -100,11 +100,7 @@ export class ColdExecutor implements TestExecutor {
         ? {
             ...common,
             command: setup.sandbox.bwrap,
-            args: sandboxArgs(setup.sandbox.baseArgs, workspace, setup.driver, INFO_FD, [
-              setup.python.executable,
-              SANDBOX_DRIVER,
-              ...driverArgs,
-            ]),
+            args: sandboxArgs(setup.sandbox.baseArgs, workspace, setup.driver, INFO_FD, [setup.python.executable, SANDBOX_DRIVER, ...driverArgs]),
             cwd: '/',
             infoFd: INFO_FD,
           }
@@ -139,9 +135,7 @@ export class ColdExecutor implements TestExecutor {
       return this.lifecycle.failed(setup, candidate, error);
     } finally {
       if (workspace) {
-        await removeTree(workspace).catch((error: unknown) =>
-          this.settings.warn(`rcb: could not remove workspace ${workspace}: ${String(error)}`),
-        );
+        await removeTree(workspace).catch((error: unknown) => this.settings.warn(`rcb: could not remove workspace ${workspace}: ${String(error)}`));
       }
       const home = setup.slotHomes[slot];
       if (home) await emptyDir(home).catch((error: unknown) => this.settings.warn(`rcb: could not empty ${home}: ${String(error)}`));

@@ -151,11 +151,7 @@ export class RunBatch {
    * Starts the candidates at `indexes`, each once a slot is free, until the batch fails or
    * the executor closes. Resolves once the last one has started.
    */
-  async runInSlots(
-    indexes: Iterable<number>,
-    slots: SlotPool,
-    runOne: (candidate: Candidate, slot: number) => Promise<RawExecution>,
-  ): Promise<void> {
+  async runInSlots(indexes: Iterable<number>, slots: SlotPool, runOne: (candidate: Candidate, slot: number) => Promise<RawExecution>): Promise<void> {
     for (const i of indexes) {
       const slot = await slots.acquire();
       if (this.callbackFailure || this.lifecycle.closed) {

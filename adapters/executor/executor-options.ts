@@ -88,7 +88,7 @@ export function executorSettings(options: ColdExecutorOptions): ExecutorSettings
   const limits = checkedLimits(options.limits);
   const maxFileMb = options.maxFileMb ?? 1024;
   if (!(maxFileMb > 0)) throw new Error(`rcb: maxFileMb must be positive, got ${maxFileMb}`);
-  const warn = options.warn ?? ((message: string) => process.stderr.write(message + '\n'));
+  const warn = options.warn ?? ((message: string) => process.stderr.write(`${message}\n`));
   return { python, jobs, limits, maxFileMb, warn };
 }
 

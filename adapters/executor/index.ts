@@ -1,6 +1,6 @@
 /** The local executors: TestExecutors that run tests on this machine, sandboxed with bubblewrap. */
-import { ColdExecutor, createColdExecutor, type ColdExecutorOptions } from './cold-executor';
-import { createWarmExecutor, WarmExecutor, type WarmExecutorOptions } from './warm-executor';
+import { type ColdExecutor, createColdExecutor, type ColdExecutorOptions } from './cold-executor';
+import { createWarmExecutor, type WarmExecutor, type WarmExecutorOptions } from './warm-executor';
 
 export { ColdExecutor, createColdExecutor, type ColdExecutorOptions } from './cold-executor';
 export { WarmExecutor, createWarmExecutor, type WarmExecutorOptions } from './warm-executor';

@@ -32,17 +32,13 @@ export interface SandboxHost {
   slotHomes: string[];
 }
 
-export interface SandboxHostOptions<Files extends object>
-  extends Omit<ColdExecutorOptions, keyof ExecutorSettings>,
-    ExecutorSettings {
+export interface SandboxHostOptions<Files extends object> extends Omit<ColdExecutorOptions, keyof ExecutorSettings>, ExecutorSettings {
   /** Puts the executor's own files in the new run directory; what it returns joins the host. */
   populate(runDir: string, users: readonly SandboxUser[]): Promise<Files>;
 }
 
 /** Sets the host up; the run directory is removed again when any step fails. */
-export async function prepareSandboxHost<Files extends object>(
-  options: SandboxHostOptions<Files>,
-): Promise<SandboxHost & Files> {
+export async function prepareSandboxHost<Files extends object>(options: SandboxHostOptions<Files>): Promise<SandboxHost & Files> {
   const { warn } = options;
   const mode: SandboxMode = options.unsafeNoSandbox ? 'none' : (options.sandbox ?? 'auto');
   const root = runningAsRoot();
@@ -66,15 +62,13 @@ export async function prepareSandboxHost<Files extends object>(
     await writeFile(join(etc, 'group'), groupText(users), { mode: 0o644 });
 
     const probeEnv = sandboxEnvironment({ allow: options.envAllow, warn });
-    const python = await probePython(options.python, { env: probeEnv, uid: users[0]?.uid, gid: users[0]?.gid }).catch(
-      (error: Error) => {
-        if (!users[0]) throw error;
-        throw new Error(
-          `${error.message} (tests run as the unprivileged uid ${users[0].uid}, so the interpreter and its ` +
-            'libraries must be readable by every user: not under /root, say)',
-        );
-      },
-    );
+    const python = await probePython(options.python, { env: probeEnv, uid: users[0]?.uid, gid: users[0]?.gid }).catch((error: Error) => {
+      if (!users[0]) throw error;
+      throw new Error(
+        `${error.message} (tests run as the unprivileged uid ${users[0].uid}, so the interpreter and its ` +
+          'libraries must be readable by every user: not under /root, say)',
+      );
+    });
     const env = sandboxEnvironment({ allow: options.envAllow, interpreterDir: dirname(python.executable) });
 
     let sandbox: SandboxHost['sandbox'] = null;

@@ -69,11 +69,11 @@ export function runningAsRoot(): boolean {
 export function passwdText(users: readonly SandboxUser[]): string {
   const lines = ['root:x:0:0:root:/root:/usr/sbin/nologin', 'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin'];
   for (const u of users) lines.push(`${u.name}:x:${u.uid}:${u.gid}:rcb test:/tmp:/usr/sbin/nologin`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 export function groupText(users: readonly SandboxUser[]): string {
   const lines = ['root:x:0:', 'nogroup:x:65534:'];
   for (const u of users) lines.push(`${u.name}:x:${u.gid}:`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

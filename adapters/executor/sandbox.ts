@@ -62,8 +62,7 @@ export interface SandboxPlanOptions {
   warn?: (message: string) => void;
 }
 
-const isWithin = (path: string, dir: string): boolean =>
-  path === dir || path.startsWith(dir === sep ? dir : dir + sep);
+const isWithin = (path: string, dir: string): boolean => path === dir || path.startsWith(dir === sep ? dir : dir + sep);
 
 /** bwrap arguments for the system directories, as they are on this host. */
 export function systemMountArgs(): string[] {
@@ -175,13 +174,7 @@ export function sandboxBaseArgs(options: SandboxPlanOptions): string[] {
  * driver, then the command. `infoFd` is where bwrap writes the pid of the sandbox's
  * init process, whose death takes every process of the sandbox with it.
  */
-export function sandboxArgs(
-  baseArgs: readonly string[],
-  workspace: string,
-  driver: string,
-  infoFd: number,
-  command: readonly string[],
-): string[] {
+export function sandboxArgs(baseArgs: readonly string[], workspace: string, driver: string, infoFd: number, command: readonly string[]): string[] {
   return sandboxCommandArgs(baseArgs, workspace, [driver, SANDBOX_DRIVER], infoFd, command);
 }
 
@@ -221,7 +214,13 @@ export function sandboxCommandArgs(
 export function findBwrap(given?: string): string | null {
   const candidates = given
     ? [given]
-    : [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'bwrap')), '/usr/bin/bwrap'];
+    : [
+        ...(process.env.PATH ?? '')
+          .split(delimiter)
+          .filter(Boolean)
+          .map((d) => join(d, 'bwrap')),
+        '/usr/bin/bwrap',
+      ];
   for (const path of candidates) {
     try {
       accessSync(path, constants.X_OK);

@@ -42,11 +42,7 @@ export interface TestProcessOutcome extends CapturedOutput {
  * Spawns the process in its own process group and resolves once it has exited and its
  * pipes are closed. Rejects only when it cannot be started at all. `abort` kills it.
  */
-export function runTestProcess(
-  spec: TestProcessSpec,
-  limits: TestProcessLimits,
-  abort?: AbortSignal,
-): Promise<TestProcessOutcome> {
+export function runTestProcess(spec: TestProcessSpec, limits: TestProcessLimits, abort?: AbortSignal): Promise<TestProcessOutcome> {
   return new Promise((resolve, reject) => {
     const fdCount = Math.max(spec.reportFd, spec.infoFd ?? 0) + 1;
     const stdio: ('ignore' | 'pipe')[] = Array.from({ length: fdCount }, (_, fd) =>

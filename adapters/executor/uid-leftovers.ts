@@ -22,11 +22,7 @@ const within = (path: string, dir: string): boolean => path === dir || path.star
  * thousands of entries the same walk through the thread pool took 100-200 ms a test
  * (15-25 ms this way, during which the event loop waits).
  */
-export async function takeFilesOfUid(
-  uid: number,
-  skip: readonly string[],
-  roots: readonly string[] = SHARED_WRITABLE_DIRS,
-): Promise<string[]> {
+export async function takeFilesOfUid(uid: number, skip: readonly string[], roots: readonly string[] = SHARED_WRITABLE_DIRS): Promise<string[]> {
   const found: string[] = [];
   const visit = (dir: string, depth: number): void => {
     let entries: string[];

@@ -131,7 +131,11 @@ export class WarmExecutor implements TestExecutor {
     const coldIndexes: number[] = [];
     const warmIndexes: number[] = [];
     candidates.forEach((c, i) => (this.coldOnly.has(c.paper) ? coldIndexes : warmIndexes).push(i));
-    if (warmIndexes.length > 0) this.startWorkers(setup, warmIndexes.map((i) => candidates[i]));
+    if (warmIndexes.length > 0)
+      this.startWorkers(
+        setup,
+        warmIndexes.map((i) => candidates[i]),
+      );
 
     const batch = this.lifecycle.batch(setup, candidates, onResult);
     if (coldIndexes.length > 0) {
@@ -231,13 +235,7 @@ export class WarmExecutor implements TestExecutor {
     const worker = setup.sandbox
       ? new WarmWorker({
           command: setup.sandbox.bwrap,
-          args: sandboxCommandArgs(
-            setup.sandbox.baseArgs,
-            slot.workspace.workspace,
-            [setup.rcbDir, SANDBOX_RCB_DIR],
-            INFO_FD,
-            serverArgs,
-          ),
+          args: sandboxCommandArgs(setup.sandbox.baseArgs, slot.workspace.workspace, [setup.rcbDir, SANDBOX_RCB_DIR], INFO_FD, serverArgs),
           cwd: '/',
           env: setup.env,
           uid: user?.uid,

@@ -49,9 +49,7 @@ function localNames(dir: string): Set<string> {
 
 /** The module names of each `import` / `from ... import` line at column 0 of `text`. */
 function importedNames(text: string): string[] {
-  return [...text.matchAll(IMPORT_LINE)].flatMap((match) =>
-    match[1] ? match[1].split(',').map((part) => part.trim().split(/\s+/)[0]) : [match[2]],
-  );
+  return [...text.matchAll(IMPORT_LINE)].flatMap((match) => (match[1] ? match[1].split(',').map((part) => part.trim().split(/\s+/)[0]) : [match[2]]));
 }
 
 /**

@@ -155,11 +155,14 @@ export class WarmWorker {
           workerBroken: this.broken,
         });
       };
-      const backstop = setTimeout(() => {
-        killedFor = 'timeout';
-        this.fail('rcb: warm worker overran the time limit');
-        finish(null);
-      }, request.timeoutSec * 1000 + BACKSTOP_GRACE_MS);
+      const backstop = setTimeout(
+        () => {
+          killedFor = 'timeout';
+          this.fail('rcb: warm worker overran the time limit');
+          finish(null);
+        },
+        request.timeoutSec * 1000 + BACKSTOP_GRACE_MS,
+      );
       const onAbort = (): void => {
         this.fail('rcb: the executor was closed');
         finish(null);
@@ -208,7 +211,7 @@ export class WarmWorker {
         return;
       }
       const { logCapBytes: _cap, ...wire } = request;
-      this.child.stdin?.write(JSON.stringify(wire) + '\n');
+      this.child.stdin?.write(`${JSON.stringify(wire)}\n`);
       if (abort?.aborted) onAbort();
     });
   }

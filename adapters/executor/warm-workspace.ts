@@ -66,7 +66,6 @@ export class SlotWorkspace {
         await symlink(entry.target!, target);
         if (this.owner) await lchown(target, this.owner.uid, this.owner.gid).catch(() => undefined);
       } else if (entry.rel === file) {
-        continue;
       } else if (entry.linked) {
         await link(source, target);
       } else {

@@ -20,7 +20,7 @@ export interface WorkspaceOwner {
  */
 export function splicedFilePath(candidate: Pick<Candidate, 'file' | 'taskId'>): string {
   const file = normalize(candidate.file);
-  if (!file || file === '.' || isAbsolute(file) || file === '..' || file.startsWith('..' + sep)) {
+  if (!file || file === '.' || isAbsolute(file) || file === '..' || file.startsWith(`..${sep}`)) {
     throw new Error(`rcb: task ${candidate.taskId}: annotated file ${JSON.stringify(candidate.file)} is not inside the paper folder`);
   }
   return file;

@@ -38,7 +38,7 @@ class JsonFileCache<T extends object> {
     mkdirSync(dirname(this.path), { recursive: true });
     // Written whole and renamed, so a reader never sees half a file.
     const tmp = `${this.path}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(all, null, 1) + '\n');
+    writeFileSync(tmp, `${JSON.stringify(all, null, 1)}\n`);
     renameSync(tmp, this.path);
   }
 }

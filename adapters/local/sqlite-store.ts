@@ -160,9 +160,15 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
   }
 
   async listTasks(runId: string): Promise<TaskRecord[]> {
-    const rows = this.file
-      .prepare('SELECT task_id, paper, file, snippet, loc, model, sample FROM tasks WHERE run_id = ? ORDER BY seq')
-      .all(runId) as { task_id: string; paper: string; file: string; snippet: string; loc: number; model: string; sample: number }[];
+    const rows = this.file.prepare('SELECT task_id, paper, file, snippet, loc, model, sample FROM tasks WHERE run_id = ? ORDER BY seq').all(runId) as {
+      task_id: string;
+      paper: string;
+      file: string;
+      snippet: string;
+      loc: number;
+      model: string;
+      sample: number;
+    }[];
     return rows.map((r) => ({ taskId: r.task_id, paper: r.paper, file: r.file, snippet: r.snippet, loc: r.loc, model: r.model, sample: r.sample }));
   }
 
@@ -210,9 +216,7 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
   }
 
   async settleBudget(runId: string, reservedUsd: number, actualUsd: number): Promise<void> {
-    this.file
-      .prepare('UPDATE runs SET reserved_usd = MAX(0, reserved_usd - ?), spent_usd = spent_usd + ? WHERE run_id = ?')
-      .run(reservedUsd, actualUsd, runId);
+    this.file.prepare('UPDATE runs SET reserved_usd = MAX(0, reserved_usd - ?), spent_usd = spent_usd + ? WHERE run_id = ?').run(reservedUsd, actualUsd, runId);
   }
 
   async clearReservations(runId: string): Promise<void> {
@@ -238,7 +242,9 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
   }
 
   async getImageCheck(image: string, paperDigest: string): Promise<PaperEnvironment | null> {
-    const row = this.file.prepare('SELECT record FROM image_checks WHERE image = ? AND paper_digest = ?').get(image, paperDigest) as { record: string } | undefined;
+    const row = this.file.prepare('SELECT record FROM image_checks WHERE image = ? AND paper_digest = ?').get(image, paperDigest) as
+      | { record: string }
+      | undefined;
     return row ? (JSON.parse(row.record) as PaperEnvironment) : null;
   }
 
@@ -259,7 +265,9 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
   }
 
   async putRunPaperEnvironment(runId: string, result: RunPaperEnvironment): Promise<void> {
-    this.file.prepare('INSERT OR REPLACE INTO run_paper_environments (run_id, paper, record) VALUES (?, ?, ?)').run(runId, result.paper, JSON.stringify(result));
+    this.file
+      .prepare('INSERT OR REPLACE INTO run_paper_environments (run_id, paper, record) VALUES (?, ?, ?)')
+      .run(runId, result.paper, JSON.stringify(result));
   }
 
   async listRunPaperEnvironments(runId: string): Promise<RunPaperEnvironment[]> {

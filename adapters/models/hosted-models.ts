@@ -93,7 +93,10 @@ export class HostedModels {
       if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
       return create(entry, key, this.opts);
     };
-    return { client: new LazyBatchClient(entry.id, build, providerModule(entry.provider).batchLimits?.(entry, this.opts)), cost: costModelFor({ ...entry, prices: batchPricing(entry.prices)! }) };
+    return {
+      client: new LazyBatchClient(entry.id, build, providerModule(entry.provider).batchLimits?.(entry, this.opts)),
+      cost: costModelFor({ ...entry, prices: batchPricing(entry.prices)! }),
+    };
   }
 
   /**

@@ -27,7 +27,7 @@ export class OracleModel implements ModelClient {
     const paper = this.pset.papers.find((p) => p.meta.id === req.task.paper);
     if (!paper) throw new ModelError('bad_request', `oracle: no paper "${req.task.paper}" in the pset`);
     const snippet = findSnippet(paper, req.task.snippet, req.task.file);
-    return answer('```python\n' + originalBody(snippet) + '```\n');
+    return answer(`\`\`\`python\n${originalBody(snippet)}\`\`\`\n`);
   }
 }
 
@@ -80,7 +80,11 @@ export class ReplayModel implements ModelClient {
   readonly params: Record<string, unknown>;
   private readonly answers = new Map<string, string>();
 
-  constructor(readonly id: string, lines: ReplayLine[], source: string) {
+  constructor(
+    readonly id: string,
+    lines: ReplayLine[],
+    source: string,
+  ) {
     // The replayed answers are the model's parameters as far as identity goes: a changed
     // file must not reuse completions cached from the old one.
     this.params = { replay: source };
@@ -95,8 +99,7 @@ export class ReplayModel implements ModelClient {
 
   async complete(req: ModelRequest): Promise<ModelResponse> {
     const { paper, snippet, file } = req.task;
-    const text =
-      this.answers.get(ReplayModel.key(paper, snippet, req.sample, file)) ?? this.answers.get(ReplayModel.key(paper, snippet, req.sample));
+    const text = this.answers.get(ReplayModel.key(paper, snippet, req.sample, file)) ?? this.answers.get(ReplayModel.key(paper, snippet, req.sample));
     if (text === undefined) {
       throw new ModelError('bad_request', `replay: no answer for ${paper}/${snippet} sample ${req.sample} of model "${this.id}"`);
     }

@@ -90,7 +90,7 @@ export function splitPrompt(prompt: Prompt): { prefix: string; rest: string } {
 export function prefixCacheKey(prompt: Prompt): string | undefined {
   const { prefix } = splitPrompt(prompt);
   if (prefix.length === 0) return undefined;
-  return 'rcb-' + createHash('sha256').update(prefix).digest('hex').slice(0, 40);
+  return `rcb-${createHash('sha256').update(prefix).digest('hex').slice(0, 40)}`;
 }
 
 /**
@@ -111,5 +111,11 @@ export function claudeFinishReason(reason: unknown, filtered: readonly string[])
 export function usageWithCacheApart(u: { input: unknown; cacheRead: unknown; cacheWrite: unknown; output: unknown }): BilledUsage {
   const read = count(u.cacheRead);
   const written = count(u.cacheWrite);
-  return { inputTokens: count(u.input) + read + written, cachedInputTokens: read, cacheWriteInputTokens: written, outputTokens: count(u.output), reasoningTokens: 0 };
+  return {
+    inputTokens: count(u.input) + read + written,
+    cachedInputTokens: read,
+    cacheWriteInputTokens: written,
+    outputTokens: count(u.output),
+    reasoningTokens: 0,
+  };
 }

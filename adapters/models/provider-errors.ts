@@ -47,12 +47,7 @@ export function isContextLengthMessage(message: string, code?: string | null): b
 }
 
 /** Classify an HTTP error status with the provider's message. */
-export function errorFromStatus(
-  provider: string,
-  status: number,
-  message: string,
-  opts: { retryAfterMs?: number; code?: string | null } = {},
-): ModelError {
+export function errorFromStatus(provider: string, status: number, message: string, opts: { retryAfterMs?: number; code?: string | null } = {}): ModelError {
   const text = `${provider} ${status}: ${message}`.trim();
   let kind: ModelErrorKind;
   if (status === 429) {

@@ -35,7 +35,8 @@ export function laneOfProvider(provider: string): ProviderLane {
 export function defaultLanes(): { name: string; maxConcurrency: number }[] {
   const out: { name: string; maxConcurrency: number }[] = [];
   for (const entry of Object.values(PROVIDER_LANES) as ProviderLane[]) {
-    if (entry.lane && entry.maxConcurrency !== undefined && !out.some((l) => l.name === entry.lane)) out.push({ name: entry.lane, maxConcurrency: entry.maxConcurrency });
+    if (entry.lane && entry.maxConcurrency !== undefined && !out.some((l) => l.name === entry.lane))
+      out.push({ name: entry.lane, maxConcurrency: entry.maxConcurrency });
   }
   return out;
 }

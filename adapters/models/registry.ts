@@ -21,9 +21,7 @@ const isoDay = z
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
   .or(z.date().transform((d) => d.toISOString().slice(0, 10)));
 
-const priceTier = z
-  .object({ input: price, cached_input: price, output: price, cache_write: price.optional() })
-  .strict();
+const priceTier = z.object({ input: price, cached_input: price, output: price, cache_write: price.optional() }).strict();
 
 const longContextTier = priceTier.extend({ threshold_tokens: z.number().int().positive() }).strict();
 
@@ -69,13 +67,22 @@ const entrySchema = z
     /** The model's name in the provider's API. */
     model: z.string().min(1),
     base_url: z.string().url().optional(),
-    api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+      .optional(),
     /** AWS region (Bedrock). */
     region: z.string().optional(),
     /** Bedrock batch inference: where its input and output JSONL go (s3://bucket/prefix). */
-    batch_s3_uri: z.string().regex(/^s3:\/\/[^/]+(\/.*)?$/, 'must be s3://bucket[/prefix]').optional(),
+    batch_s3_uri: z
+      .string()
+      .regex(/^s3:\/\/[^/]+(\/.*)?$/, 'must be s3://bucket[/prefix]')
+      .optional(),
     /** Bedrock batch inference: the service role Bedrock assumes to read and write batch_s3_uri. */
-    batch_role_arn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, 'must be an IAM role ARN').optional(),
+    batch_role_arn: z
+      .string()
+      .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, 'must be an IAM role ARN')
+      .optional(),
     params: paramsSchema,
     prices: pricesSchema,
     knowledge_cutoff: z
@@ -100,7 +107,11 @@ const entrySchema = z
   .strict()
   .superRefine((e, ctx) => {
     if (e.slow && !providerModule(e.provider).createBackgroundClient) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['slow'], message: `needs a provider with a background mode (openai-responses); ${e.provider} has none` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['slow'],
+        message: `needs a provider with a background mode (openai-responses); ${e.provider} has none`,
+      });
     }
     if (e.provider === 'openai-compatible' && !e.base_url) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['base_url'], message: 'is required for provider openai-compatible' });
@@ -223,7 +234,7 @@ export function formatModelList(entries: ModelEntry[]): string {
       .map((c, i) => (numeric.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
-  return [line(header), ...rows.map(line)].join('\n') + '\n';
+  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
 /** Whether the entry can go through its provider's batch API: the provider has one and the entry has batch prices. */

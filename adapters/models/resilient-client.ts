@@ -30,7 +30,14 @@ export interface RetryPolicy {
   maxRetryAfterMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, maxRateLimitRetries: 30, maxUnreachableAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60_000, maxRetryAfterMs: 300_000 };
+export const DEFAULT_RETRY: RetryPolicy = {
+  maxAttempts: 6,
+  maxRateLimitRetries: 30,
+  maxUnreachableAttempts: 3,
+  baseDelayMs: 1000,
+  maxDelayMs: 60_000,
+  maxRetryAfterMs: 300_000,
+};
 
 /** What happened on an attempt, for logs and metrics. */
 export type ResilienceEvent =

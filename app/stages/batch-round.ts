@@ -80,7 +80,9 @@ export function batchRoundDeps(parts: {
     deadlineSec: parts.deadlineSec,
     logger: parts.logger,
     metrics: parts.metrics,
-    ...(hosted ? { batchModelsFor: (ctx: RunContext) => resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background) } : {}),
+    ...(hosted
+      ? { batchModelsFor: (ctx: RunContext) => resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background) }
+      : {}),
   };
 }
 
@@ -88,7 +90,9 @@ export function batchRoundDeps(parts: {
 export function deployedBatchRoundDeps(config: BatchRoundConfig): BatchRoundHandlerDeps {
   return batchRoundDeps({
     storage: createStorageAdapters(config.storage),
-    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), { secretId: config.keysSecretArn }),
+    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), {
+      secretId: config.keysSecretArn,
+    }),
     schedule: config.schedule,
     deadlineSec: config.deadlineSec,
     logger: new Logger({ serviceName: 'rcb-batch-round' }),
@@ -110,7 +114,9 @@ export function createHandler(getDeps: () => BatchRoundHandlerDeps): (event: unk
       const ctx = await contexts.get(input.runId);
       let runModels = models.get(input.runId);
       if (!runModels) {
-        runModels = deps.batchModelsFor ? deps.batchModelsFor(ctx) : resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background);
+        runModels = deps.batchModelsFor
+          ? deps.batchModelsFor(ctx)
+          : resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background);
         models.set(input.runId, runModels);
       }
       const result = await batchRound(
@@ -140,4 +146,3 @@ export function createHandler(getDeps: () => BatchRoundHandlerDeps): (event: unk
     }
   };
 }
-

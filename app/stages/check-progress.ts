@@ -57,7 +57,13 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
     const deps = getDeps();
     deps.logger.appendKeys({ runId: input.runId });
     try {
-      const progress = await checkProgress(deps.store, input.runId, { deadlineMs: deps.generationTimeoutSec * 1000, startedAt: input.startedAt, schedule: deps.schedule, counters: deps.counters, now: deps.now });
+      const progress = await checkProgress(deps.store, input.runId, {
+        deadlineMs: deps.generationTimeoutSec * 1000,
+        startedAt: input.startedAt,
+        schedule: deps.schedule,
+        counters: deps.counters,
+        now: deps.now,
+      });
       deps.logger.info('generation progress', { ...progress });
       deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
       return progress;

@@ -89,7 +89,9 @@ export function generateDeps(parts: {
 export function deployedGenerateDeps(config: GenerateConfig): GenerateHandlerDeps {
   return generateDeps({
     storage: createStorageAdapters(config.storage),
-    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), { secretId: config.keysSecretArn }),
+    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), {
+      secretId: config.keysSecretArn,
+    }),
     logger: new Logger({ serviceName: 'rcb-generate' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'generate' }),
   });
@@ -166,9 +168,13 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
       const inFlight = processor.errors.filter((err) => err instanceof GenerationInFlightError);
       const stopped = processor.errors.filter((err) => err instanceof GenerationDeadlineError);
       const failed = processor.errors.filter((err) => !(err instanceof GenerationInFlightError) && !(err instanceof GenerationDeadlineError));
-      stopped.forEach((err) => deps.logger.warn('model call stopped at the invocation deadline; SQS will redeliver it', { taskId: (err as GenerationDeadlineError).taskId }));
+      stopped.forEach((err) =>
+        deps.logger.warn('model call stopped at the invocation deadline; SQS will redeliver it', { taskId: (err as GenerationDeadlineError).taskId }),
+      );
       if (stopped.length) deps.metrics.addMetric('Tasks_stopped_at_deadline', MetricUnit.Count, stopped.length);
-      inFlight.forEach((err) => deps.logger.info('task in flight elsewhere; SQS will redeliver this copy', { taskId: (err as GenerationInFlightError).taskId }));
+      inFlight.forEach((err) =>
+        deps.logger.info('task in flight elsewhere; SQS will redeliver this copy', { taskId: (err as GenerationInFlightError).taskId }),
+      );
       if (inFlight.length) deps.metrics.addMetric('Tasks_in_flight_elsewhere', MetricUnit.Count, inFlight.length);
       failed.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
       if (failed.length) deps.metrics.addMetric('MessagesFailed', MetricUnit.Count, failed.length);
@@ -178,4 +184,3 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
     }
   };
 }
-

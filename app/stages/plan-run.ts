@@ -84,7 +84,9 @@ export function deployedPlanRunDeps(config: PlanRunConfig): PlanRunHandlerDeps {
   const lanes = Object.keys(config.laneQueues);
   return planRunDeps({
     storage: createStorageAdapters(config.storage),
-    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) => (OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'))),
+    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) =>
+      OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'),
+    ),
     hosted,
     evaluationReady: config.evaluationReady,
     logger: new Logger({ serviceName: 'rcb-plan-run' }),
@@ -103,8 +105,17 @@ export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknow
       }
       const batchCosts = input.batch && deps.batchCostsFor?.(input.spec, input.batch.models);
       const slowModels = deps.slowModelsFor?.(input.spec);
-      const plan = await planCloudRun({ ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}), ...(slowModels?.size ? { slowModels } : {}) }, input);
-      deps.logger.info('run planned', { taskCount: plan.taskCount, enqueued: plan.enqueued, batchTasks: plan.batchTasks, shards: plan.shards.length, estimatedCostUsd: plan.estimatedCostUsd });
+      const plan = await planCloudRun(
+        { ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}), ...(slowModels?.size ? { slowModels } : {}) },
+        input,
+      );
+      deps.logger.info('run planned', {
+        taskCount: plan.taskCount,
+        enqueued: plan.enqueued,
+        batchTasks: plan.batchTasks,
+        shards: plan.shards.length,
+        estimatedCostUsd: plan.estimatedCostUsd,
+      });
       deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);
       deps.metrics.addMetric('TasksEnqueued', MetricUnit.Count, plan.enqueued);
       return plan;
@@ -117,4 +128,3 @@ export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknow
     }
   };
 }
-

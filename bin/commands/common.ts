@@ -22,10 +22,12 @@ export {
   writeRunId,
 } from '../../app/local-machine';
 
-
 export function parseList(value: string | undefined): string[] | null {
   if (!value) return null;
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return items.length ? items : null;
 }
 

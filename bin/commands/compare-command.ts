@@ -23,11 +23,12 @@ export async function compareCommand(dirA: string, dirB: string, opts: { judge?:
   const a = await readRun(dirA);
   const b = await readRun(dirB);
   // An imported run knows only the official rule; compare both runs under one judge.
-  const judge: Judge = (opts.judge as Judge | undefined) ?? (defaultJudge(a.run, 'table') === 'official' || defaultJudge(b.run, 'table') === 'official' ? 'official' : 'strict');
+  const judge: Judge =
+    (opts.judge as Judge | undefined) ?? (defaultJudge(a.run, 'table') === 'official' || defaultJudge(b.run, 'table') === 'official' ? 'official' : 'strict');
   if (judge === 'strict' && (a.run.source === 'import' || b.run.source === 'import')) {
     throw new UsageError('an imported run records only the original pass rule: use --judge official');
   }
   const comparison = compareRuns(a, b, judge);
-  process.stdout.write(opts.json ? JSON.stringify(comparison, null, 2) + '\n' : formatComparison(comparison, resolve(dirA), resolve(dirB)));
+  process.stdout.write(opts.json ? `${JSON.stringify(comparison, null, 2)}\n` : formatComparison(comparison, resolve(dirA), resolve(dirB)));
   return 0;
 }

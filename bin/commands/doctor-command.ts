@@ -13,7 +13,18 @@ import { FileEnvironmentCache, FileFlakyCache } from '../../adapters/local/envir
 import { createLocalExecutor, defaultJobs } from '../../adapters/executor';
 import { isFlaky, repeatReferences, type PaperRepeat } from '../../core/run/reference-repeat';
 import type { Pset } from '../../core/types';
-import { cacheDir, defaultPython, interpreterPath, loadPsetOrFail, parseList, parseNumber, parsePositiveInt, UsageError, sandboxFromFlags, type SandboxFlags } from './common';
+import {
+  cacheDir,
+  defaultPython,
+  interpreterPath,
+  loadPsetOrFail,
+  parseList,
+  parseNumber,
+  parsePositiveInt,
+  UsageError,
+  sandboxFromFlags,
+  type SandboxFlags,
+} from './common';
 
 export interface DoctorOptions extends SandboxFlags {
   pset?: string;
@@ -45,11 +56,17 @@ export async function doctorCommand(opts: DoctorOptions): Promise<number> {
   }
   const running = papers.filter((p) => p.runs).length;
   if (opts.json) {
-    process.stdout.write(JSON.stringify(papers.map((p) => ({ paper: p.paper, runs: p.runs, reason: p.reason })), null, 2) + '\n');
+    process.stdout.write(
+      `${JSON.stringify(
+        papers.map((p) => ({ paper: p.paper, runs: p.runs, reason: p.reason })),
+        null,
+        2,
+      )}\n`,
+    );
   } else {
     const width = Math.max(5, ...papers.map((p) => p.paper.length));
     process.stdout.write(`${'paper'.padEnd(width)}  runs  reason\n${'-'.repeat(width)}  ----  ------\n`);
-    for (const p of papers) process.stdout.write(`${p.paper.padEnd(width)}  ${p.runs ? 'yes ' : 'no  '}  ${p.reason ?? ''}`.trimEnd() + '\n');
+    for (const p of papers) process.stdout.write(`${`${p.paper.padEnd(width)}  ${p.runs ? 'yes ' : 'no  '}  ${p.reason ?? ''}`.trimEnd()}\n`);
   }
   process.stderr.write(
     `${running} of ${papers.length} paper(s) run here (${interpreter}); ` +
@@ -70,7 +87,9 @@ async function repeatCommand(opts: DoctorOptions, pset: Pset, python: string, ti
   const snippets = pset.papers.reduce((a, p) => a + p.snippets.length, 0);
   let papers: PaperRepeat[];
   try {
-    process.stderr.write(`running the oracle of each of ${snippets} snippet(s) of ${pset.papers.length} paper(s) ${repeat} times with ${interpreter} (${jobs} job(s))...\n`);
+    process.stderr.write(
+      `running the oracle of each of ${snippets} snippet(s) of ${pset.papers.length} paper(s) ${repeat} times with ${interpreter} (${jobs} job(s))...\n`,
+    );
     let done = 0;
     const every = Math.max(1, Math.floor((snippets * repeat) / 20));
     const progress = {
@@ -97,7 +116,13 @@ async function repeatCommand(opts: DoctorOptions, pset: Pset, python: string, ti
   const neverPass = all.filter((s) => s.runs > 0 && s.strictPasses === 0 && !isFlaky(s));
   const incomplete = all.filter((s) => s.runs < repeat);
   if (opts.json) {
-    process.stdout.write(JSON.stringify(all.map((s) => ({ ...s, flaky: isFlaky(s) })), null, 2) + '\n');
+    process.stdout.write(
+      `${JSON.stringify(
+        all.map((s) => ({ ...s, flaky: isFlaky(s) })),
+        null,
+        2,
+      )}\n`,
+    );
   } else {
     const rows = [...flaky.map((s) => ['flaky', s] as const), ...neverPass.map((s) => ['fails', s] as const)];
     if (rows.length) {
@@ -105,7 +130,9 @@ async function repeatCommand(opts: DoctorOptions, pset: Pset, python: string, ti
       const width = Math.max(7, ...rows.map(([, s]) => name(s).length));
       process.stdout.write(`${'snippet'.padEnd(width)}  verdict  strict  official  reasons\n${'-'.repeat(width)}  -------  ------  --------  -------\n`);
       for (const [kind, s] of rows) {
-        process.stdout.write(`${name(s).padEnd(width)}  ${kind.padEnd(7)}  ${`${s.strictPasses}/${s.runs}`.padEnd(6)}  ${`${s.officialPasses}/${s.runs}`.padEnd(8)}  ${s.reasons.join('; ')}`.trimEnd() + '\n');
+        process.stdout.write(
+          `${`${name(s).padEnd(width)}  ${kind.padEnd(7)}  ${`${s.strictPasses}/${s.runs}`.padEnd(6)}  ${`${s.officialPasses}/${s.runs}`.padEnd(8)}  ${s.reasons.join('; ')}`.trimEnd()}\n`,
+        );
       }
     }
   }

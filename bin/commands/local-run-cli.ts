@@ -16,7 +16,11 @@ export interface LocalRunFlags extends SandboxFlags {
 }
 
 /** The flags checked and read; `--concurrency` is read only for a run with paid models, the only ones it limits. */
-export function localRunOptions(flags: LocalRunFlags, resolved: ResolvedRun, extras: Pick<LocalRunOptions, 'modelBudgets' | 'quietEstimate' | 'batch'> = {}): LocalRunOptions {
+export function localRunOptions(
+  flags: LocalRunFlags,
+  resolved: ResolvedRun,
+  extras: Pick<LocalRunOptions, 'modelBudgets' | 'quietEstimate' | 'batch'> = {},
+): LocalRunOptions {
   const jobs = flags.jobs ? parsePositiveInt('--jobs', flags.jobs) : undefined;
   if (flags.executor !== 'warm' && flags.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${flags.executor}")`);
   const sandbox = sandboxFromFlags(flags);
@@ -44,7 +48,7 @@ export function printLocalRun(outcome: LocalRunOutcome): number {
     );
     return outcome.exitCode;
   }
-  process.stdout.write('\n' + outcome.leaderboard);
+  process.stdout.write(`\n${outcome.leaderboard}`);
   process.stderr.write(outcome.errorSummary);
   const g = result.generation;
   process.stdout.write(
@@ -53,7 +57,9 @@ export function printLocalRun(outcome: LocalRunOutcome): number {
       `\nrun directory: ${dir}\n`,
   );
   if (result.batch && result.batch.open && !result.batch.cancelled && result.run.status !== 'budget_exhausted') {
-    process.stderr.write(`${result.batch.open} task(s) wait on pending batches: run the same command again to collect them (or add --cancel-batches to cancel them)\n`);
+    process.stderr.write(
+      `${result.batch.open} task(s) wait on pending batches: run the same command again to collect them (or add --cancel-batches to cancel them)\n`,
+    );
   }
   if (g.exhaustedModels?.length) process.stderr.write(`models whose own budget is spent: ${g.exhaustedModels.join(', ')}\n`);
   if (result.run.status === 'budget_exhausted') process.stderr.write('budget exhausted: run the same command with a higher --budget to finish the run\n');

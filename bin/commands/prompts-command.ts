@@ -31,10 +31,12 @@ export function promptsCommand(
         throw new UsageError((e as Error).message);
       }
       const line: PromptLine = { paper: paper.meta.id, file: snippet.file, snippet: snippet.name, no_paper: !withPaper, prompt };
-      write(JSON.stringify(line) + '\n');
+      write(`${JSON.stringify(line)}\n`);
       count++;
     }
   }
-  process.stderr.write(`${count} prompt(s) from ${pset.papers.length} paper(s), template ${opts.promptTemplate ?? DEFAULT_TEMPLATE}${withPaper ? '' : ', without the paper'}\n`);
+  process.stderr.write(
+    `${count} prompt(s) from ${pset.papers.length} paper(s), template ${opts.promptTemplate ?? DEFAULT_TEMPLATE}${withPaper ? '' : ', without the paper'}\n`,
+  );
   return 0;
 }

@@ -25,7 +25,7 @@ export function tasksCommand(opts: { pset?: string; papers?: string; json?: bool
     p.snippets.map((s) => ({ paper: p.meta.id, file: s.file, snippet: s.name, loc: s.loc, parent: s.parent })),
   );
   if (opts.json) {
-    process.stdout.write(JSON.stringify(tasks, null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify(tasks, null, 2)}\n`);
     return 0;
   }
   process.stdout.write(formatTaskTable(tasks, process.stdout.isTTY ? process.stdout.columns : undefined));
@@ -49,10 +49,13 @@ export function formatTaskTable(tasks: TaskListing[], columns?: number): string 
   const header = ['paper', 'file', 'loc', 'snippet (nested ones indented)'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => {
-    const text = cells.map((c, i) => (i === 2 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+    const text = cells
+      .map((c, i) => (i === 2 ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
     return columns && text.length > columns ? `${text.slice(0, columns - 1)}…` : text;
   };
-  return [line(header), ...rows.map(line)].join('\n') + '\n';
+  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
 export function promptCommand(paperId: string, snippetName: string, opts: { pset?: string; paper?: boolean; promptTemplate?: string }): number {

@@ -18,7 +18,11 @@ export async function runCommand(opts: RunOptions, hosted: HostedModels): Promis
   const resolved = resolveRun(opts, hosted);
   if (opts.cancelBatches && !opts.batch) throw new UsageError('--cancel-batches goes with --batch (the same flags as the run whose batches to cancel)');
   const batch = opts.batch
-    ? { models: new Set(batchModelIds(resolved.models, hosted, resolved.temperature)), pollSeconds: parseNumber('--batch-poll', opts.batchPoll ?? '60', 0), cancel: !!opts.cancelBatches }
+    ? {
+        models: new Set(batchModelIds(resolved.models, hosted, resolved.temperature)),
+        pollSeconds: parseNumber('--batch-poll', opts.batchPoll ?? '60', 0),
+        cancel: !!opts.cancelBatches,
+      }
     : undefined;
   return printLocalRun(await runLocally(resolved, localRunOptions(opts, resolved, { batch }), hosted));
 }

@@ -79,7 +79,7 @@ export async function runsCommand(dir: string | undefined, opts: { json?: boolea
   if (!existsSync(root)) throw new UsageError(`${root} does not exist (run directories are made by \`rcb run\`, under ./runs by default)`);
   const runs = await listRuns(root);
   if (opts.json) {
-    process.stdout.write(JSON.stringify(runs, null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
     return 0;
   }
   if (!runs.length) {

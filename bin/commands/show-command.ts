@@ -24,7 +24,8 @@ function checkValue(flag: string, value: string | undefined, present: string[]):
   if (value === undefined || present.includes(value)) return;
   const near = closestNames(value, present);
   throw new UsageError(
-    `${flag} "${value}" matches no task of the run` + (near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '') +
+    `${flag} "${value}" matches no task of the run` +
+      (near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '') +
       ` (${flag.slice(2)}s: ${[...new Set(present)].sort().join(', ')})`,
   );
 }
@@ -45,7 +46,8 @@ export async function showCommand(runDir: string, opts: ShowOptions): Promise<nu
     checkValue('--snippet', opts.snippet, [...new Set(inPaper.map((t) => t.snippet))]);
     checkValue('--model', opts.model, [...new Set(loaded.tasks.map((t) => t.model))]);
     const chosen = inPaper.filter(
-      (t: TaskRecord) => (!opts.snippet || t.snippet === opts.snippet) && (!opts.model || t.model === opts.model) && (sample === undefined || t.sample === sample),
+      (t: TaskRecord) =>
+        (!opts.snippet || t.snippet === opts.snippet) && (!opts.model || t.model === opts.model) && (sample === undefined || t.sample === sample),
     );
     const sources = taskSources(loaded.run, opts);
     let details = taskDetails(loaded, judge, sources, chosen);
@@ -62,7 +64,10 @@ export async function showCommand(runDir: string, opts: ShowOptions): Promise<nu
       process.stdout.write('\n');
     }
     const n = countDetails(details);
-    const rest = [n.untested ? `${n.untested} untested` : '', n.envBroken ? `${n.envBroken} env_broken (their paper cannot run here; out of the scores)` : ''].filter(Boolean);
+    const rest = [
+      n.untested ? `${n.untested} untested` : '',
+      n.envBroken ? `${n.envBroken} env_broken (their paper cannot run here; out of the scores)` : '',
+    ].filter(Boolean);
     process.stderr.write(`${n.shown} task(s) shown, ${n.failed} failed under the ${judge} judge (${[`${n.passed} passed`, ...rest].join(', ')})\n`);
     return 0;
   } finally {

@@ -45,7 +45,8 @@ function parseSeed(value: string | undefined): number {
 function parseSizes(value: string, tasks: number): number[] {
   const sizes = value.split(',').map((s) => s.trim());
   return sizes.map((s) => {
-    if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > tasks) throw new UsageError(`--size ${value}: each size must be an integer from 1 to the ${tasks} tasks of the verdicts`);
+    if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > tasks)
+      throw new UsageError(`--size ${value}: each size must be an integer from 1 to the ${tasks} tasks of the verdicts`);
     return Number(s);
   });
 }
@@ -63,7 +64,8 @@ export function subsetBuildCommand(opts: SubsetBuildOptions): number {
   const m = readOfficial(opts.official, opts.excludeModel);
   if (opts.size.includes(',')) throw new UsageError(`--size ${opts.size}: build takes one size`);
   const [size] = parseSizes(opts.size, m.tasks.length);
-  if (m.models.length < 3) throw new UsageError(`--official: ${m.models.length} model(s) left to fit on; a subset needs at least 3 (to calibrate its interval)`);
+  if (m.models.length < 3)
+    throw new UsageError(`--official: ${m.models.length} model(s) left to fit on; a subset needs at least 3 (to calibrate its interval)`);
   const seed = parseSeed(opts.seed);
   const sources = opts.official.map((f) => resolve(f)).join(', ');
   // The pset the verdicts were made on: its digest, over the verdicts' papers, is what a run of
@@ -77,7 +79,9 @@ export function subsetBuildCommand(opts: SubsetBuildOptions): number {
     throw new UsageError((e as Error).message);
   }
   const pset = papers.length === whole.papers.length ? whole : loadPsetOrFail(psetRoot, papers);
-  process.stderr.write(`fitting on ${m.models.length} models, ${m.tasks.length} tasks; calibrating the interval over the ${m.models.length} models left out in turn\n`);
+  process.stderr.write(
+    `fitting on ${m.models.length} models, ${m.tasks.length} tasks; calibrating the interval over the ${m.models.length} models left out in turn\n`,
+  );
   const subset = buildSubset(m, { digest: pset.digest, papers }, size, { seed, excludedModels: opts.excludeModel });
   const out = resolve(opts.out);
   mkdirSync(dirname(out), { recursive: true });
@@ -105,7 +109,8 @@ export interface SubsetCheckOptions {
 export function subsetCheckCommand(opts: SubsetCheckOptions): number {
   const m = readOfficial(opts.official, opts.excludeModel);
   const sizes = parseSizes(opts.size, m.tasks.length);
-  if (m.models.length < 4) throw new UsageError(`--official: ${m.models.length} model(s); leave-one-model-out needs at least 4 (3 to fit and calibrate on, 1 held out)`);
+  if (m.models.length < 4)
+    throw new UsageError(`--official: ${m.models.length} model(s); leave-one-model-out needs at least 4 (3 to fit and calibrate on, 1 held out)`);
   const randomSeeds = Number(opts.randomSeeds);
   if (!Number.isInteger(randomSeeds) || randomSeeds < 1) throw new UsageError(`--random-seeds ${opts.randomSeeds}: must be a positive integer`);
   const progress = process.stderr.isTTY
@@ -138,7 +143,9 @@ export function subsetShowCommand(file: string, opts: SubsetShowOptions): number
   const lacking = subset.pset.papers.filter((p) => !have.has(p));
   if (lacking.length) {
     const list = lacking.length > 5 ? `${lacking.slice(0, 5).join(', ')} and ${lacking.length - 5} more` : lacking.join(', ');
-    throw new UsageError(`${path}: made for ${subset.pset.papers.length} papers; the pset at ${whole.root} lacks ${lacking.length} of them (${list}); --pset names the pset the subset is for`);
+    throw new UsageError(
+      `${path}: made for ${subset.pset.papers.length} papers; the pset at ${whole.root} lacks ${lacking.length} of them (${list}); --pset names the pset the subset is for`,
+    );
   }
   const pset = subset.pset.papers.length === whole.papers.length ? whole : loadPsetOrFail(opts.pset, subset.pset.papers);
   try {
@@ -165,7 +172,9 @@ export function subsetShowCommand(file: string, opts: SubsetShowOptions): number
 
 /** The `rcb subset` commands on `program`; `done` receives each command's exit code. */
 export function registerSubsetCommands(program: Command, done: (code: number) => void): void {
-  const subset = program.command('subset').description('screen models on a small calibrated subset of the tasks, fitted from published verdicts (docs/subsets.md)');
+  const subset = program
+    .command('subset')
+    .description('screen models on a small calibrated subset of the tasks, fitted from published verdicts (docs/subsets.md)');
   subset
     .command('build')
     .description('choose N tasks and fit the estimator of the full-set scaled pass@1 from imported verdicts; writes the subset file')

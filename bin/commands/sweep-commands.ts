@@ -11,7 +11,7 @@ import { runFolderName } from '../../core/ids';
 import { buildReport } from '../../core/report/build-report';
 import { budgetAccountId } from '../../core/run/budget';
 import { HostedModels } from '../../adapters/models/hosted-models';
-import { batchProblem, findModel, parseModelEntry, RegistryError, type ModelEntry } from '../../adapters/models/registry';
+import { batchProblem, findModel, parseModelEntry, type RegistryError, type ModelEntry } from '../../adapters/models/registry';
 import { estimateModel, type ModelEstimate } from '../../adapters/models/estimate';
 import { providerModule } from '../../adapters/models/providers';
 import { envKeySource } from '../../core/keys';
@@ -49,7 +49,8 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
   const at = (m: Sweep['models'][number]) => `${sweep.file}:${m.line}: model "${m.name}"`;
   for (const m of sweep.models) {
     if (OFFLINE.has(m.id)) {
-      if (Object.keys(m.params).length || m.mode === 'batch' || m.budgetUsd !== null || m.name !== m.id) problems.push(`${at(m)}: offline models take no params, name, mode batch or budget`);
+      if (Object.keys(m.params).length || m.mode === 'batch' || m.budgetUsd !== null || m.name !== m.id)
+        problems.push(`${at(m)}: offline models take no params, name, mode batch or budget`);
       continue;
     }
     let base: ModelEntry;
@@ -73,10 +74,7 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
   if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} problem(s) in the sweep file`);
   // The sweep's entries over the registry's, so that a name equal to a registry id takes the sweep's parameters.
   const hosted = new HostedModels([...registry.filter((e) => !entries.has(e.id)), ...entries.values()], keys);
-  const run = resolveRun(
-    sweepRunFlags(sweep),
-    hosted,
-  );
+  const run = resolveRun(sweepRunFlags(sweep), hosted);
   return { sweep, entries, hosted, run };
 }
 
@@ -103,7 +101,18 @@ export function planSweep(loaded: LoadedSweep): { rows: SweepPlanRow[]; text: st
     const entry = entries.get(m.name);
     return { model: m.name, mode: m.mode, estimate: entry ? estimateModel(entry, groups) : null, budgetUsd: m.budgetUsd };
   });
-  const header = ['model', 'mode', 'calls', 'input tokens', 'output tokens', 'interactive expected', 'interactive worst', 'batch expected', 'batch worst', 'budget'];
+  const header = [
+    'model',
+    'mode',
+    'calls',
+    'input tokens',
+    'output tokens',
+    'interactive expected',
+    'interactive worst',
+    'batch expected',
+    'batch worst',
+    'budget',
+  ];
   const cells = rows.map((r) => {
     const e = r.estimate;
     const calls = e ? e.calls : run.pset.papers.reduce((a, p) => a + p.snippets.length, 0) * sweep.samples;
@@ -121,7 +130,11 @@ export function planSweep(loaded: LoadedSweep): { rows: SweepPlanRow[]; text: st
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((x, i) => x.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   const chosen = (r: SweepPlanRow, worst: boolean) => {
     const e = r.estimate;
     if (!e) return 0;
@@ -130,12 +143,15 @@ export function planSweep(loaded: LoadedSweep): { rows: SweepPlanRow[]; text: st
   };
   const sum = (f: (r: SweepPlanRow) => number) => rows.reduce((a, r) => a + f(r), 0);
   const out = [line(header), ...cells.map(line), ''];
-  out.push(`calls ${sum((r) => r.estimate?.calls ?? 0)} paid; input tokens ${sum((r) => r.estimate?.inputTokens ?? 0)}; output tokens ${sum((r) => r.estimate?.outputTokens ?? 0)} (assumed per call, see rcb estimate)`);
+  out.push(
+    `calls ${sum((r) => r.estimate?.calls ?? 0)} paid; input tokens ${sum((r) => r.estimate?.inputTokens ?? 0)}; output tokens ${sum((r) => r.estimate?.outputTokens ?? 0)} (assumed per call, see rcb estimate)`,
+  );
   out.push(`as planned (each model in its mode): expected ${usd(sum((r) => chosen(r, false)))}, worst case ${usd(sum((r) => chosen(r, true)))}`);
   out.push(`all interactive: expected ${usd(sum((r) => r.estimate?.usd ?? 0))}, worst case ${usd(sum((r) => r.estimate?.worstCaseUsd ?? 0))}`);
   const batchable = rows.filter((r) => r.estimate?.batch);
   if (batchable.length) {
-    const batchOr = (r: SweepPlanRow, worst: boolean) => (r.estimate?.batch ? (worst ? r.estimate.batch.worstCaseUsd : r.estimate.batch.usd) : worst ? (r.estimate?.worstCaseUsd ?? 0) : (r.estimate?.usd ?? 0));
+    const batchOr = (r: SweepPlanRow, worst: boolean) =>
+      r.estimate?.batch ? (worst ? r.estimate.batch.worstCaseUsd : r.estimate.batch.usd) : worst ? (r.estimate?.worstCaseUsd ?? 0) : (r.estimate?.usd ?? 0);
     out.push(`every batchable model in batch mode: expected ${usd(sum((r) => batchOr(r, false)))}, worst case ${usd(sum((r) => batchOr(r, true)))}`);
   }
   const batchModels = rows.filter((r) => r.mode === 'batch');
@@ -157,9 +173,10 @@ export function planSweep(loaded: LoadedSweep): { rows: SweepPlanRow[]; text: st
     );
   } else out.push('no budget_usd: spend is recorded but not capped');
   for (const r of rows) {
-    if (r.budgetUsd !== null && chosen(r, false) > r.budgetUsd) out.push(`${r.model}: its budget ${usd(r.budgetUsd)} is below its expected cost ${usd(chosen(r, false))}; its tasks will stop unfinished`);
+    if (r.budgetUsd !== null && chosen(r, false) > r.budgetUsd)
+      out.push(`${r.model}: its budget ${usd(r.budgetUsd)} is below its expected cost ${usd(chosen(r, false))}; its tasks will stop unfinished`);
   }
-  return { rows, text: out.join('\n') + '\n' };
+  return { rows, text: `${out.join('\n')}\n` };
 }
 
 export function sweepPlanCommand(file: string): number {
@@ -189,12 +206,14 @@ export function sweepRunDir(sweep: Sweep, run: ResolvedRun): string {
   const dir = runFolderName(run.spec, run.runId);
   index.runs.push({ runId: run.runId, dir, createdAt: new Date().toISOString() });
   mkdirSync(sweep.out, { recursive: true });
-  writeFileSync(join(sweep.out, INDEX_FILE), JSON.stringify(index, null, 2) + '\n');
+  writeFileSync(join(sweep.out, INDEX_FILE), `${JSON.stringify(index, null, 2)}\n`);
   return join(sweep.out, dir);
 }
 
 function sweepRuns(sweep: Sweep): Array<{ runId: string; dir: string }> {
-  const runs = readIndex(sweep).runs.map((r) => ({ runId: r.runId, dir: join(sweep.out, r.dir) })).filter((r) => existsSync(join(r.dir, 'rcb.sqlite')));
+  const runs = readIndex(sweep)
+    .runs.map((r) => ({ runId: r.runId, dir: join(sweep.out, r.dir) }))
+    .filter((r) => existsSync(join(r.dir, 'rcb.sqlite')));
   if (!runs.length) throw new UsageError(`the sweep ${sweep.file} has no run yet in ${sweep.out}; start it with \`rcb sweep run ${sweep.file}\``);
   return runs.reverse(); // latest first
 }
@@ -212,7 +231,9 @@ export async function sweepStatusCommand(file: string): Promise<number> {
       const tasks = await store.listTasks(runId);
       const answers = await store.getCompletions(tasks.map((t) => t.taskId));
       const judged = new Set((await store.listVerdicts(runId)).map((v) => v.taskId));
-      lines.push(`run ${runId} (${dir}): ${run.status}, spend $${run.spentUsd.toFixed(4)}${run.spec.budgetUsd !== null ? ` of $${run.spec.budgetUsd.toFixed(2)}` : ''}`);
+      lines.push(
+        `run ${runId} (${dir}): ${run.status}, spend $${run.spentUsd.toFixed(4)}${run.spec.budgetUsd !== null ? ` of $${run.spec.budgetUsd.toFixed(2)}` : ''}`,
+      );
       for (const m of run.spec.models) {
         const mine = tasks.filter((t) => t.model === m.id);
         const a = mine.map((t) => answers.get(t.taskId)).filter((c) => c !== undefined);
@@ -229,7 +250,7 @@ export async function sweepStatusCommand(file: string): Promise<number> {
       await store.close();
     }
   }
-  process.stdout.write(lines.join('\n') + '\n');
+  process.stdout.write(`${lines.join('\n')}\n`);
   return 0;
 }
 
@@ -250,9 +271,21 @@ export async function sweepReportCommand(file: string, opts: { format: string; j
     }
   }
   if (flags.format === 'json') {
-    process.stdout.write(JSON.stringify(reports.map((r) => ({ runId: r.runId, dir: r.dir, report: JSON.parse(r.text) })), null, 2) + '\n');
+    process.stdout.write(
+      `${JSON.stringify(
+        reports.map((r) => ({ runId: r.runId, dir: r.dir, report: JSON.parse(r.text) })),
+        null,
+        2,
+      )}\n`,
+    );
   } else if (flags.format === 'official' || reports.length === 1) {
-    if (reports.length > 1) process.stderr.write(`the sweep has ${reports.length} runs; overall_stats.json of the latest (${reports[0].runId}); the others: ${reports.slice(1).map((r) => r.dir).join(', ')}\n`);
+    if (reports.length > 1)
+      process.stderr.write(
+        `the sweep has ${reports.length} runs; overall_stats.json of the latest (${reports[0].runId}); the others: ${reports
+          .slice(1)
+          .map((r) => r.dir)
+          .join(', ')}\n`,
+      );
     process.stdout.write(reports[0].text);
   } else {
     process.stdout.write(reports.map((r) => `== run ${r.runId} (${r.dir}) ==\n${r.text}`).join('\n'));

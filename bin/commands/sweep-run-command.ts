@@ -33,18 +33,32 @@ export interface SweepRunOptions {
 export async function sweepRunCommand(file: string, opts: SweepRunOptions): Promise<number> {
   if (opts.emulate && opts.cloud) throw new UsageError('--emulate and --cloud exclude each other');
   // The warm executor without a sandbox is refused here: it is not safe to run on a shared machine.
-  if (opts.unsafeNoSandbox && (opts.emulate || opts.executor === 'warm')) throw new UsageError('--unsafe-no-sandbox is refused for sweeps with the warm executor or --emulate; use --executor cold');
+  if (opts.unsafeNoSandbox && (opts.emulate || opts.executor === 'warm'))
+    throw new UsageError('--unsafe-no-sandbox is refused for sweeps with the warm executor or --emulate; use --executor cold');
   const loaded = loadSweep(file);
   process.stderr.write(planSweep(loaded).text);
   if (opts.emulate || opts.cloud) return cloudSweep(loaded, opts);
   const batchModels = new Set(loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name));
   const settings = loaded.sweep.batch;
-  const flags = { jobs: opts.jobs, python: opts.python, out: sweepRunDir(loaded.sweep, loaded.run), unsafeNoSandbox: opts.unsafeNoSandbox, concurrency: opts.concurrency, executor: opts.executor };
+  const flags = {
+    jobs: opts.jobs,
+    python: opts.python,
+    out: sweepRunDir(loaded.sweep, loaded.run),
+    unsafeNoSandbox: opts.unsafeNoSandbox,
+    concurrency: opts.concurrency,
+    executor: opts.executor,
+  };
   const local = localRunOptions(flags, loaded.run, {
     modelBudgets: modelBudgetsOf(loaded.sweep),
     quietEstimate: true,
     batch: batchModels.size
-      ? { models: batchModels, pollSeconds: settings.pollSeconds, maxRounds: settings.maxRounds, retryInteractively: settings.retryInteractively, cancel: opts.cancelBatches }
+      ? {
+          models: batchModels,
+          pollSeconds: settings.pollSeconds,
+          maxRounds: settings.maxRounds,
+          retryInteractively: settings.retryInteractively,
+          cancel: opts.cancelBatches,
+        }
       : undefined,
   });
   return printLocalRun(await runLocally(loaded.run, local, loaded.hosted));
@@ -62,14 +76,18 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
   const { sweep } = loaded;
   const where = opts.emulate ? 'the emulated cloud' : 'the cloud';
   const problems = sweep.models.flatMap((m) => [
-    ...(m.budgetUsd !== null ? [`${sweep.file}:${m.line}: ${m.name}: a per-model budget is not enforced in ${where}; only budget_usd of the whole sweep is`] : []),
+    ...(m.budgetUsd !== null
+      ? [`${sweep.file}:${m.line}: ${m.name}: a per-model budget is not enforced in ${where}; only budget_usd of the whole sweep is`]
+      : []),
     ...(opts.cloud && (m.name !== m.id || Object.keys(m.params).length)
       ? [`${sweep.file}:${m.line}: ${m.name}: the cloud takes parameters from its deployed registry; add the variant there instead of params/name here`]
       : []),
   ]);
   const firstBatch = sweep.models.find((m) => m.mode === 'batch');
   if (sweep.batch.retryInteractively && firstBatch) {
-    problems.push(`${sweep.file}:${firstBatch.line}: ${firstBatch.name}: batch.retry_interactively is not available in ${where}: its batch lane resubmits in the next batch only`);
+    problems.push(
+      `${sweep.file}:${firstBatch.line}: ${firstBatch.name}: batch.retry_interactively is not available in ${where}: its batch lane resubmits in the next batch only`,
+    );
   }
   if (problems.length) throw new UsageError(problems.join('\n'));
   if (opts.emulate) return emulatedSweep(loaded, opts);
@@ -125,8 +143,11 @@ async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promis
     await copyRun(emulated.store, store, run);
     writeRunId(dir, runId);
     const copied = (await store.getRun(runId))!;
-    if (emulated.succeeded) process.stdout.write('\n' + (await buildReport(store, runId, { format: LEADERBOARD.format, judge: LEADERBOARD.judge, subset: 'all' })).text);
-    process.stdout.write(`\nsweep run ${copied.status} (emulated) in ${((Date.now() - started) / 1000).toFixed(1)}s, spend $${copied.spentUsd.toFixed(4)}\nrun directory: ${dir}\n`);
+    if (emulated.succeeded)
+      process.stdout.write(`\n${(await buildReport(store, runId, { format: LEADERBOARD.format, judge: LEADERBOARD.judge, subset: 'all' })).text}`);
+    process.stdout.write(
+      `\nsweep run ${copied.status} (emulated) in ${((Date.now() - started) / 1000).toFixed(1)}s, spend $${copied.spentUsd.toFixed(4)}\nrun directory: ${dir}\n`,
+    );
     if (!emulated.succeeded) return 1;
     return copied.status === 'succeeded' ? 0 : copied.status === 'budget_exhausted' ? 3 : 1;
   } finally {

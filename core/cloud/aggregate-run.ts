@@ -42,7 +42,10 @@ export async function shardEnvironment(environments: EnvironmentChecks, run: Run
   return {
     python: [...new Set(found.map((p) => p.image))].join(', '),
     papers: found.map(({ paper, runs, reason }) => ({ paper, runs, reason })),
-    checkedAt: found.map((p) => p.checkedAt).sort().at(-1)!,
+    checkedAt: found
+      .map((p) => p.checkedAt)
+      .sort()
+      .at(-1)!,
   };
 }
 

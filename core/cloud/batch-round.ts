@@ -53,11 +53,12 @@ export interface BatchRoundDeps {
 /** The batch lane outlived the generation deadline and the grace its cancels had. */
 export class BatchLaneTimeoutError extends Error {
   constructor(runId: string, pending: number) {
-    super(`run ${runId}: the batch lane passed the generation deadline with ${pending} batch(es) still pending at the provider (cancel requested); a restarted run polls them again`);
+    super(
+      `run ${runId}: the batch lane passed the generation deadline with ${pending} batch(es) still pending at the provider (cancel requested); a restarted run polls them again`,
+    );
     this.name = 'BatchLaneTimeoutError';
   }
 }
-
 
 /**
  * Requests in one cloud batch at most: its ledger item lists the task ids and must stay
@@ -146,7 +147,7 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
       // What is left does not fit the budget: the run stops generating, as a lane's refused reservation stops it.
       if (run.status === 'planned' || run.status === 'generating') await deps.store.setRunStatus(runId, 'budget_exhausted');
     } else {
-      const left = (await deps.store.getCompletions(tasks.map((t) => t.taskId)));
+      const left = await deps.store.getCompletions(tasks.map((t) => t.taskId));
       for (const t of tasks.filter((t) => !left.has(t.taskId))) {
         const record: CompletionRecord = {
           taskId: t.taskId,
@@ -155,7 +156,10 @@ export async function batchRound(deps: BatchRoundDeps, ctx: RunContext, input: B
           usage: ZERO_USAGE,
           costUsd: 0,
           finishReason: 'error',
-          error: { kind: 'batch_unanswered', message: 'no batch could take this request (fewer requests left than the provider\'s smallest batch); run the model in mode interactive' },
+          error: {
+            kind: 'batch_unanswered',
+            message: "no batch could take this request (fewer requests left than the provider's smallest batch); run the model in mode interactive",
+          },
           latencyMs: 0,
           createdAt: now().toISOString(),
         };

@@ -27,9 +27,19 @@ export async function cancelRun(deps: CancelRunDeps, runId: string, opts: { now?
   }
   await deps.store.setRunStatus(runId, 'cancelled');
   if (!opts.now) {
-    return { kind: 'cancelled', stopped: false, exitCode: 0, message: `run ${runId} cancelled: no new model calls; what is answered is evaluated and reported (\`rcb cloud status ${runId}\`)` };
+    return {
+      kind: 'cancelled',
+      stopped: false,
+      exitCode: 0,
+      message: `run ${runId} cancelled: no new model calls; what is answered is evaluated and reported (\`rcb cloud status ${runId}\`)`,
+    };
   }
   const latest = await latestAttempt(deps.executions, runId);
   await deps.executions.stop(latest?.name ?? runId, 'Cancelled', 'rcb cloud cancel --now');
-  return { kind: 'cancelled', stopped: true, exitCode: 0, message: `run ${runId} cancelled and its execution stopped; finished answers and verdicts stay in the table` };
+  return {
+    kind: 'cancelled',
+    stopped: true,
+    exitCode: 0,
+    message: `run ${runId} cancelled and its execution stopped; finished answers and verdicts stay in the table`,
+  };
 }

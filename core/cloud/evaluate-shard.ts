@@ -57,7 +57,11 @@ export interface EvaluateShardResult {
 
 /** Some answered tasks got no verdict (the executor failed on them): an infrastructure failure, to retry. */
 export class ShardIncompleteError extends Error {
-  constructor(readonly runId: string, readonly paper: string, readonly missing: string[]) {
+  constructor(
+    readonly runId: string,
+    readonly paper: string,
+    readonly missing: string[],
+  ) {
     super(`shard ${paper} of run ${runId}: ${missing.length} answered task(s) have no verdict (executor failure), e.g. ${missing.slice(0, 3).join(', ')}`);
     this.name = 'ShardIncompleteError';
   }
@@ -87,7 +91,9 @@ export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput &
     );
     checked = { ...environment.result, ran: environment.ran };
     if (!environment.result.runs) {
-      deps.progress?.note(`env_broken: ${paper} cannot run in this image (${environment.result.reason}): its ${tasks.length} task(s) are left untested and out of the scores`);
+      deps.progress?.note(
+        `env_broken: ${paper} cannot run in this image (${environment.result.reason}): its ${tasks.length} task(s) are left untested and out of the scores`,
+      );
       await deps.blobs.put(verdictsKey, JSON.stringify({ runId, paper, environment: checked, verdicts: [] }, null, 1), 'application/json');
       return { runId, paper, tasks: tasks.length, answered: 0, judged: 0, verdictsKey, environment: checked, envBroken: tasks.length };
     }
@@ -103,11 +109,7 @@ export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput &
   const ids = new Set(tasks.map((t) => t.taskId));
   const verdicts = (await deps.store.listVerdicts(runId)).filter((v) => ids.has(v.taskId));
   const judgedIds = new Set(verdicts.map((v) => v.taskId));
-  await deps.blobs.put(
-    verdictsKey,
-    JSON.stringify({ runId, paper, ...(checked ? { environment: checked } : {}), verdicts }, null, 1),
-    'application/json',
-  );
+  await deps.blobs.put(verdictsKey, JSON.stringify({ runId, paper, ...(checked ? { environment: checked } : {}), verdicts }, null, 1), 'application/json');
   const missing = items.filter((i) => !judgedIds.has(i.task.taskId)).map((i) => i.task.taskId);
   if (missing.length) throw new ShardIncompleteError(runId, paper, missing);
   return {

@@ -89,7 +89,10 @@ export async function startOrFollow(port: ExecutionPort, runId: string, options:
 }
 
 /** The run's latest attempt (the highest name that exists), or null when it never started. */
-export async function latestAttempt(port: Pick<ExecutionPort, 'status'>, runId: string): Promise<{ name: string; attempt: number; status: ExecutionStatus } | null> {
+export async function latestAttempt(
+  port: Pick<ExecutionPort, 'status'>,
+  runId: string,
+): Promise<{ name: string; attempt: number; status: ExecutionStatus } | null> {
   let found: { name: string; attempt: number; status: ExecutionStatus } | null = null;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const name = attemptName(runId, attempt);

@@ -116,7 +116,15 @@ export async function generateTask(deps: GenerateTaskDeps, ctx: RunContext, mess
     // The previous holder may have stored the completion and released between our first
     // look and our claim.
     if ((await deps.store.getCompletions([task.taskId])).has(task.taskId)) return result('skipped');
-    const done = await generateOne(deps, { runId: message.runId, paper, template: ctx.template, withPaper: run.spec.withPaper, task, priorAttempts: message.priorAttempts, signal: deps.signal });
+    const done = await generateOne(deps, {
+      runId: message.runId,
+      paper,
+      template: ctx.template,
+      withPaper: run.spec.withPaper,
+      task,
+      priorAttempts: message.priorAttempts,
+      signal: deps.signal,
+    });
     switch (done.outcome) {
       case 'budget_exhausted':
         await deps.store.setRunStatus(message.runId, 'budget_exhausted');

@@ -43,7 +43,10 @@ export interface PlanCloudRunDeps {
 
 /** The worst-case cost of the run's unanswered tasks exceeds its budget, and planning was not forced. */
 export class BudgetExceededError extends Error {
-  constructor(readonly estimatedUsd: number, readonly budgetUsd: number) {
+  constructor(
+    readonly estimatedUsd: number,
+    readonly budgetUsd: number,
+  ) {
     super(`estimated worst-case cost $${estimatedUsd.toFixed(4)} exceeds the budget of $${budgetUsd.toFixed(2)} (plan with force to run anyway)`);
     this.name = 'BudgetExceededError';
   }
@@ -88,8 +91,13 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const batchApiModels = new Set(input.batch?.models ?? []);
   const strangers = [...batchApiModels].filter((id) => !spec.models.some((m) => m.id === id));
   if (strangers.length) throw new RunInputError(`batch mode names ${strangers.join(', ')}, which the run spec does not`);
-  const { background } = asyncLanes(spec.models.map((m) => m.id), batchApiModels, (id) => !!deps.slowModels?.has(id));
-  const batch = batchApiModels.size || background.length ? { ...input.batch, models: [...batchApiModels], ...(background.length ? { background } : {}) } : undefined;
+  const { background } = asyncLanes(
+    spec.models.map((m) => m.id),
+    batchApiModels,
+    (id) => !!deps.slowModels?.has(id),
+  );
+  const batch =
+    batchApiModels.size || background.length ? { ...input.batch, models: [...batchApiModels], ...(background.length ? { background } : {}) } : undefined;
   const batchModels = new Set([...batchApiModels, ...background]);
 
   const tasks = planTasks(pset, spec);

@@ -22,7 +22,11 @@ export interface RunResults {
 }
 
 /** The report, or null when the run does not exist. Errors of the report itself (a judge a run lacks) are thrown. */
-export async function readRunResults(deps: RunResultsDeps, runId: string, opts: { format: ReportFormat; judge?: Judge; subset: Subset }): Promise<RunResults | null> {
+export async function readRunResults(
+  deps: RunResultsDeps,
+  runId: string,
+  opts: { format: ReportFormat; judge?: Judge; subset: Subset },
+): Promise<RunResults | null> {
   const stored = CLOUD_REPORTS.find((r) => r.format === opts.format);
   if (stored && opts.subset === 'all' && (opts.judge === undefined || opts.judge === stored.judge)) {
     const body = await deps.blobs.get(cloudKeys.reportPrefix(runId) + stored.file);

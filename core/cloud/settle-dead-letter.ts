@@ -32,7 +32,10 @@ export function deadLetterCompletion(task: TaskRecord, receiveCount: number | un
     usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningTokens: 0 },
     costUsd: 0,
     finishReason: 'error',
-    error: { kind: 'dead_lettered', message: `the generation message was dead-lettered after ${deliveries} that did not settle the task (generator crash or timeout)` },
+    error: {
+      kind: 'dead_lettered',
+      message: `the generation message was dead-lettered after ${deliveries} that did not settle the task (generator crash or timeout)`,
+    },
     latencyMs: 0,
     createdAt: now.toISOString(),
     // Counted as an answer: a restart reopens it only while the task is under its cap.

@@ -48,7 +48,10 @@ export interface ShardEnvironment {
 
 /** The check could not run (an executor failure): an infrastructure failure, for the shard's retry. */
 export class EnvironmentCheckFailedError extends Error {
-  constructor(readonly paper: string, reason: string) {
+  constructor(
+    readonly paper: string,
+    reason: string,
+  ) {
     super(`environment check of paper ${paper} could not run: ${reason}`);
     this.name = 'EnvironmentCheckFailedError';
   }

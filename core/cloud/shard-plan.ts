@@ -19,7 +19,11 @@ export interface ShardSizing {
 export const DEFAULT_SHARD_SIZING: ShardSizing = { testSecPerCandidate: 5, targetSec: 20 * 60 };
 
 /** The shards of a run's tasks, paper by paper, model by model, in task order of first appearance. */
-export function planShards(tasks: TaskRecord[], sizing: ShardSizing = DEFAULT_SHARD_SIZING, secPerCandidate?: (paper: string) => number | undefined): ShardRef[] {
+export function planShards(
+  tasks: TaskRecord[],
+  sizing: ShardSizing = DEFAULT_SHARD_SIZING,
+  secPerCandidate?: (paper: string) => number | undefined,
+): ShardRef[] {
   const groups = new Map<string, { paper: string; model: string; count: number }>();
   for (const t of tasks) {
     const key = `${t.paper}\0${t.model}`;

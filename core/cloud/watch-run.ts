@@ -37,7 +37,7 @@ export async function watchRun(deps: WatchRunDeps, runId: string, executionName:
       const succeeded = execution.status === 'SUCCEEDED';
       if (succeeded) {
         const board = await deps.blobs.get(cloudKeys.reportPrefix(runId) + CLOUD_REPORTS[0].file);
-        if (board) deps.print('\n' + board.toString('utf8'));
+        if (board) deps.print(`\n${board.toString('utf8')}`);
       }
       const why = run?.error ? `: ${run.error}` : execution.error ? `: ${execution.error} ${execution.cause ?? ''}` : '';
       deps.note(`run ${run?.status ?? 'unknown'} (execution ${execution.status})${why}\n`);

@@ -62,15 +62,11 @@ export function completionLines(completion: string): string[] {
  * markers replaced by the completion, verbatim.
  */
 export function splice(file: SourceFile, snippet: Snippet, completion: string): string {
-  const lines = [
-    ...file.lines.slice(0, snippet.openLine),
-    ...completionLines(completion),
-    ...file.lines.slice(snippet.closeLine - 1),
-  ];
+  const lines = [...file.lines.slice(0, snippet.openLine), ...completionLines(completion), ...file.lines.slice(snippet.closeLine - 1)];
   return joinLines({ lines, finalNewline: file.finalNewline });
 }
 
 /** The snippet's original body, as the oracle answers it. */
 export function originalBody(snippet: Snippet): string {
-  return snippet.body.length ? snippet.body.join('\n') + '\n' : '';
+  return snippet.body.length ? `${snippet.body.join('\n')}\n` : '';
 }

@@ -66,7 +66,7 @@ export function parseTemplate(text: string, source: string): PromptTemplate {
     const body = forms[name];
     if (!body) return null;
     while (body.length && body[body.length - 1] === '') body.pop();
-    const text = body.join('\n') + '\n';
+    const text = `${body.join('\n')}\n`;
     for (const m of text.matchAll(PLACEHOLDER)) {
       const line = () => lines.findIndex((l) => l.includes(m[0])) + 1;
       if (!PAPER_LEVEL.has(m[1]) && !TASK_LEVEL.has(m[1])) throw new Error(`${source}:${line()}: unknown placeholder ${m[0]}`);
@@ -99,7 +99,7 @@ export type ShippedTemplate = keyof typeof SHIPPED_TEMPLATES;
 export const DEFAULT_TEMPLATE: ShippedTemplate = 'original';
 
 export function isShippedTemplate(name: string): name is ShippedTemplate {
-  return Object.prototype.hasOwnProperty.call(SHIPPED_TEMPLATES, name);
+  return Object.hasOwn(SHIPPED_TEMPLATES, name);
 }
 
 export function loadTemplate(path: string): PromptTemplate {

@@ -105,8 +105,9 @@ function diagnose(line: string): string {
   if (close < 0) return "the name's closing quote is missing";
   if (close === 1) return 'the name is empty';
   const tail = value.slice(close + 1);
-  if (!tail.trimStart().startsWith('>')) return tail.trim() === '' ? 'the tag is not closed with `>`' : `unexpected text ${JSON.stringify(tail.trim())} before the tag's \`>\``;
-  if (/^\s+>/.test(tail)) return 'no space before the tag\'s `>`';
+  if (!tail.trimStart().startsWith('>'))
+    return tail.trim() === '' ? 'the tag is not closed with `>`' : `unexpected text ${JSON.stringify(tail.trim())} before the tag's \`>\``;
+  if (/^\s+>/.test(tail)) return "no space before the tag's `>`";
   return `text after the marker: ${JSON.stringify(tail.trimStart().slice(1).trim())}`;
 }
 
@@ -125,7 +126,11 @@ export function readMarkerLine(line: string): MarkerLine | null {
   const close = CLOSE_MARKER.exec(line);
   if (close) return { kind: 'close', name: close[1] };
   if (!looksLikeMarker(line)) return null;
-  return { kind: 'malformed', problem: `malformed marker: ${diagnose(line)}; ${EXPECTED} (as it is, the line is no marker and would reach the prompt)`, meant: meantMarker(line) };
+  return {
+    kind: 'malformed',
+    problem: `malformed marker: ${diagnose(line)}; ${EXPECTED} (as it is, the line is no marker and would reach the prompt)`,
+    meant: meantMarker(line),
+  };
 }
 
 /** True when the line is a well-formed open or close marker (the masked view removes exactly these). */

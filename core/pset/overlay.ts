@@ -60,16 +60,19 @@ export function readOverlay(overlayDir: string, psetDir: string): { entries: Ove
       throw new OverlayError(`${where}: needs a file (a pset path) and a reason`);
     }
     const file = e.file as string;
-    if (file.startsWith('/') || file.split('/').includes('..') || !file.includes('/')) throw new OverlayError(`${where}: ${file} is not a path inside a paper's folder`);
+    if (file.startsWith('/') || file.split('/').includes('..') || !file.includes('/'))
+      throw new OverlayError(`${where}: ${file} is not a path inside a paper's folder`);
     if (!existsSync(join(overlayDir, file))) throw new OverlayError(`${where}: the overlay has no file ${file}`);
-    if (!existsSync(join(psetDir, file)) || !statSync(join(psetDir, file)).isFile()) throw new OverlayError(`${where}: the pset has no file ${file} (an overlay replaces files, it adds none)`);
+    if (!existsSync(join(psetDir, file)) || !statSync(join(psetDir, file)).isFile())
+      throw new OverlayError(`${where}: the pset has no file ${file} (an overlay replaces files, it adds none)`);
     return { file, reason: (e.reason as string).trim() };
   });
   const listed = new Set(entries.map((e) => e.file));
   const stray = filesUnder(overlayDir).filter((f) => f !== 'overlay.yaml' && !listed.has(f));
   if (stray.length) throw new OverlayError(`${manifest}: the overlay holds file(s) it does not list: ${stray.join(', ')}`);
   const h = createHash('sha256');
-  for (const e of [...entries].sort((a, b) => (a.file < b.file ? -1 : 1))) h.update(`${e.file}\n${e.reason}\n${sha256(readFileSync(join(overlayDir, e.file)))}\n`);
+  for (const e of [...entries].sort((a, b) => (a.file < b.file ? -1 : 1)))
+    h.update(`${e.file}\n${e.reason}\n${sha256(readFileSync(join(overlayDir, e.file)))}\n`);
   return { entries, digest: h.digest('hex') };
 }
 

@@ -14,8 +14,17 @@ import { closestNames } from '../util/closest-names';
 export const PAPER_TEXT_FILES = ['paper2code_paper.tex', 'paper2code_paper.md'] as const;
 export const TEST_ENTRY = 'paper2code_test.py';
 const KNOWN_KEYS = new Set([
-  'id', 'title', 'venue', 'github_url', 'arxiv_abs', 'arxiv_date', 'arxiv_v1_date',
-  'first_commit_date', 'last_commit_date', 'annotated_file_paths', 'context_file_paths',
+  'id',
+  'title',
+  'venue',
+  'github_url',
+  'arxiv_abs',
+  'arxiv_date',
+  'arxiv_v1_date',
+  'first_commit_date',
+  'last_commit_date',
+  'annotated_file_paths',
+  'context_file_paths',
 ]);
 const DATE_KEYS = ['arxiv_date', 'arxiv_v1_date', 'first_commit_date', 'last_commit_date'] as const;
 const TEXT_KEYS = ['title', 'venue', 'github_url', 'arxiv_abs'] as const;
@@ -144,7 +153,11 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
       if (found.has(id)) continue;
       const near = closestNames(id, ids.keys());
       const hint = near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '';
-      problems.push({ path: show(indexPath), line: 0, message: `paper "${id}" is not in papers.yaml${hint} (its papers: ${[...ids.keys()].sort().join(', ')})` });
+      problems.push({
+        path: show(indexPath),
+        line: 0,
+        message: `paper "${id}" is not in papers.yaml${hint} (its papers: ${[...ids.keys()].sort().join(', ')})`,
+      });
     }
   }
   return { pset: { root, digest: digestPapers(papers), papers }, problems };
@@ -166,7 +179,10 @@ function readPaper(
   else if (annotated.length === 0) at('annotated_file_paths is empty');
   if (context === null) at('context_file_paths must be null, a string or a list of strings');
   if (!annotated || !annotated.length || context === null) return null;
-  for (const [role, list] of [['annotated_file_paths', annotated], ['context_file_paths', context]] as const) {
+  for (const [role, list] of [
+    ['annotated_file_paths', annotated],
+    ['context_file_paths', context],
+  ] as const) {
     const twice = list.filter((p, i) => list.indexOf(p) !== i);
     if (twice.length) at(`${role} lists ${[...new Set(twice)].join(', ')} more than once`);
   }
@@ -200,7 +216,11 @@ function readPaper(
     if (annotated.includes(file.path)) continue;
     file.lines.forEach((text, i) => {
       if (readMarkerLine(text)) {
-        problems.push({ path: show(join(dir, file.path)), line: i + 1, message: 'snippet marker in a context file: context files are shown whole, so it would reach the prompt (markers belong in annotated files)' });
+        problems.push({
+          path: show(join(dir, file.path)),
+          line: i + 1,
+          message: 'snippet marker in a context file: context files are shown whole, so it would reach the prompt (markers belong in annotated files)',
+        });
       }
     });
   }
@@ -259,7 +279,10 @@ function listFiles(dir: string, prefix = ''): string[] {
 function digestPaper(dir: string, meta: PaperMeta): string {
   const h = createHash('sha256');
   h.update(JSON.stringify(meta)).update('\0');
-  for (const rel of listFiles(dir)) h.update(`${rel}\0`).update(readFileSync(join(dir, rel))).update('\0');
+  for (const rel of listFiles(dir))
+    h.update(`${rel}\0`)
+      .update(readFileSync(join(dir, rel)))
+      .update('\0');
   return h.digest('hex');
 }
 

@@ -266,10 +266,11 @@ export function unitsOf(tasks: BootstrapTask[], metrics: BootstrapMetric[], clus
     const key = t.cluster ?? '';
     const sum = byCluster.get(key);
     if (!sum) byCluster.set(key, u);
-    else for (let j = 0; j < metrics.length; j++) {
-      sum.num[j] += u.num[j];
-      sum.den[j] += u.den[j];
-    }
+    else
+      for (let j = 0; j < metrics.length; j++) {
+        sum.num[j] += u.num[j];
+        sum.den[j] += u.den[j];
+      }
   }
   return [...byCluster.values()];
 }

@@ -62,7 +62,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
       // (untested or env_broken tasks), so a complete run's file stays in the original's shape.
       return {
         run,
-        text: JSON.stringify({ ...toOverallStats(run, tasks, verdicts, report), ...(report.notes.length ? { rcb_notes: report.notes } : {}) }, null, 2) + '\n',
+        text: `${JSON.stringify({ ...toOverallStats(run, tasks, verdicts, report), ...(report.notes.length ? { rcb_notes: report.notes } : {}) }, null, 2)}\n`,
       };
   }
 }

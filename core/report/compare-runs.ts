@@ -105,7 +105,16 @@ export function compareRuns(a: LoadedRun, b: LoadedRun, judge: Judge): RunCompar
       if (rate(p.a) === rate(p.b)) continue;
       const [paper, file, snippet] = p.key.split('\0');
       const count = (s: boolean[]) => `${s.filter(Boolean).length}/${s.length}`;
-      (rate(p.b) > rate(p.a) ? gained : lost).push({ paper, file, snippet, loc: p.weight, a: count(p.a), b: count(p.b), classesA: p.classesA, classesB: p.classesB });
+      (rate(p.b) > rate(p.a) ? gained : lost).push({
+        paper,
+        file,
+        snippet,
+        loc: p.weight,
+        a: count(p.a),
+        b: count(p.b),
+        classesA: p.classesA,
+        classesB: p.classesB,
+      });
     }
     const byTask = pairs.map((p) => ({ a: p.a, b: p.b, weight: 1 }));
     const side = (list: PairedTask[], which: 'a' | 'b') => weightedScore(list.map((p) => ({ weight: p.weight, samples: p[which] })));
@@ -163,5 +172,5 @@ export function formatComparison(c: RunComparison, labelA: string, labelB: strin
   if (c.envBrokenB.length) out.push(`env_broken in B (cannot run there, not compared): ${c.envBrokenB.join(', ')}`);
   if (!c.models.length) out.push('no model is in both runs: nothing to compare');
   out.push(`${c.judge} judge; [low, high]: ${c.method}`);
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }

@@ -32,7 +32,8 @@ export function failureSummary(failures: Partial<Record<FailureClass, number>>):
 }
 
 export function describeScope(report: ScoreReport): string {
-  const judge = report.judge === 'strict' ? 'strict judge (tests must demonstrably run to the end; integrity flags fail)' : 'official judge (original harness rule)';
+  const judge =
+    report.judge === 'strict' ? 'strict judge (tests must demonstrably run to the end; integrity flags fail)' : 'official judge (original harness rule)';
   const subset =
     report.subset === 'all'
       ? 'all papers'
@@ -45,7 +46,7 @@ export function describeScope(report: ScoreReport): string {
 /** Where the intervals come from, and what ± means: said once under every table. */
 export function describeIntervals(report: ScoreReport): string {
   const several = report.models.some((m) => m.samples > 1);
-  return `[low, high]: ${report.interval}` + (several ? '; ± is the population standard deviation over samples' : '');
+  return `[low, high]: ${report.interval}${several ? '; ± is the population standard deviation over samples' : ''}`;
 }
 
 /**
@@ -55,7 +56,10 @@ export function describeIntervals(report: ScoreReport): string {
  */
 export function emptySubsetNotes(report: ScoreReport, run?: RunRecord): string[] {
   if (report.subset === 'all') return [];
-  const dates = (run?.papers ?? []).map((p) => p.first_commit_date).filter((d): d is string => !!d).sort();
+  const dates = (run?.papers ?? [])
+    .map((p) => p.first_commit_date)
+    .filter((d): d is string => !!d)
+    .sort();
   const newest = dates.length ? `; the newest paper of the run was first committed on ${dates[dates.length - 1]}` : '';
   return report.models
     .filter((m) => m.tasks === 0)
@@ -111,21 +115,20 @@ export function formatTable(report: ScoreReport, run?: RunRecord): string {
   if (notes.length) out.push('', ...notes);
   const perPaper = paperRows(report);
   if (perPaper.length) out.push('', 'per paper:', ...alignedTable(['paper', 'model', 'scaled pass@1 %', '95% CI', 'tasks', 'LoC'], perPaper));
-  if (report.envBroken.length) out.push('', 'env_broken (cannot run here, not scored):', ...alignedTable(['paper', 'task samples', 'reason'], envBrokenRows(report)));
+  if (report.envBroken.length)
+    out.push('', 'env_broken (cannot run here, not scored):', ...alignedTable(['paper', 'task samples', 'reason'], envBrokenRows(report)));
   for (const m of report.models) {
     if (m.samples > 1) out.push('', `${m.model}: ${passAtKLine(m)}`);
   }
   out.push('', describeScope(report), describeIntervals(report));
   for (const note of report.notes) out.push(`note: ${note}`);
   if (run && run.spec.budgetUsd !== null) out.push(`spend: $${run.spentUsd.toFixed(4)} of $${run.spec.budgetUsd.toFixed(2)} budget`);
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 /** pass@k for every k, with the unbiased estimator and its interval. */
 export function passAtKLine(m: ModelScore): string {
-  return m.passAtK
-    .map((k) => `pass@${k.k}: ${pct(k.tasks)}% ${intervalCell(k.tasksCi)} (LoC-weighted ${pct(k.loc)}% ${intervalCell(k.locCi)})`)
-    .join('; ');
+  return m.passAtK.map((k) => `pass@${k.k}: ${pct(k.tasks)}% ${intervalCell(k.tasksCi)} (LoC-weighted ${pct(k.loc)}% ${intervalCell(k.locCi)})`).join('; ');
 }
 
 export function formatMarkdown(report: ScoreReport, run?: RunRecord): string {
@@ -146,9 +149,9 @@ export function formatMarkdown(report: ScoreReport, run?: RunRecord): string {
       const cells = [scoreCell(p.scaled, p.tasks, m.samples), intervalCell(p.scaled.ci), scoreCell(p.pass1, p.tasks, m.samples), intervalCell(p.pass1.ci)];
       out.push(`| ${esc(p.paper)} | ${cells.join(' | ')} | ${p.tasks} | ${p.loc} |`);
     }
-    if (m.samples > 1) out.push('', passAtKLine(m) + ' (unbiased estimator)');
+    if (m.samples > 1) out.push('', `${passAtKLine(m)} (unbiased estimator)`);
   }
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 function csvCell(s: string): string {
@@ -160,15 +163,49 @@ function csvCell(s: string): string {
  * (columns added, none moved); a scope with no task has empty score cells, not zeros.
  */
 export function formatCsv(report: ScoreReport): string {
-  const header = ['judge', 'subset', 'model', 'paper', 'scaled_pass1_mean', 'scaled_pass1_std', 'pass1_mean', 'pass1_std', 'tasks', 'loc', 'samples',
-    'scaled_pass1_ci_low', 'scaled_pass1_ci_high', 'pass1_ci_low', 'pass1_ci_high', 'interval_method', 'untested', 'env_broken', 'flaky'];
+  const header = [
+    'judge',
+    'subset',
+    'model',
+    'paper',
+    'scaled_pass1_mean',
+    'scaled_pass1_std',
+    'pass1_mean',
+    'pass1_std',
+    'tasks',
+    'loc',
+    'samples',
+    'scaled_pass1_ci_low',
+    'scaled_pass1_ci_high',
+    'pass1_ci_low',
+    'pass1_ci_high',
+    'interval_method',
+    'untested',
+    'env_broken',
+    'flaky',
+  ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
   const ci = (c: ConfidenceInterval | null) => (c ? [pct(c.low), pct(c.high)] : ['', '']);
   // untested, env_broken and flaky (flaky_reference verdicts) are the model's task samples, on its ALL row (env_broken on its papers' rows too).
   const row = (m: ModelScore, paper: string, s: MeanStd, p: MeanStd, tasks: number, loc: number) =>
-    [report.judge, report.subset, m.model, paper, num(s.mean, tasks), num(s.std, tasks), num(p.mean, tasks), num(p.std, tasks), String(tasks), String(loc), String(m.samples),
-      ...ci(s.ci), ...ci(p.ci), report.interval, ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky)] : ['', '', ''])]
+    [
+      report.judge,
+      report.subset,
+      m.model,
+      paper,
+      num(s.mean, tasks),
+      num(s.std, tasks),
+      num(p.mean, tasks),
+      num(p.std, tasks),
+      String(tasks),
+      String(loc),
+      String(m.samples),
+      ...ci(s.ci),
+      ...ci(p.ci),
+      report.interval,
+      ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky)] : ['', '', '']),
+    ]
       .map(csvCell)
       .join(',');
   for (const m of report.models) {
@@ -176,26 +213,28 @@ export function formatCsv(report: ScoreReport): string {
     for (const p of m.papers) out.push(row(m, p.paper, p.scaled, p.pass1, p.tasks, p.loc));
     // An env_broken paper: no score cells (not 0), its task samples in env_broken.
     for (const [paper, n] of Object.entries(m.envBrokenByPaper).sort(([a], [b]) => a.localeCompare(b))) {
-      out.push([report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n)].map(csvCell).join(','));
+      out.push(
+        [report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n)]
+          .map(csvCell)
+          .join(','),
+      );
     }
   }
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 export function formatJson(report: ScoreReport, run: RunRecord): string {
-  return (
-    JSON.stringify(
-      {
-        run: { runId: run.runId, status: run.status, source: run.source, spec: run.spec, spentUsd: run.spentUsd },
-        scope: describeScope(report),
-        ...report,
-        // The scored tasks themselves stay out of the file: it holds the figures.
-        models: report.models.map(({ outcomes: _outcomes, ...m }) => m),
-        // The score's own notes (untested, env_broken) and those of empty subsets.
-        notes: [...report.notes, ...emptySubsetNotes(report, run)],
-      },
-      null,
-      2,
-    ) + '\n'
-  );
+  return `${JSON.stringify(
+    {
+      run: { runId: run.runId, status: run.status, source: run.source, spec: run.spec, spentUsd: run.spentUsd },
+      scope: describeScope(report),
+      ...report,
+      // The scored tasks themselves stay out of the file: it holds the figures.
+      models: report.models.map(({ outcomes: _outcomes, ...m }) => m),
+      // The score's own notes (untested, env_broken) and those of empty subsets.
+      notes: [...report.notes, ...emptySubsetNotes(report, run)],
+    },
+    null,
+    2,
+  )}\n`;
 }

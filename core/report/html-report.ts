@@ -197,7 +197,11 @@ function paperHeatmap(entries: Entry[], reports: ScoreReport[]): string {
       const p = entries[i].score.papers.find((q) => q.paper === papers[j]);
       const n = entries[i].score.envBrokenByPaper[papers[j]];
       // An env_broken paper has no score: an empty cell that says why, never a 0%.
-      if (!p && n) return { value: null, title: `${entries[i].name} / ${papers[j]}: env_broken, cannot run here (${broken.get(papers[j])}); ${n} task sample(s) not scored` };
+      if (!p && n)
+        return {
+          value: null,
+          title: `${entries[i].name} / ${papers[j]}: env_broken, cannot run here (${broken.get(papers[j])}); ${n} task sample(s) not scored`,
+        };
       if (!p) return { value: null, title: `${entries[i].name} / ${papers[j]}: not in the run` };
       return { value: p.scaled.mean, title: `${entries[i].name} / ${papers[j]}: ${pct(p.scaled.mean)}% ${ci(p.scaled.ci)}, ${p.tasks} task(s), ${p.loc} LoC` };
     },
@@ -238,10 +242,15 @@ function lengthChart(entries: Entry[], judge: Judge): string {
   );
   const head = `<tr><th>model</th>${cols.map((i) => `<th class="num">${LOC_BINS[i][2]} LoC</th>`).join('')}</tr>`;
   const rows = entries
-    .map((e, k) => `<tr><td>${esc(e.name)}</td>${cols.map((i) => {
-      const b = stats[k][i];
-      return `<td class="num">${b.total ? `${pct((100 * b.passed) / b.total)} <span class="muted">(${b.passed}/${b.total})</span>` : '–'}</td>`;
-    }).join('')}</tr>`)
+    .map(
+      (e, k) =>
+        `<tr><td>${esc(e.name)}</td>${cols
+          .map((i) => {
+            const b = stats[k][i];
+            return `<td class="num">${b.total ? `${pct((100 * b.passed) / b.total)} <span class="muted">(${b.passed}/${b.total})</span>` : '–'}</td>`;
+          })
+          .join('')}</tr>`,
+    )
     .join('');
   return `${legend(entries)}${chart}<table>${head}${rows}</table>`;
 }
@@ -251,7 +260,10 @@ function envBrokenNote(reports: ScoreReport[]): string {
   const papers = [...new Map(reports.flatMap((r) => r.envBroken.map((p) => [p.paper, p] as const))).values()];
   if (!papers.length) return '';
   return ` <span id="env-broken-papers">env_broken (cannot run here, not scored; an empty cell, not 0%): ${papers
-    .map((p) => `<span class="env-broken" data-paper="${esc(p.paper)}" data-task-samples="${p.taskSamples}">${esc(p.paper)} (${esc(p.reason ?? 'its oracle fails here')}; ${p.taskSamples} task sample(s))</span>`)
+    .map(
+      (p) =>
+        `<span class="env-broken" data-paper="${esc(p.paper)}" data-task-samples="${p.taskSamples}">${esc(p.paper)} (${esc(p.reason ?? 'its oracle fails here')}; ${p.taskSamples} task sample(s))</span>`,
+    )
     .join(', ')}</span>`;
 }
 
@@ -260,9 +272,7 @@ function legend(entries: Entry[]): string {
 }
 
 function failureChart(entries: Entry[]): string {
-  const classes = [...new Set(entries.flatMap((e) => Object.keys(e.score.failures) as FailureClass[]))].filter((c) =>
-    entries.some((e) => e.score.failures[c]),
-  );
+  const classes = [...new Set(entries.flatMap((e) => Object.keys(e.score.failures) as FailureClass[]))].filter((c) => entries.some((e) => e.score.failures[c]));
   const color = (c: FailureClass, i: number) => FAILURE_COLORS[c] ?? PALETTE[i % PALETTE.length];
   const chart = stackedBarChart(
     'failure-chart',
@@ -341,7 +351,14 @@ function costTable(entries: Entry[]): string {
       ? intervalBarChart(
           'cost-chart',
           'cost per model, as a share of the most expensive',
-          rows.map((r) => ({ label: r.e.name, value: (100 * r.cost) / max, low: null, high: null, color: r.e.color, title: `${r.e.name}: $${r.cost.toFixed(4)}` })),
+          rows.map((r) => ({
+            label: r.e.name,
+            value: (100 * r.cost) / max,
+            low: null,
+            high: null,
+            color: r.e.color,
+            title: `${r.e.name}: $${r.cost.toFixed(4)}`,
+          })),
         )
       : '<p class="note">No model call cost anything (offline models, or answers reused from the cache).</p>';
   return (
@@ -376,7 +393,8 @@ function taskBlock(d: TaskDetail, entryName: string, judge: Judge, runIndex: num
   const parts: string[] = [`<p class="verdict">${esc(verdict)}</p>`];
   const c = d.completion;
   if (!c) parts.push(`<p class="note">${d.verdict ? 'answer not recorded (imported results keep no answers)' : 'no answer yet (not generated)'}</p>`);
-  else if (c.error) parts.push(`<p class="note">the model call failed: ${esc(`${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`)}</p>`);
+  else if (c.error)
+    parts.push(`<p class="note">the model call failed: ${esc(`${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`)}</p>`);
   else {
     parts.push(
       `<h4>answer <span class="muted">(${c.usage.inputTokens} input, ${c.usage.outputTokens} output tokens, $${c.costUsd.toFixed(4)}, finish ${esc(c.finishReason)})</span></h4>`,
@@ -442,7 +460,9 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
       list.sort((a, b) => a.task.snippet.localeCompare(b.task.snippet) || a.task.model.localeCompare(b.task.model) || a.task.sample - b.task.sample);
       const failed = list.filter((d) => detailStatus(d) === 'fail').length;
       const untested = list.filter((d) => detailStatus(d) === 'untested').length;
-      const state = list[0].envBroken ? `env_broken: cannot run here (${list[0].envBroken}), not scored` : `${failed} failed${untested ? `, ${untested} untested` : ''}`;
+      const state = list[0].envBroken
+        ? `env_broken: cannot run here (${list[0].envBroken}), not scored`
+        : `${failed} failed${untested ? `, ${untested} untested` : ''}`;
       taskSections.push(
         `<h3>${esc(paper)}${inputs.length > 1 ? ` <span class="muted">(${esc(r.label)})</span>` : ''} <span class="muted">${list.length} task sample(s), ${esc(state)}</span></h3>` +
           list.map((d) => taskBlock(d, nameOf(d.task.model), judge, runIndex)).join(''),

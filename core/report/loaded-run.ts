@@ -21,4 +21,3 @@ export async function loadRun(store: RunStore, runId: string): Promise<LoadedRun
   const completions = await store.getCompletions(tasks.map((t) => t.taskId));
   return { run, tasks, verdicts, completions };
 }
-

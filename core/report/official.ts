@@ -77,7 +77,7 @@ export function toOverallStats(run: RunRecord, tasks: TaskRecord[], verdicts: Ma
           snippet_code_line_count: t.loc,
           completion_idx: t.sample,
           passed: !!v && (judgeStrict ? v.strictPass : v.officialPass),
-          exit_code: v ? v.exitCode ?? -1 : -1,
+          exit_code: v ? (v.exitCode ?? -1) : -1,
         });
       }
       for (const list of Object.values(byModel.results)) list.sort((a, b) => a.completion_idx - b.completion_idx);
@@ -154,7 +154,10 @@ export function importOverallStats(text: string, source: string, now: () => Date
       models[model] ??= { config: (stats.overall_scores?.[model]?.llm_cfg as Record<string, unknown>) ?? {} };
       for (const [snippet, list] of Object.entries(byModel.results)) {
         for (const r of list) {
-          const taskId = createHash('sha256').update(JSON.stringify([digest, paperId, snippet, model, r.completion_idx])).digest('hex').slice(0, 32);
+          const taskId = createHash('sha256')
+            .update(JSON.stringify([digest, paperId, snippet, model, r.completion_idx]))
+            .digest('hex')
+            .slice(0, 32);
           samples = Math.max(samples, r.completion_idx + 1);
           tasks.push({ taskId, paper: paperId, file: '', snippet, loc: r.snippet_code_line_count, model, sample: r.completion_idx });
           // The original harness has no strict judge: strictPass stays false, and reports

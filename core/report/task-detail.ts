@@ -60,7 +60,7 @@ export function spliceDiff(paper: Paper, snippet: Snippet, completion: string): 
   const after = file.lines.slice(snippet.closeLine - 1, snippet.closeLine - 1 + CONTEXT);
   const oldStart = start - before.length + 1;
   const range = (from: number, count: number) => `${count === 0 ? from - 1 : from},${count}`;
-  return [
+  return `${[
     `--- a/${snippet.paper}/${snippet.file}`,
     `+++ b/${snippet.paper}/${snippet.file}`,
     `@@ -${range(oldStart, before.length + removed.length + after.length)} +${range(oldStart, before.length + added.length + after.length)} @@`,
@@ -68,7 +68,7 @@ export function spliceDiff(paper: Paper, snippet: Snippet, completion: string): 
     ...removed.map((l) => `-${l}`),
     ...added.map((l) => `+${l}`),
     ...after.map((l) => ` ${l}`),
-  ].join('\n') + '\n';
+  ].join('\n')}\n`;
 }
 
 /** Task ids the pset at hand would give this run: a task outside it was run on other content. */
@@ -103,7 +103,9 @@ export function taskDetails(loaded: LoadedRun, judge: Judge, sources: TaskSource
         promptTail = prompt.text.slice(prompt.sharedPrefixChars);
         promptPrefixChars = prompt.sharedPrefixChars;
       } else {
-        notes.push(`no prompt: the run's prompt template (sha256 ${run.spec.promptTemplateDigest.slice(0, 12)}) is not at hand; pass it with --prompt-template FILE`);
+        notes.push(
+          `no prompt: the run's prompt template (sha256 ${run.spec.promptTemplateDigest.slice(0, 12)}) is not at hand; pass it with --prompt-template FILE`,
+        );
       }
     }
     const envBroken = broken.has(task.paper) ? (broken.get(task.paper) ?? 'its oracle fails here') : null;
@@ -157,10 +159,21 @@ export function detailStatus(d: TaskDetail): 'pass' | 'fail' | 'untested' | 'env
 export function formatTaskDetail(d: TaskDetail, judge: Judge): string {
   const t = d.task;
   const out = [`=== ${t.paper} / ${t.file} / ${t.snippet}  model ${t.model}  sample ${t.sample}  (${t.loc} LoC, task ${t.taskId})`];
-  out.push(d.envBroken ? `verdict: env_broken: ${d.task.paper} cannot run here (${d.envBroken}); not run, out of the scores` : `verdict: ${describeVerdict(d.verdict, judge)}`);
+  out.push(
+    d.envBroken
+      ? `verdict: env_broken: ${d.task.paper} cannot run here (${d.envBroken}); not run, out of the scores`
+      : `verdict: ${describeVerdict(d.verdict, judge)}`,
+  );
   const c = d.completion;
   // A verdict without an answer comes from imported results, which keep none.
-  if (!c) out.push(d.verdict ? 'answer: not recorded (imported results keep no answers)' : d.envBroken ? 'answer: none (not generated: its paper cannot run here)' : 'answer: none yet (not generated)');
+  if (!c)
+    out.push(
+      d.verdict
+        ? 'answer: not recorded (imported results keep no answers)'
+        : d.envBroken
+          ? 'answer: none (not generated: its paper cannot run here)'
+          : 'answer: none yet (not generated)',
+    );
   else if (c.error) out.push(`answer: the model call failed: ${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`);
   else {
     out.push(`answer (${c.usage.inputTokens} input, ${c.usage.outputTokens} output tokens, $${c.costUsd.toFixed(4)}, finish ${c.finishReason}):`);
@@ -174,5 +187,5 @@ export function formatTaskDetail(d: TaskDetail, judge: Judge): string {
       `--- ${name} (${l.totalBytes} bytes${l.truncated ? ', middle cut' : ''}):\n${l.text.replace(/\n$/, '') || '(empty)'}`;
     out.push(log('stdout', v.stdout), log('stderr', v.stderr));
   }
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }

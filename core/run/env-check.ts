@@ -53,10 +53,7 @@ export function failureReason(raw: RawExecution, flags: string[]): string {
 }
 
 /** Each paper's result, in pset order; papers the cache knows are not run again unless `refresh`. */
-export async function checkEnvironment(
-  deps: { executor: TestExecutor; cache?: EnvironmentCache },
-  input: EnvironmentCheckInput,
-): Promise<PaperEnvironment[]> {
+export async function checkEnvironment(deps: { executor: TestExecutor; cache?: EnvironmentCache }, input: EnvironmentCheckInput): Promise<PaperEnvironment[]> {
   const results = new Map<string, PaperEnvironment>();
   const toRun: Paper[] = [];
   for (const paper of input.pset.papers) {

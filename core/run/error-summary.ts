@@ -46,5 +46,5 @@ export function formatErrorSummary(summaries: ErrorKindSummary[]): string {
 
 function oneLine(message: string): string {
   const flat = message.replace(/\s+/g, ' ').trim();
-  return flat.length > 300 ? flat.slice(0, 297) + '...' : flat;
+  return flat.length > 300 ? `${flat.slice(0, 297)}...` : flat;
 }

@@ -112,7 +112,18 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
   const maxRequests = input.maxBatchRequests ?? 10_000;
   const papers = new Map(input.pset.papers.map((p) => [p.meta.id, p]));
   const byId = new Map(input.tasks.map((t) => [t.taskId, t]));
-  const result: BatchGenerateResult = { answered: 0, failed: 0, reused: 0, budgetExhausted: false, exhaustedModels: [], submitted: 0, polls: 0, open: 0, pendingBatches: 0, cancelled: !!input.cancel };
+  const result: BatchGenerateResult = {
+    answered: 0,
+    failed: 0,
+    reused: 0,
+    budgetExhausted: false,
+    exhaustedModels: [],
+    submitted: 0,
+    polls: 0,
+    open: 0,
+    pendingBatches: 0,
+    cancelled: !!input.cancel,
+  };
   const exhausted = new Set<string>();
   /** Models whose open requests are fewer than their provider's smallest batch. */
   const stalled = new Set<string>();
@@ -155,7 +166,12 @@ export async function generateBatches(deps: BatchGenerateDeps, input: BatchGener
       if (!found) {
         // Never accepted: its reservation (still held unless the run's were cleared) goes.
         if (!input.reservationsCleared) await budget.settle(b.model, b.reservedUsd, 0);
-        await deps.ledger.putBatch({ ...b, state: 'not_submitted', endedAt: now().toISOString(), providerState: `unknown: rcb stopped while submitting${b.intentId && client?.findByIntent ? '; the provider has no batch of its intent id' : ''}` });
+        await deps.ledger.putBatch({
+          ...b,
+          state: 'not_submitted',
+          endedAt: now().toISOString(),
+          providerState: `unknown: rcb stopped while submitting${b.intentId && client?.findByIntent ? '; the provider has no batch of its intent id' : ''}`,
+        });
         continue;
       }
       b = { ...b, providerBatchId: found, state: 'pending', providerState: 'found by its intent id after a restart' };
@@ -426,10 +442,13 @@ function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }
-

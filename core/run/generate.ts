@@ -259,13 +259,19 @@ export async function generate(deps: GenerateDeps, input: GenerateInput): Promis
         const releaseGroup = await warmPrefix(task);
         active++;
         bump(task.model, 1);
-        done = await generateOne(deps, { runId: input.runId, paper, template: input.template, withPaper: input.withPaper, task, priorAttempts: input.priorAttempts?.get(task.taskId), signal: input.signal }).finally(
-          () => {
-            active--;
-            bump(task.model, -1);
-            releaseGroup?.();
-          },
-        );
+        done = await generateOne(deps, {
+          runId: input.runId,
+          paper,
+          template: input.template,
+          withPaper: input.withPaper,
+          task,
+          priorAttempts: input.priorAttempts?.get(task.taskId),
+          signal: input.signal,
+        }).finally(() => {
+          active--;
+          bump(task.model, -1);
+          releaseGroup?.();
+        });
         // Only a call that held a reservation frees budget. A refused one waking the others
         // would let two refused workers wake each other for ever (no I/O between them).
         if (done.outcome !== 'budget_exhausted') onSettle();

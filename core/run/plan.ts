@@ -40,7 +40,6 @@ export function planTasks(pset: Pset, spec: Pick<RunSpec, 'models' | 'samples' |
   return tasks;
 }
 
-
 /**
  * Create the run if it is new, or find it; a resumed run takes the budget of the spec it
  * is resumed with (raising the budget is how a budget_exhausted run goes on).

@@ -54,7 +54,6 @@ export interface FlakyCache {
   put(paperDigest: string, interpreter: string, record: FlakyRecord): void;
 }
 
-
 /** The flaky snippets doctor found for the pset's papers with this interpreter (papers it did not repeat have none). */
 export function knownFlaky(cache: FlakyCache, pset: Pset, interpreter: string): Set<string> {
   const out = new Set<string>();
@@ -75,7 +74,11 @@ export async function repeatReferences(deps: { executor: TestExecutor; progress?
   for (const paper of input.pset.papers) {
     for (const snippet of paper.snippets) {
       const key = snippetKey(paper.meta.id, snippet.file, snippet.name);
-      entries.set(key, { paper, snippet, tally: { paper: paper.meta.id, file: snippet.file, snippet: snippet.name, runs: 0, strictPasses: 0, officialPasses: 0, reasons: [] } });
+      entries.set(key, {
+        paper,
+        snippet,
+        tally: { paper: paper.meta.id, file: snippet.file, snippet: snippet.name, runs: 0, strictPasses: 0, officialPasses: 0, reasons: [] },
+      });
       for (let i = 0; i < input.repeat; i++) {
         const taskId = `repeat:${i}:${paper.meta.id}:${snippet.file}:${snippet.name}`;
         taskIds.set(taskId, key);

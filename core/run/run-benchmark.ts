@@ -116,16 +116,18 @@ export async function runBenchmark(deps: RunBenchmarkDeps, input: RunBenchmarkIn
   // generated nor tested, and reports name them instead of counting them as model failures.
   let broken = new Set<string>();
   if (input.environmentCheck) {
-    progress.note('checking that each paper\'s oracle passes in this environment (rcb doctor; --skip-env-check to skip)');
-    const papers = await checkEnvironment({ executor: deps.executor, cache: deps.environmentCache }, { pset: input.pset, interpreter: input.environmentCheck.interpreter });
+    progress.note("checking that each paper's oracle passes in this environment (rcb doctor; --skip-env-check to skip)");
+    const papers = await checkEnvironment(
+      { executor: deps.executor, cache: deps.environmentCache },
+      { pset: input.pset, interpreter: input.environmentCheck.interpreter },
+    );
     await store.setRunEnvironment(runId, { python: input.environmentCheck.interpreter, papers, checkedAt: now().toISOString() });
     broken = new Set(papers.filter((p) => !p.runs).map((p) => p.paper));
     for (const p of papers.filter((x) => !x.runs)) {
       const n = allTasks.filter((t) => t.paper === p.paper).length;
       progress.note(`env_broken: ${p.paper} cannot run here (${p.reason}): its ${n} task(s) are left untested and out of the scores`);
     }
-  }
-  else if (opened.environment) {
+  } else if (opened.environment) {
     // Resumed without the check: every paper's tasks are now tested, so none is env_broken.
     await store.setRunEnvironment(runId, null);
   }

@@ -66,7 +66,11 @@ export function summarise(results: HeldOutResult[]): ErrorSummary {
  * The naive reading of a random subset: its own scaled pass@1 (a ratio estimator), with the
  * normal interval of a ratio estimate from a simple random sample of tasks without replacement.
  */
-export function subsetScore(loc: ArrayLike<number>, observed: { tasks: number[]; values: number[] }, z: number): { estimate: number; low: number; high: number } {
+export function subsetScore(
+  loc: ArrayLike<number>,
+  observed: { tasks: number[]; values: number[] },
+  z: number,
+): { estimate: number; low: number; high: number } {
   const n = observed.tasks.length;
   let pl = 0;
   let l = 0;
@@ -79,7 +83,7 @@ export function subsetScore(loc: ArrayLike<number>, observed: { tasks: number[];
   for (let k = 0; k < n; k++) ss += (loc[observed.tasks[k]] * (observed.values[k] - r)) ** 2;
   const T = loc.length;
   const meanLoc = l / n;
-  const variance = n > 1 && meanLoc ? ((1 - n / T) / n) * (ss / (n - 1)) / meanLoc ** 2 : 0;
+  const variance = n > 1 && meanLoc ? (((1 - n / T) / n) * (ss / (n - 1))) / meanLoc ** 2 : 0;
   const half = z * Math.sqrt(variance);
   return { estimate: 100 * r, low: 100 * Math.max(0, r - half), high: 100 * Math.min(1, r + half) };
 }
@@ -113,7 +117,9 @@ export function checkSubsets(m: VerdictMatrix, options: Partial<Omit<CheckOption
     for (let s = 0; s < opts.randomSeeds; s++) {
       const random = seededRandom((opts.seed * 7919 + s * 104729 + size) >>> 0);
       const results = all.map((h) => {
-        const tasks = shuffled(T, Math.floor(random() * 2 ** 32)).slice(0, size).sort((x, y) => x - y);
+        const tasks = shuffled(T, Math.floor(random() * 2 ** 32))
+          .slice(0, size)
+          .sort((x, y) => x - y);
         const naive = subsetScore(loc, observedOn(m, h, tasks), opts.method.z);
         return { model: m.models[h], truth: truth[h], ...naive };
       });
@@ -152,7 +158,9 @@ export function formatCheck(results: SizeCheck[], about: { sources: string; mode
   for (const r of results) {
     lines.push('', `top ${r.top.length} models held out, size ${r.size} (true → estimate [95% interval], error):`);
     for (const t of r.top) {
-      lines.push(`  ${t.model.padEnd(34)} ${f2(t.truth).padStart(6)} → ${f2(t.estimate).padStart(6)} [${f2(t.low)}, ${f2(t.high)}]  ${t.estimate - t.truth >= 0 ? '+' : ''}${f2(t.estimate - t.truth)}`);
+      lines.push(
+        `  ${t.model.padEnd(34)} ${f2(t.truth).padStart(6)} → ${f2(t.estimate).padStart(6)} [${f2(t.low)}, ${f2(t.high)}]  ${t.estimate - t.truth >= 0 ? '+' : ''}${f2(t.estimate - t.truth)}`,
+      );
     }
   }
   return `${lines.join('\n')}\n`;

@@ -119,16 +119,22 @@ export function selectRows(m: VerdictMatrix, rows: number[]): VerdictMatrix {
  * every task a snippet of it with the same lines of code, every snippet of those papers
  * judged for some model (else the full-set score would leave it out). Errors name `sources`.
  */
-export function assertMatrixOfPset(m: VerdictMatrix, pset: { root: string; papers: { meta: { id: string }; snippets: { name: string; loc: number }[] }[] }, sources: string): void {
+export function assertMatrixOfPset(
+  m: VerdictMatrix,
+  pset: { root: string; papers: { meta: { id: string }; snippets: { name: string; loc: number }[] }[] },
+  sources: string,
+): void {
   const inPset = new Map(pset.papers.map((p) => [p.meta.id, new Map(p.snippets.map((s) => [s.name, s.loc]))]));
   const papers = [...new Set(m.tasks.map((t) => t.paper))];
   const absent = papers.filter((p) => !inPset.has(p));
-  if (absent.length) throw new Error(`${sources}: paper(s) ${absent.join(', ')} not in the pset at ${pset.root} (--pset names the pset these verdicts were made on)`);
+  if (absent.length)
+    throw new Error(`${sources}: paper(s) ${absent.join(', ')} not in the pset at ${pset.root} (--pset names the pset these verdicts were made on)`);
   const judged = new Set(m.tasks.map((t) => taskKey(t.paper, t.snippet)));
   for (const t of m.tasks) {
     const loc = inPset.get(t.paper)!.get(t.snippet);
     if (loc === undefined) throw new Error(`${sources}: ${t.paper} snippet ${t.snippet} is not in the pset at ${pset.root} (--pset)`);
-    if (loc !== t.loc) throw new Error(`${sources}: ${t.paper} snippet ${t.snippet} has ${t.loc} lines of code, but ${loc} in the pset at ${pset.root} (--pset)`);
+    if (loc !== t.loc)
+      throw new Error(`${sources}: ${t.paper} snippet ${t.snippet} has ${t.loc} lines of code, but ${loc} in the pset at ${pset.root} (--pset)`);
   }
   for (const p of papers) {
     const unjudged = [...inPset.get(p)!.keys()].filter((s) => !judged.has(taskKey(p, s)));

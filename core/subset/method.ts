@@ -7,7 +7,17 @@
  * 95% of those left out lie inside it.
  */
 import { seededRandom } from '../report/bootstrap';
-import { estimateScore, fit2pl, FIT_DEFAULTS, GRID_DEFAULTS, type AbilityGrid, type Fit2pl, type Fit2plOptions, type ItemParams, type ScoreEstimate } from './irt';
+import {
+  estimateScore,
+  fit2pl,
+  FIT_DEFAULTS,
+  GRID_DEFAULTS,
+  type AbilityGrid,
+  type Fit2pl,
+  type Fit2plOptions,
+  type ItemParams,
+  type ScoreEstimate,
+} from './irt';
 import { scaledScore, type VerdictMatrix } from './matrix';
 
 export const METHOD_NAME = 'irt-2pl-loc2var';
@@ -121,7 +131,14 @@ export function locOf(m: VerdictMatrix): Float64Array {
 }
 
 /** Choose `size` tasks from rows `rows` of `m` and fit the estimator on them. */
-export function fitSubset(m: VerdictMatrix, rows: number[], size: number, seed: number, opts: MethodOptions = METHOD_DEFAULTS, cache = new FitCache(opts.fit)): FittedSubset {
+export function fitSubset(
+  m: VerdictMatrix,
+  rows: number[],
+  size: number,
+  seed: number,
+  opts: MethodOptions = METHOD_DEFAULTS,
+  cache = new FitCache(opts.fit),
+): FittedSubset {
   if (rows.length < 2) throw new Error(`a subset needs the verdicts of at least 2 models (got ${rows.length})`);
   const fit = cache.fit(m, rows);
   const tasks = selectTasks(m, rows, size, seed);

@@ -88,7 +88,9 @@ export function parseSubsetFile(text: string, source: string): SubsetFile {
     throw new Error(`${source}: not JSON (${(e as Error).message})`);
   }
   if (json && typeof json === 'object' && 'schema' in json && (json as { schema: unknown }).schema !== SUBSET_SCHEMA) {
-    throw new Error(`${source}: schema ${JSON.stringify((json as { schema: unknown }).schema)} is not ${SUBSET_SCHEMA} (made by another version of rcb? rebuild it with \`rcb subset build\`)`);
+    throw new Error(
+      `${source}: schema ${JSON.stringify((json as { schema: unknown }).schema)} is not ${SUBSET_SCHEMA} (made by another version of rcb? rebuild it with \`rcb subset build\`)`,
+    );
   }
   const parsed = SubsetFile.safeParse(json);
   if (!parsed.success) {

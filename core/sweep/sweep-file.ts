@@ -124,7 +124,9 @@ export function parseSweep(file: string, text: string): Sweep {
   if (doc.errors.length) throw new SweepFileError(doc.errors.map((e) => `${abs}:${lineOf(e.pos[0])}: not valid YAML: ${e.message.split('\n')[0]}`));
   const parsed = sweepSchema.safeParse(doc.toJS());
   if (!parsed.success) {
-    throw new SweepFileError(parsed.error.issues.map((i) => `${abs}:${lineAt(doc, i.path, lineOf)}: ${i.path.length ? i.path.join('.') + ': ' : ''}${i.message}`));
+    throw new SweepFileError(
+      parsed.error.issues.map((i) => `${abs}:${lineAt(doc, i.path, lineOf)}: ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`),
+    );
   }
   const s = parsed.data;
   const here = dirname(abs);
@@ -144,7 +146,9 @@ export function parseSweep(file: string, text: string): Sweep {
       problems.push(`${abs}:${m.line}: models.${i}: "${m.name}" is already the name of models.${first}; give one of them a distinct name`);
     } else seen.set(m.name, i);
     if (s.budget_usd !== undefined && m.budgetUsd !== null && m.budgetUsd > s.budget_usd) {
-      problems.push(`${abs}:${lineAt(doc, ['models', i, 'budget_usd'], lineOf)}: models.${i}.budget_usd: ${m.budgetUsd} exceeds the sweep's budget_usd (${s.budget_usd})`);
+      problems.push(
+        `${abs}:${lineAt(doc, ['models', i, 'budget_usd'], lineOf)}: models.${i}.budget_usd: ${m.budgetUsd} exceeds the sweep's budget_usd (${s.budget_usd})`,
+      );
     }
   });
   if (problems.length) throw new SweepFileError(problems);

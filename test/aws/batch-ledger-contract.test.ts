@@ -48,7 +48,9 @@ describe.each(ledgers)('the %s batch ledger', (_name, open) => {
 
     // Act: the first batch accepted, then ingested.
     await ledger.putBatch(record('run-a', 'm-b#10', { providerBatchId: 'batch_1', state: 'pending' }));
-    await ledger.putBatch(record('run-a', 'm-b#10', { providerBatchId: 'batch_1', state: 'ingested', providerState: 'completed', endedAt: '2026-12-01T11:00:00.000Z' }));
+    await ledger.putBatch(
+      record('run-a', 'm-b#10', { providerBatchId: 'batch_1', state: 'ingested', providerState: 'completed', endedAt: '2026-12-01T11:00:00.000Z' }),
+    );
 
     // Assess
     const listed = await ledger.listBatches('run-a');
@@ -56,7 +58,9 @@ describe.each(ledgers)('the %s batch ledger', (_name, open) => {
       ['m-b#10', 'ingested', 'batch_1'],
       ['m-a#2', 'submitting', null],
     ]);
-    expect(listed[0]).toEqual(record('run-a', 'm-b#10', { providerBatchId: 'batch_1', state: 'ingested', providerState: 'completed', endedAt: '2026-12-01T11:00:00.000Z' }));
+    expect(listed[0]).toEqual(
+      record('run-a', 'm-b#10', { providerBatchId: 'batch_1', state: 'ingested', providerState: 'completed', endedAt: '2026-12-01T11:00:00.000Z' }),
+    );
     expect((await ledger.listBatches('run-b')).map((b) => b.batchKey)).toEqual(['m-a#1']);
     expect(await ledger.listBatches('run-c')).toEqual([]);
   });

@@ -9,7 +9,6 @@
  * stops the run budget_exhausted instead of waiting for its deadline.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { DynamoRunStore, DynamoCompletionCache } from '../../adapters/aws/dynamo-run-store';
 import { DynamoBatchLedger } from '../../adapters/aws/dynamo-batch-ledger';
 import { HostedModels } from '../../adapters/models/hosted-models';
@@ -60,7 +59,13 @@ const entryOf = (url: string) =>
     model: 'gpt-fake',
     base_url: `${url}/v1`,
     params: { max_output_tokens: 2000, temperature: 0 },
-    prices: { input: 2, cached_input: 0.5, output: 8, as_of: '2026-12-01', batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' } },
+    prices: {
+      input: 2,
+      cached_input: 0.5,
+      output: 8,
+      as_of: '2026-12-01',
+      batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' },
+    },
     knowledge_cutoff: '2024-06',
     context_window: 1000000,
   });
@@ -74,16 +79,42 @@ async function plannedRun(budgetUsd: number | null = null, force = false) {
   const blobs = new MemoryBlobStore();
   const psetKey = await uploadPsetBundle(blobs, pset);
   await uploadPromptTemplate(blobs, readFileSync(templatePath, 'utf8'));
-  const spec: RunSpec = { psetDigest: pset.digest, psetRoot: psetKey, models: [{ id: entry.id, params: resolved.client.params }], samples: 2, withPaper: true, papers: ['adamlite'], promptTemplateDigest: template.digest, timeoutSec: 60, budgetUsd };
-  const input: RunWorkflowInput = { runId: computeRunId(spec), spec, models: { [entry.id]: { config: {} } }, batch: { models: [entry.id] }, ...(force ? { force } : {}) };
+  const spec: RunSpec = {
+    psetDigest: pset.digest,
+    psetRoot: psetKey,
+    models: [{ id: entry.id, params: resolved.client.params }],
+    samples: 2,
+    withPaper: true,
+    papers: ['adamlite'],
+    promptTemplateDigest: template.digest,
+    timeoutSec: 60,
+    budgetUsd,
+  };
+  const input: RunWorkflowInput = {
+    runId: computeRunId(spec),
+    spec,
+    models: { [entry.id]: { config: {} } },
+    batch: { models: [entry.id] },
+    ...(force ? { force } : {}),
+  };
   const tableName = await local.createTable();
   const store = new DynamoRunStore(local.doc, { tableName });
   const ledger = new DynamoBatchLedger(local.doc, { tableName });
   const queue = new ListQueue();
   const scratchDir = tempDir('rcb-batch-round-');
-  const plan = await planCloudRun({ store, counters: store, blobs, queue, scratchDir, costs: new Map([[entry.id, resolved.cost]]), batchCosts: new Map([[entry.id, batch.cost]]) }, input);
+  const plan = await planCloudRun(
+    { store, counters: store, blobs, queue, scratchDir, costs: new Map([[entry.id, resolved.cost]]), batchCosts: new Map([[entry.id, batch.cost]]) },
+    input,
+  );
   const ctx = await new RunContextCache({ store, blobs, scratchDir }).get(input.runId);
-  const deps: BatchRoundDeps = { store, ledger, counters: store, cache: new DynamoCompletionCache(local.doc, { tableName }), batchClients: new Map([[entry.id, batch.client]]), batchCosts: new Map([[entry.id, batch.cost]]) };
+  const deps: BatchRoundDeps = {
+    store,
+    ledger,
+    counters: store,
+    cache: new DynamoCompletionCache(local.doc, { tableName }),
+    batchClients: new Map([[entry.id, batch.client]]),
+    batchCosts: new Map([[entry.id, batch.cost]]),
+  };
   return { entry, store, ledger, queue, plan, ctx, deps, input, tasks: plan.taskCount };
 }
 
@@ -114,7 +145,7 @@ describe('the cloud batch lane', () => {
     expect(await r.store.getCounts(r.input.runId)).toMatchObject({ total: r.tasks, settled: r.tasks });
     expect((await r.ledger.listBatches(r.input.runId)).map((b) => b.state)).toEqual(['ingested']);
     const run = (await r.store.getRun(r.input.runId))!;
-    expect(run.spentUsd).toBeCloseTo(r.tasks * (1000 * 1 + 100 * 4) / 1e6, 9);
+    expect(run.spentUsd).toBeCloseTo((r.tasks * (1000 * 1 + 100 * 4)) / 1e6, 9);
     expect(run.reservedUsd).toBeCloseTo(0, 9);
   });
 

@@ -96,8 +96,10 @@ describe('DynamoRunStore tasks', () => {
     // Prepare: the existence check sees nothing, as if a racing planner wrote t1 just after it.
     await store.putTasks('run-1', [makeTask('t1')]);
     const send = local.doc.send.bind(local.doc);
-    const spy = jest.spyOn(local.doc, 'send').mockImplementation(((command: unknown) =>
-      command instanceof BatchGetCommand ? Promise.resolve({ Responses: {} }) : send(command as never)) as typeof local.doc.send);
+    const spy = jest
+      .spyOn(local.doc, 'send')
+      .mockImplementation(((command: unknown) =>
+        command instanceof BatchGetCommand ? Promise.resolve({ Responses: {} }) : send(command as never)) as typeof local.doc.send);
     // Act
     await store.putTasks('run-1', [makeTask('t1', { paper: 'overwritten' }), makeTask('t2')]);
     spy.mockRestore();
@@ -233,7 +235,10 @@ describe('DynamoRunStore budget', () => {
     expect(results.filter(Boolean)).toHaveLength(20);
     expect(reserved?.reservedUsd).toBe(20);
     expect(settled?.reservedUsd).toBe(0);
-    expect(settled?.spentUsd).toBeCloseTo(billed.reduce((a, b) => a + b, 0), 9);
+    expect(settled?.spentUsd).toBeCloseTo(
+      billed.reduce((a, b) => a + b, 0),
+      9,
+    );
   });
 
   it('a reservation that would pass the budget fails', async () => {

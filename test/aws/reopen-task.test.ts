@@ -23,7 +23,7 @@ const stores: Array<[string, () => Promise<RunStore>]> = [
 ];
 
 describe.each(stores)('reopenTask on the %s store', (_name, open) => {
-  it('drops an error answer and its verdict in the run, keeps good answers and other runs\' verdicts', async () => {
+  it("drops an error answer and its verdict in the run, keeps good answers and other runs' verdicts", async () => {
     // Prepare
     const store = await open();
     const failed = { ...makeCompletion('t-err', ''), error: { kind: 'server', message: 'HTTP 500' }, finishReason: 'error' as const };

@@ -40,7 +40,16 @@ describe('resolveRunModels', () => {
   it('builds offline models without the registry and prices hosted ones', () => {
     const someId = hosted().ids()[0];
     const params = hosted().resolve(someId)!.client.params;
-    const models = resolveRunModels({ models: [{ id: 'oracle', params: {} }, { id: someId, params }] }, pset, hosted);
+    const models = resolveRunModels(
+      {
+        models: [
+          { id: 'oracle', params: {} },
+          { id: someId, params },
+        ],
+      },
+      pset,
+      hosted,
+    );
     expect([...models.clients.keys()]).toEqual(['oracle', someId]);
     expect([...models.costs.keys()]).toEqual([someId]);
   });
@@ -57,11 +66,29 @@ describe('runModelCosts', () => {
   it('prices the hosted models only, and reads no registry for a run of offline models', () => {
     const someId = hosted().ids()[0];
     const params = hosted().resolve(someId)!.client.params;
-    const offlineOnly = runModelCosts({ models: [{ id: 'oracle', params: {} }, { id: 'empty', params: {} }] }, () => {
-      throw new Error('registry read');
-    });
+    const offlineOnly = runModelCosts(
+      {
+        models: [
+          { id: 'oracle', params: {} },
+          { id: 'empty', params: {} },
+        ],
+      },
+      () => {
+        throw new Error('registry read');
+      },
+    );
     expect(offlineOnly.size).toBe(0);
-    expect([...runModelCosts({ models: [{ id: 'oracle', params: {} }, { id: someId, params }] }, hosted).keys()]).toEqual([someId]);
+    expect([
+      ...runModelCosts(
+        {
+          models: [
+            { id: 'oracle', params: {} },
+            { id: someId, params },
+          ],
+        },
+        hosted,
+      ).keys(),
+    ]).toEqual([someId]);
     expect(() => runModelCosts({ models: [{ id: 'no-such-model', params: {} }] }, hosted)).toThrow(/not in the model registry/);
   });
 });

@@ -28,10 +28,7 @@ describe('SecretsManagerKeySource', () => {
   });
 
   it('reads the secret once per TTL, and again after it', async () => {
-    smMock
-      .on(GetSecretValueCommand)
-      .resolvesOnce({ SecretString: '{"OPENAI_API_KEY":"old"}' })
-      .resolvesOnce({ SecretString: '{"OPENAI_API_KEY":"rotated"}' });
+    smMock.on(GetSecretValueCommand).resolvesOnce({ SecretString: '{"OPENAI_API_KEY":"old"}' }).resolvesOnce({ SecretString: '{"OPENAI_API_KEY":"rotated"}' });
     let now = 1_000_000;
     const keys = new SecretsManagerKeySource(client, { secretId: SECRET_ID, ttlMs: 60_000, now: () => now });
 
@@ -68,9 +65,7 @@ describe('SecretsManagerKeySource', () => {
     )) as Error;
 
     expect(error).toBeInstanceOf(SecretFormatError);
-    expect(error.message).toBe(
-      `secret ${SECRET_ID} must hold a JSON object of KEY_NAME -> string (e.g. {"OPENAI_API_KEY": "..."}): its value is not JSON`,
-    );
+    expect(error.message).toBe(`secret ${SECRET_ID} must hold a JSON object of KEY_NAME -> string (e.g. {"OPENAI_API_KEY": "..."}): its value is not JSON`);
     expect(error.message).not.toContain('abcdef');
   });
 

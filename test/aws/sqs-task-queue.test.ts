@@ -57,7 +57,10 @@ describe('laneForProvider', () => {
   });
 
   it('routes every registry provider to its own lane of the deployed defaults (DEFAULT_LANES)', () => {
-    const routing: LaneRouting = { queueUrls: Object.fromEntries(DEFAULT_LANES.map((l) => [l.name, `https://sqs/${l.name}`])), defaultLane: DEFAULT_LANES[0].name };
+    const routing: LaneRouting = {
+      queueUrls: Object.fromEntries(DEFAULT_LANES.map((l) => [l.name, `https://sqs/${l.name}`])),
+      defaultLane: DEFAULT_LANES[0].name,
+    };
 
     expect(laneForProvider('openai', routing)).toBe('openai');
     expect(laneForProvider('openai-responses', routing)).toBe('openai');

@@ -61,7 +61,17 @@ function deps(): CloudDeps {
 
 /** The run item as DynamoRunStore stores it. */
 function runItem(run: RunRecord): Record<string, unknown> {
-  return { pk: `RUN#${run.runId}`, sk: 'META', runId: run.runId, record: JSON.stringify(run), status: run.status, spentUsd: run.spentUsd, reservedUsd: run.reservedUsd, updatedAt: run.updatedAt, ...(run.spec.budgetUsd !== null ? { budgetUsd: run.spec.budgetUsd } : {}) };
+  return {
+    pk: `RUN#${run.runId}`,
+    sk: 'META',
+    runId: run.runId,
+    record: JSON.stringify(run),
+    status: run.status,
+    spentUsd: run.spentUsd,
+    reservedUsd: run.reservedUsd,
+    updatedAt: run.updatedAt,
+    ...(run.spec.budgetUsd !== null ? { budgetUsd: run.spec.budgetUsd } : {}),
+  };
 }
 
 function body(text: string) {
@@ -81,13 +91,17 @@ beforeEach(() => {
   docMock.reset();
   out = '';
   err = '';
-  cfnMock.on(DescribeStacksCommand, { StackName: 'Rcb' }).resolves({ Stacks: [{ StackName: 'Rcb', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: OUTPUTS }] });
+  cfnMock
+    .on(DescribeStacksCommand, { StackName: 'Rcb' })
+    .resolves({ Stacks: [{ StackName: 'Rcb', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: OUTPUTS }] });
   s3Mock.on(PutObjectCommand).resolves({});
 });
 
 describe('stack outputs', () => {
   it('names the missing output when the stack is not an rcb stack', async () => {
-    cfnMock.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: 'Rcb', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: OUTPUTS.slice(1) }] });
+    cfnMock
+      .on(DescribeStacksCommand)
+      .resolves({ Stacks: [{ StackName: 'Rcb', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: OUTPUTS.slice(1) }] });
     await expect(cloudPush({ stackName: 'Rcb' }, deps())).rejects.toThrow(/no output ArtifactsBucketName/);
   });
 
@@ -108,10 +122,12 @@ describe('stack outputs', () => {
 });
 
 describe('rcb cloud push', () => {
-  it('uploads the pset bundle under its content digest and the template under its own, to the stack\'s bucket', async () => {
+  it("uploads the pset bundle under its content digest and the template under its own, to the stack's bucket", async () => {
     // Prepare
     const bundle = createPsetBundle(loadPset(EXAMPLE, { papers: ['grouprms'] }));
-    const templateDigest = createHash('sha256').update(readFileSync(resourcePath('prompt-template.txt'))).digest('hex');
+    const templateDigest = createHash('sha256')
+      .update(readFileSync(resourcePath('prompt-template.txt')))
+      .digest('hex');
 
     // Act
     const code = await cloudPush({ stackName: 'Rcb', papers: 'grouprms' }, deps());
@@ -128,7 +144,7 @@ describe('rcb cloud push', () => {
 });
 
 describe('rcb cloud run', () => {
-  it('starts an execution named by the local run id, with the uploaded bundle as the spec\'s pset, and returns with --detach', async () => {
+  it("starts an execution named by the local run id, with the uploaded bundle as the spec's pset, and returns with --detach", async () => {
     // Prepare: the id `rcb run` gives the same flags.
     const pset = loadPset(EXAMPLE);
     const template = loadTemplate(resourcePath('prompt-template.txt'));
@@ -166,14 +182,22 @@ describe('rcb cloud run', () => {
     expect(sfnMock.commandCalls(DescribeExecutionCommand)).toHaveLength(0);
   });
 
-  it('hands the batch lane its models: every registry model with --batch, a sweep\'s batch-mode models as given', async () => {
+  it("hands the batch lane its models: every registry model with --batch, a sweep's batch-mode models as given", async () => {
     // Prepare
-    sfnMock.on(StartExecutionCommand).callsFake((input: { name: string }) => ({ executionArn: executionArn(STATE_MACHINE, input.name), startDate: new Date() }));
+    sfnMock
+      .on(StartExecutionCommand)
+      .callsFake((input: { name: string }) => ({ executionArn: executionArn(STATE_MACHINE, input.name), startDate: new Date() }));
     const inputOf = (call: number) => runWorkflowInputSchema.parse(JSON.parse(sfnMock.commandCalls(StartExecutionCommand)[call].args[0].input.input!));
 
     // Act
     expect(await cloudRun(runOptions({ model: ['oracle', 'gpt-5.4'], batch: true, detach: true }), hosted(), deps())).toBe(0);
-    expect(await cloudRun(runOptions({ model: ['gpt-5.4', 'gpt-5.4-mini'], batchSettings: { models: ['gpt-5.4-mini'], maxRounds: 2 }, detach: true }), hosted(), deps())).toBe(0);
+    expect(
+      await cloudRun(
+        runOptions({ model: ['gpt-5.4', 'gpt-5.4-mini'], batchSettings: { models: ['gpt-5.4-mini'], maxRounds: 2 }, detach: true }),
+        hosted(),
+        deps(),
+      ),
+    ).toBe(0);
     expect(await cloudRun(runOptions({ model: ['gpt-5.4'], detach: true }), hosted(), deps())).toBe(0);
 
     // Assess: offline models never go to the lane; without either, no batch settings.
@@ -285,10 +309,14 @@ describe('rcb cloud run', () => {
     expect(err).toContain('run succeeded (execution SUCCEEDED)');
   });
 
-  it('exits 1 with the run\'s error when the execution failed', async () => {
+  it("exits 1 with the run's error when the execution failed", async () => {
     sfnMock.on(StartExecutionCommand).resolves({ executionArn: 'x', startDate: new Date() });
-    sfnMock.on(DescribeExecutionCommand).resolves({ status: 'FAILED', error: 'BudgetExceededError', executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date() });
-    docMock.on(GetCommand).callsFake((input) => ({ Item: { ...runItem({ ...makeRun(String(input.Key.pk).slice(4)), status: 'failed' }), error: 'estimated worst-case cost $12 exceeds the budget of $10' } }));
+    sfnMock
+      .on(DescribeExecutionCommand)
+      .resolves({ status: 'FAILED', error: 'BudgetExceededError', executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date() });
+    docMock.on(GetCommand).callsFake((input) => ({
+      Item: { ...runItem({ ...makeRun(String(input.Key.pk).slice(4)), status: 'failed' }), error: 'estimated worst-case cost $12 exceeds the budget of $10' },
+    }));
     docMock.on(QueryCommand).resolves({ Items: [] });
     docMock.on(BatchGetCommand).resolves({ Responses: {} });
 
@@ -301,7 +329,7 @@ describe('rcb cloud run', () => {
 });
 
 describe('rcb cloud status', () => {
-  it('prints the execution state and the run\'s progress from the table', async () => {
+  it("prints the execution state and the run's progress from the table", async () => {
     // Prepare
     const run: RunRecord = { ...makeRun('r1', { budgetUsd: 2 }), status: 'generating', spentUsd: 0.5 };
     sfnMock.on(DescribeExecutionCommand, { executionArn: executionArn(STATE_MACHINE, 'r1') }).resolves({
@@ -311,12 +339,16 @@ describe('rcb cloud status', () => {
       startDate: new Date('2026-01-02T03:04:05Z'),
     });
     docMock.on(GetCommand).resolves({ Item: runItem(run) });
-    docMock.on(QueryCommand).callsFake((input) =>
-      input.ExpressionAttributeValues?.[':prefix'] === 'TASK#'
-        ? { Items: [1, 2, 3].map((n) => ({ taskId: `t${n}`, paper: 'p', file: 'f.py', snippet: 's', loc: 1, model: 'gpt-test', sample: 0, seq: n })) }
-        : { Items: [] },
-    );
-    docMock.on(BatchGetCommand).resolves({ Responses: { 'rcb-runs': [{ record: JSON.stringify({ taskId: 't1', model: 'gpt-test', text: 'x', createdAt: '2026-01-01' }) }] } });
+    docMock
+      .on(QueryCommand)
+      .callsFake((input) =>
+        input.ExpressionAttributeValues?.[':prefix'] === 'TASK#'
+          ? { Items: [1, 2, 3].map((n) => ({ taskId: `t${n}`, paper: 'p', file: 'f.py', snippet: 's', loc: 1, model: 'gpt-test', sample: 0, seq: n })) }
+          : { Items: [] },
+      );
+    docMock
+      .on(BatchGetCommand)
+      .resolves({ Responses: { 'rcb-runs': [{ record: JSON.stringify({ taskId: 't1', model: 'gpt-test', text: 'x', createdAt: '2026-01-01' }) }] } });
 
     // Act
     const code = await cloudStatus('r1', { stackName: 'Rcb' }, deps());
@@ -358,7 +390,7 @@ describe('rcb cloud cancel', () => {
     expect(sfnMock.commandCalls(StopExecutionCommand)).toHaveLength(0);
   });
 
-  it('with --now also stops the run\'s execution', async () => {
+  it("with --now also stops the run's execution", async () => {
     docMock.on(GetCommand).resolves({ Item: runItem({ ...makeRun('r1'), status: 'evaluating' }) });
     docMock.on(UpdateCommand).resolves({});
     sfnMock.on(StopExecutionCommand).resolves({ stopDate: new Date() });

@@ -115,9 +115,9 @@ describe('planCloudRun', () => {
 
   it('refuses a run id that does not follow from its spec', async () => {
     const f = await cloudFixture();
-    await expect(
-      planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, { ...f.input, runId: 'forged' }),
-    ).rejects.toThrow(/does not match its spec/);
+    await expect(planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, { ...f.input, runId: 'forged' })).rejects.toThrow(
+      /does not match its spec/,
+    );
   });
 
   it('refuses a spec whose worst case exceeds the budget unless forced, before writing anything', async () => {
@@ -228,7 +228,14 @@ describe('evaluateShard and aggregateRun', () => {
     expect(summary).toEqual({ runId: f.input.runId, status: 'succeeded', reportPrefix: `runs/${f.input.runId}/reports/` });
     const local = new SqliteRunStore(':memory:');
     await runBenchmark(
-      { store: local, clients: new Map<string, any>([['oracle', new OracleModel(f.pset)], ['empty', new EmptyModel()]]), executor },
+      {
+        store: local,
+        clients: new Map<string, any>([
+          ['oracle', new OracleModel(f.pset)],
+          ['empty', new EmptyModel()],
+        ]),
+        executor,
+      },
       {
         runId: f.input.runId,
         spec: { ...f.spec, psetRoot: EXAMPLE },
@@ -240,7 +247,9 @@ describe('evaluateShard and aggregateRun', () => {
       },
     );
     const pick = (vs: { taskId: string; officialPass: boolean; strictPass: boolean; failureClass: unknown }[]) =>
-      vs.map((v) => ({ taskId: v.taskId, officialPass: v.officialPass, strictPass: v.strictPass, failureClass: v.failureClass })).sort((a, b) => a.taskId.localeCompare(b.taskId));
+      vs
+        .map((v) => ({ taskId: v.taskId, officialPass: v.officialPass, strictPass: v.strictPass, failureClass: v.failureClass }))
+        .sort((a, b) => a.taskId.localeCompare(b.taskId));
     expect(pick(await f.store.listVerdicts(f.input.runId))).toEqual(pick(await local.listVerdicts(f.input.runId)));
     const localBoard = (await buildReport(local, f.input.runId, { format: 'table', judge: 'strict', subset: 'all' })).text;
     expect((await f.blobs.get(`${summary.reportPrefix}leaderboard.txt`))!.toString()).toBe(localBoard);
@@ -286,7 +295,7 @@ describe('evaluateShard and aggregateRun', () => {
 });
 
 describe('markRunFailed', () => {
-  it('records the failed state\'s error and cause on the run', async () => {
+  it("records the failed state's error and cause on the run", async () => {
     const f = await cloudFixture();
     await planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, f.input);
     await markRunFailed(f.store, { runId: f.input.runId, failure: { Error: 'States.TaskFailed', Cause: 'shard adamlite exited 1' } });

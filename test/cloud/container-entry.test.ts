@@ -45,7 +45,10 @@ describe('container entry point', () => {
     const spec: RunSpec = {
       psetDigest: pset.digest,
       psetRoot: await uploadPsetBundle(blobs, pset),
-      models: [{ id: 'oracle', params: {} }, { id: 'empty', params: {} }],
+      models: [
+        { id: 'oracle', params: {} },
+        { id: 'empty', params: {} },
+      ],
       samples: 1,
       withPaper: true,
       papers: ['grouprms'],
@@ -58,7 +61,10 @@ describe('container entry point', () => {
     const queue = new ListQueue();
     await planCloudRun({ store, blobs, queue, scratchDir }, { runId, spec, models: { oracle: { config: {} }, empty: { config: {} } } });
     const ctx = await new RunContextCache({ store, blobs, scratchDir }).get(runId);
-    const clients = new Map<string, any>([['oracle', new OracleModel(ctx.pset)], ['empty', new EmptyModel()]]);
+    const clients = new Map<string, any>([
+      ['oracle', new OracleModel(ctx.pset)],
+      ['empty', new EmptyModel()],
+    ]);
     for (const { message } of queue.sent) await generateTask({ store, clients }, ctx, message);
     const s3Endpoint = await s3.s3.config.endpoint!();
     // Test users (when this runs as root) must traverse the scratch dir, as the image's user owns /scratch.

@@ -45,7 +45,10 @@ describe('FunctionProcesses', () => {
   it('stops the instance of an invocation past its timeout and fails it with Sandbox.Timedout', async () => {
     const { pid } = (await processes.invoke({})) as { pid: number };
 
-    await expect(processes.invoke({ hang: true })).rejects.toMatchObject({ name: 'Sandbox.Timedout', message: `SlowInitFunction: task timed out after ${TIMEOUT_SEC}.00 seconds` });
+    await expect(processes.invoke({ hang: true })).rejects.toMatchObject({
+      name: 'Sandbox.Timedout',
+      message: `SlowInitFunction: task timed out after ${TIMEOUT_SEC}.00 seconds`,
+    });
 
     // The instance is gone; the next invocation starts another.
     const next = (await processes.invoke({})) as { pid: number };

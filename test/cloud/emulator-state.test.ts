@@ -13,7 +13,7 @@ import { EmulatorState, StateInUseError } from '../../emulator/emulator-state';
 const dir = () => mkdtempSync(join(tmpdir(), 'rcb-emulator-state-'));
 
 describe('EmulatorState', () => {
-  it('keeps each execution\'s record for the next command, and names the next attempt after a failed one', async () => {
+  it("keeps each execution's record for the next command, and names the next attempt after a failed one", async () => {
     // Prepare
     const root = dir();
     const first = EmulatorState.open(root);
@@ -32,7 +32,13 @@ describe('EmulatorState', () => {
     expect(attempt).toEqual({ name: 'run1-2', attempt: 2, started: true, earlier: ['FAILED'] });
     expect(third).toMatchObject({ name: 'run1-2', started: false });
     const reopened = EmulatorState.open(root);
-    expect(await reopened.describe('run1')).toMatchObject({ status: 'FAILED', error: 'States.TaskFailed', cause: 'shard p', startDate: expect.any(Date), stopDate: expect.any(Date) });
+    expect(await reopened.describe('run1')).toMatchObject({
+      status: 'FAILED',
+      error: 'States.TaskFailed',
+      cause: 'shard p',
+      startDate: expect.any(Date),
+      stopDate: expect.any(Date),
+    });
     expect(await reopened.status('run1-2')).toBe('SUCCEEDED');
     expect(await reopened.describe('run1-3')).toBeNull();
     reopened.close();
@@ -68,7 +74,11 @@ describe('EmulatorState', () => {
     const next = EmulatorState.open(root);
 
     // Assess
-    expect(await next.describe('run1')).toMatchObject({ status: 'ABORTED', error: 'EmulatorStopped', cause: `the emulator that ran it (process ${gone.pid}) stopped before it ended` });
+    expect(await next.describe('run1')).toMatchObject({
+      status: 'ABORTED',
+      error: 'EmulatorStopped',
+      cause: `the emulator that ran it (process ${gone.pid}) stopped before it ended`,
+    });
     expect(await startOrFollow(next, 'run1')).toMatchObject({ name: 'run1-2', started: true, earlier: ['ABORTED'] });
     next.close();
   });

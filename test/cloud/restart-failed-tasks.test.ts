@@ -116,12 +116,27 @@ describe('startOrFollow of a run whose latest execution succeeded', () => {
     expect(await startOrFollow(follow, 'r')).toEqual({ name: 'r', attempt: 1, started: false, earlier: [] });
     expect(await startOrFollow(follow, 'r', { restartSucceeded: async () => false })).toMatchObject({ name: 'r', started: false });
 
-    const restart = new Executions(new Map([['r', 'FAILED'], ['r-2', 'SUCCEEDED']]));
-    expect(await startOrFollow(restart, 'r', { restartSucceeded: async () => true })).toEqual({ name: 'r-3', attempt: 3, started: true, earlier: ['FAILED', 'SUCCEEDED'] });
+    const restart = new Executions(
+      new Map([
+        ['r', 'FAILED'],
+        ['r-2', 'SUCCEEDED'],
+      ]),
+    );
+    expect(await startOrFollow(restart, 'r', { restartSucceeded: async () => true })).toEqual({
+      name: 'r-3',
+      attempt: 3,
+      started: true,
+      earlier: ['FAILED', 'SUCCEEDED'],
+    });
   });
 
   it('follows a later attempt that restarted it, without asking again', async () => {
-    const executions = new Executions(new Map([['r', 'SUCCEEDED'], ['r-2', 'RUNNING']]));
+    const executions = new Executions(
+      new Map([
+        ['r', 'SUCCEEDED'],
+        ['r-2', 'RUNNING'],
+      ]),
+    );
     let asked = 0;
     const attempt = await startOrFollow(executions, 'r', { restartSucceeded: async () => (asked++, true) });
     expect(attempt).toEqual({ name: 'r-2', attempt: 2, started: false, earlier: ['SUCCEEDED'] });

@@ -59,7 +59,11 @@ async function seed(run: RunRecord, answered: number, failed: number): Promise<v
   await store.createRun(run);
   const tasks = [0, 1, 2, 3].map((n) => makeTask(`${run.runId}-t${n}`));
   await store.putTasks(run.runId, tasks);
-  for (let n = 0; n < answered; n++) await store.putCompletion({ ...makeCompletion(tasks[n].taskId), ...(n < failed ? { error: { kind: 'provider', message: 'boom', retryable: false } } : {}) } as never);
+  for (let n = 0; n < answered; n++)
+    await store.putCompletion({
+      ...makeCompletion(tasks[n].taskId),
+      ...(n < failed ? { error: { kind: 'provider', message: 'boom', retryable: false } } : {}),
+    } as never);
 }
 
 beforeEach(() => {
@@ -71,7 +75,7 @@ afterEach(async () => {
 });
 
 describe('run progress', () => {
-  it('reads the run item\'s counters when it has them, no count above the total', async () => {
+  it("reads the run item's counters when it has them, no count above the total", async () => {
     await seed({ ...makeRun('r1'), status: 'generating' }, 0, 0);
     const p = await readProgress(store, new Counters({ total: 4, settled: 6, failed: 1, judged: 2 }), 'r1');
     expect(p).toEqual({ total: 4, answered: 4, failed: 1, judged: 2 });
@@ -85,8 +89,12 @@ describe('run progress', () => {
 
   it('prints status, answered (failed), judged and the spend against the budget', async () => {
     const run = { ...makeRun('r1', { budgetUsd: 2 }), status: 'evaluating' as const, spentUsd: 0.25 };
-    expect(formatProgress(run, { total: 4, answered: 4, failed: 1, judged: 2 })).toBe('evaluating: 4/4 answered (1 failed), 2/4 judged, spend $0.2500 of $2.00');
-    expect(formatProgress({ ...makeRun('r2'), status: 'generating' }, { total: 4, answered: 0, failed: 0, judged: 0 })).toBe('generating: 0/4 answered, 0/4 judged');
+    expect(formatProgress(run, { total: 4, answered: 4, failed: 1, judged: 2 })).toBe(
+      'evaluating: 4/4 answered (1 failed), 2/4 judged, spend $0.2500 of $2.00',
+    );
+    expect(formatProgress({ ...makeRun('r2'), status: 'generating' }, { total: 4, answered: 0, failed: 0, judged: 0 })).toBe(
+      'generating: 0/4 answered, 0/4 judged',
+    );
     expect(await progressLine(store, undefined, null)).toBe('not planned yet');
   });
 
@@ -108,14 +116,23 @@ describe('watchRun', () => {
       said,
       printed,
       sleeps: () => sleeps,
-      deps: { executions, store, counters, blobs, note: (t: string) => void said.push(t), print: (t: string) => void printed.push(t), sleep: async () => void sleeps++, pollMs: 0 },
+      deps: {
+        executions,
+        store,
+        counters,
+        blobs,
+        note: (t: string) => void said.push(t),
+        print: (t: string) => void printed.push(t),
+        sleep: async () => void sleeps++,
+        pollMs: 0,
+      },
     };
   }
 
-  it('polls until the execution ends, says each change once, prints the stored leaderboard and exits by the run\'s status', async () => {
+  it("polls until the execution ends, says each change once, prints the stored leaderboard and exits by the run's status", async () => {
     // Prepare
     await seed({ ...makeRun('r1'), status: 'generating' }, 2, 0);
-    await blobs.put(cloudKeys.reportPrefix('r1') + 'leaderboard.txt', 'board\n');
+    await blobs.put(`${cloudKeys.reportPrefix('r1')}leaderboard.txt`, 'board\n');
     const executions = new ScriptedExecutions({ 'r1-2': [{ status: 'RUNNING' }, { status: 'RUNNING' }, { status: 'SUCCEEDED' }] });
     const counters = new Counters({ total: 4, settled: 2, failed: 0, judged: 0 });
     const w = deps(executions, counters);
@@ -146,7 +163,7 @@ describe('watchRun', () => {
     expect(w.printed).toEqual(['\nboard\n']);
   });
 
-  it('exits 1 with the run\'s error, else the execution\'s, when the execution failed', async () => {
+  it("exits 1 with the run's error, else the execution's, when the execution failed", async () => {
     await seed({ ...makeRun('r1'), status: 'generating' }, 0, 0);
     const w = deps(new ScriptedExecutions({ r1: [{ status: 'FAILED', error: 'States.Timeout', cause: 'shard p' }] }));
 
@@ -167,7 +184,7 @@ describe('watchRun', () => {
 });
 
 describe('describeRunStatus', () => {
-  it('names the latest attempt and its dates, the progress and the run\'s error', async () => {
+  it("names the latest attempt and its dates, the progress and the run's error", async () => {
     await seed({ ...makeRun('r1'), status: 'failed' }, 4, 4);
     await store.setRunStatus('r1', 'failed', 'every call failed');
     const executions = new ScriptedExecutions({
@@ -223,14 +240,14 @@ describe('cancelRun', () => {
 });
 
 describe('readRunResults', () => {
-  it('prints the stored report when the format\'s default judge over all papers is asked', async () => {
-    await blobs.put(cloudKeys.reportPrefix('r1') + 'overall_stats.json', '{"stored":true}');
+  it("prints the stored report when the format's default judge over all papers is asked", async () => {
+    await blobs.put(`${cloudKeys.reportPrefix('r1')}overall_stats.json`, '{"stored":true}');
     expect(await readRunResults({ store, blobs }, 'r1', { format: 'official', subset: 'all' })).toEqual({ text: '{"stored":true}' });
   });
 
   it('builds from the table for another judge or subset, with a note while the run has not succeeded; null for no run', async () => {
     await seed({ ...makeRun('r1'), status: 'evaluating' }, 0, 0);
-    await blobs.put(cloudKeys.reportPrefix('r1') + 'report.json', '{"stored":true}');
+    await blobs.put(`${cloudKeys.reportPrefix('r1')}report.json`, '{"stored":true}');
     const results = await readRunResults({ store, blobs }, 'r1', { format: 'json', judge: 'official', subset: 'all' });
     expect(results?.text).not.toContain('"stored"');
     expect(JSON.parse(results!.text)).toHaveProperty('models');

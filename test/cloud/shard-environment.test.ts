@@ -74,17 +74,24 @@ describe('evaluateShard with the environment check', () => {
 
     // Act
     results = await Promise.all(
-      p.shards.map((shard) => evaluateShard({ store: f.store, blobs: f.blobs, executor: runs, environment }, { ...shard, runId: f.input.runId, pset: ctx.pset })),
+      p.shards.map((shard) =>
+        evaluateShard({ store: f.store, blobs: f.blobs, executor: runs, environment }, { ...shard, runId: f.input.runId, pset: ctx.pset }),
+      ),
     );
   }, 120_000);
 
-  it('runs each paper\'s oracle once for its shards, which started together', () => {
+  it("runs each paper's oracle once for its shards, which started together", () => {
     expect(results).toHaveLength(4);
     expect(runs.candidates.filter((id) => id.startsWith('env-check:')).sort()).toEqual(['env-check:adamlite', 'env-check:grouprms']);
-    expect(results.filter((r) => r.environment?.ran).map((r) => r.paper).sort()).toEqual(['adamlite', 'grouprms']);
+    expect(
+      results
+        .filter((r) => r.environment?.ran)
+        .map((r) => r.paper)
+        .sort(),
+    ).toEqual(['adamlite', 'grouprms']);
   });
 
-  it('leaves the broken paper\'s tasks without verdicts and judges the other paper\'s', async () => {
+  it("leaves the broken paper's tasks without verdicts and judges the other paper's", async () => {
     const byPaper = (paper: string) => results.filter((r) => r.paper === paper);
     expect(byPaper('grouprms').map((r) => [r.envBroken, r.judged, r.environment?.runs, r.environment?.reason])).toEqual([
       [7, 0, false, 'missing module numpy'],
@@ -93,7 +100,12 @@ describe('evaluateShard with the environment check', () => {
     expect(byPaper('adamlite').every((r) => r.envBroken === 0 && r.environment?.runs === true)).toBe(true);
     const tasks = await f.store.listTasks(f.input.runId);
     const judged = new Set((await f.store.listVerdicts(f.input.runId)).map((v) => v.taskId));
-    expect(tasks.filter((t) => judged.has(t.taskId)).map((t) => t.paper).every((p) => p === 'adamlite')).toBe(true);
+    expect(
+      tasks
+        .filter((t) => judged.has(t.taskId))
+        .map((t) => t.paper)
+        .every((p) => p === 'adamlite'),
+    ).toBe(true);
     expect(tasks.filter((t) => t.paper === 'adamlite').every((t) => judged.has(t.taskId))).toBe(true);
     const shardFile = JSON.parse((await f.blobs.get(cloudKeys.shardVerdicts(f.input.runId, 'grouprms', 'oracle')))!.toString());
     expect([shardFile.environment.runs, shardFile.verdicts]).toEqual([false, []]);
@@ -119,7 +131,7 @@ describe('evaluateShard with the environment check', () => {
     expect(board).toMatch(/oracle\s+100\.00/);
   });
 
-  it('answers a later run\'s shard of the same image from the stored check, without running the oracle', async () => {
+  it("answers a later run's shard of the same image from the stored check, without running the oracle", async () => {
     const again = counted(executor);
     const ctx = await new RunContextCache({ store: f.store, blobs: f.blobs, scratchDir: f.scratchDir }).get(f.input.runId);
     const checked = await checkShardEnvironment(
@@ -158,12 +170,18 @@ describe('checkShardEnvironment', () => {
     const { f, contexts } = await planned(['adamlite']);
     const ctx = await contexts.get(f.input.runId);
     const broken: TestExecutor = {
-      run: (cs, onResult) => executor.run(cs, async (raw) => onResult?.({ ...raw, infraError: 'sandbox could not start' })).then((raws) => raws.map((r) => ({ ...r, infraError: 'sandbox could not start' }))),
+      run: (cs, onResult) =>
+        executor
+          .run(cs, async (raw) => onResult?.({ ...raw, infraError: 'sandbox could not start' }))
+          .then((raws) => raws.map((r) => ({ ...r, infraError: 'sandbox could not start' }))),
       close: async () => undefined,
     };
     for (const image of [IMAGE, null]) {
       await expect(
-        checkShardEnvironment({ executor: broken, checks: f.store }, { runId: f.input.runId, pset: ctx.pset, paper: 'adamlite', image, python: SLIM, owner: 'me', leaseMs: 60_000 }),
+        checkShardEnvironment(
+          { executor: broken, checks: f.store },
+          { runId: f.input.runId, pset: ctx.pset, paper: 'adamlite', image, python: SLIM, owner: 'me', leaseMs: 60_000 },
+        ),
       ).rejects.toThrow(EnvironmentCheckFailedError);
     }
     expect(await f.store.getImageCheck(IMAGE, ctx.pset.papers[0].digest)).toBeNull();
@@ -184,7 +202,10 @@ describe('containerImageDigest', () => {
   it('says why when the digest cannot be had', async () => {
     expect(await containerImageDigest({})).toEqual({ digest: null, reason: expect.stringContaining('ECS_CONTAINER_METADATA_URI_V4 is not set') });
     const noImage = (async () => new Response('{}', { status: 200 })) as typeof fetch;
-    expect(await containerImageDigest({ ECS_CONTAINER_METADATA_URI_V4: 'http://x' }, noImage)).toEqual({ digest: null, reason: 'the container metadata has no ImageID' });
+    expect(await containerImageDigest({ ECS_CONTAINER_METADATA_URI_V4: 'http://x' }, noImage)).toEqual({
+      digest: null,
+      reason: 'the container metadata has no ImageID',
+    });
     const down = (async () => new Response('', { status: 500 })) as typeof fetch;
     expect((await containerImageDigest({ ECS_CONTAINER_METADATA_URI_V4: 'http://x' }, down)).digest).toBeNull();
   });

@@ -5,10 +5,18 @@
 import { DEFAULT_SHARD_SIZING, planShards, shardSlice, shardTasks } from '../../core/cloud/shard-plan';
 import type { TaskRecord } from '../../core/records';
 
-const task = (paper: string, model: string, i: number): TaskRecord => ({ taskId: `${paper}-${model}-${String(i).padStart(4, '0')}`, paper, file: 'f.py', snippet: `s${i % 20}`, loc: 3, model, sample: Math.floor(i / 20) });
+const task = (paper: string, model: string, i: number): TaskRecord => ({
+  taskId: `${paper}-${model}-${String(i).padStart(4, '0')}`,
+  paper,
+  file: 'f.py',
+  snippet: `s${i % 20}`,
+  loc: 3,
+  model,
+  sample: Math.floor(i / 20),
+});
 
 describe('planShards', () => {
-  it('cuts the issue\'s sweep paper (20 snippets x 5 samples per model) into 20-minute slices per model', () => {
+  it("cuts the issue's sweep paper (20 snippets x 5 samples per model) into 20-minute slices per model", () => {
     // Prepare: 10 models x 100 candidates of one paper, 30 s per test.
     const tasks = Array.from({ length: 10 }, (_, m) => Array.from({ length: 100 }, (_, i) => task('big', `model-${m}`, i))).flat();
 
@@ -31,7 +39,11 @@ describe('planShards', () => {
       { paper: 'p', model: 'empty' },
     ]);
     expect(shardTasks(tasks, shards[0]).map((t) => t.taskId)).toEqual([tasks[0].taskId, tasks[1].taskId]);
-    expect([shardSlice(shards[0]), shardSlice({ paper: 'p', model: 'org/m:1', part: 1, parts: 3 }), shardSlice({ paper: 'p' })]).toEqual(['oracle', 'org_m_1-2of3', undefined]);
+    expect([shardSlice(shards[0]), shardSlice({ paper: 'p', model: 'org/m:1', part: 1, parts: 3 }), shardSlice({ paper: 'p' })]).toEqual([
+      'oracle',
+      'org_m_1-2of3',
+      undefined,
+    ]);
     // A shard of the whole paper (a run planned before shards had models) still holds every model.
     expect(shardTasks(tasks, { paper: 'p' })).toHaveLength(3);
   });

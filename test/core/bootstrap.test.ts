@@ -67,7 +67,7 @@ describe('bootstrapInterval: hand-computed intervals', () => {
     expect([again(), again(), again()]).toEqual(first);
   });
 
-  it('pass@k keeps each task\'s unbiased estimate from all its samples: pass@2 of 2/3 on every task is 100 [100, 100]', () => {
+  it("pass@k keeps each task's unbiased estimate from all its samples: pass@2 of 2/3 on every task is 100 [100, 100]", () => {
     // The issue's case: resampling the 3 samples within each task drew all three failing with
     // p (1/3)^3 and gave pass@2 100% [80.65, 95.70]. Every task's pass@2 is 1 - C(1,2)/C(3,2) = 1.
     const stat = (n: number, c: number) => passAtK(n, c, 2);
@@ -312,7 +312,9 @@ describe('property: every interval contains its point estimate (seeded random ru
       }
     }
     // Reported in the closing note: how many intervals this checks.
-    console.log(`interval property: ${counts.runs} runs, ${counts.intervals} intervals, ${counts.zeroWidth} of zero width, ${counts.exact} model scores with an exact paper distribution, ${misses.length} missing their estimate`);
+    console.log(
+      `interval property: ${counts.runs} runs, ${counts.intervals} intervals, ${counts.zeroWidth} of zero width, ${counts.exact} model scores with an exact paper distribution, ${misses.length} missing their estimate`,
+    );
     expect(misses).toEqual([]);
     expect(counts.intervals).toBeGreaterThan(5_000);
   });
@@ -328,8 +330,7 @@ describe('property: every interval contains its point estimate (seeded random ru
         const p = random();
         return { weight: 1 + Math.floor(random() * 20), a: draw(p), b: draw(Math.min(1, p + (random() - 0.3) * 0.5)) };
       });
-      const est =
-        weightedScore(pairs.map((t) => ({ weight: t.weight, samples: t.b }))) - weightedScore(pairs.map((t) => ({ weight: t.weight, samples: t.a })));
+      const est = weightedScore(pairs.map((t) => ({ weight: t.weight, samples: t.b }))) - weightedScore(pairs.map((t) => ({ weight: t.weight, samples: t.a })));
       const ci = pairedDifferenceInterval(pairs, `pair ${r}`)!;
       if (!(ci.low <= est + 1e-9 && est - 1e-9 <= ci.high)) misses.push(`pair ${r}: ${est} [${ci.low}, ${ci.high}]`);
     }

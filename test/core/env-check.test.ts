@@ -31,12 +31,14 @@ const failed = (stderr: string) => run({ exitCode: 1, markersSeen: ['Traceback']
 
 describe('failureReason', () => {
   it('names the missing module', () => {
-    const raw = failed('Traceback (most recent call last):\n  File "paper2code_test.py", line 3, in <module>\n    import timm\nModuleNotFoundError: No module named \'timm\'\n');
+    const raw = failed(
+      'Traceback (most recent call last):\n  File "paper2code_test.py", line 3, in <module>\n    import timm\nModuleNotFoundError: No module named \'timm\'\n',
+    );
     expect(failureReason(raw, [])).toBe('missing module timm');
   });
 
   it('gives the first error line otherwise', () => {
-    const raw = failed('Traceback (most recent call last):\n  File "x.py", line 1\nAttributeError: module \'torch\' has no attribute \'_foreach_lerp_\'\n');
+    const raw = failed("Traceback (most recent call last):\n  File \"x.py\", line 1\nAttributeError: module 'torch' has no attribute '_foreach_lerp_'\n");
     expect(failureReason(raw, [])).toBe("AttributeError: module 'torch' has no attribute '_foreach_lerp_'");
   });
 
@@ -73,11 +75,15 @@ describe('checkEnvironment', () => {
   const root = makeTempPset({
     ...files,
     'papers.yaml': files['papers.yaml'] + files['papers.yaml'].replace(/alpha/g, 'beta').replace(/Alpha/g, 'Beta'),
-    ...Object.fromEntries(Object.entries(files).filter(([k]) => k.startsWith('alpha/')).map(([k, v]) => [k.replace('alpha/', 'beta/'), v])),
+    ...Object.fromEntries(
+      Object.entries(files)
+        .filter(([k]) => k.startsWith('alpha/'))
+        .map(([k, v]) => [k.replace('alpha/', 'beta/'), v]),
+    ),
   });
   const { pset, problems } = readPset(root);
 
-  it('runs one oracle candidate per paper, the paper\'s own file, and caches each result by paper and interpreter', async () => {
+  it("runs one oracle candidate per paper, the paper's own file, and caches each result by paper and interpreter", async () => {
     // Prepare
     expect(problems).toEqual([]);
     const executor = new FakeExecutor({ alpha: run(), beta: failed("ModuleNotFoundError: No module named 'jax'\n") });
@@ -93,7 +99,7 @@ describe('checkEnvironment', () => {
     ]);
     expect(executor.ran.map((c) => c.paper)).toEqual(['alpha', 'beta']);
     const alpha = pset.papers[0];
-    expect(executor.ran[0].source).toBe(alpha.annotatedFiles[0].lines.join('\n') + '\n');
+    expect(executor.ran[0].source).toBe(`${alpha.annotatedFiles[0].lines.join('\n')}\n`);
     expect(cache.get(alpha.digest, '/usr/bin/python3')).toEqual({ paper: 'alpha', runs: true, reason: null });
   });
 

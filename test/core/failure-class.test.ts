@@ -104,7 +104,9 @@ describe('classifyFailure on real Python output (SPEC 10)', () => {
 
   it('reads stdout when the traceback was printed there', () => {
     // Prepare
-    const output = runPython({ 'main.py': 'import traceback, sys\ntry:\n    len(5)\nexcept TypeError:\n    traceback.print_exc(file=sys.stdout)\n    sys.exit(1)\n' });
+    const output = runPython({
+      'main.py': 'import traceback, sys\ntry:\n    len(5)\nexcept TypeError:\n    traceback.print_exc(file=sys.stdout)\n    sys.exit(1)\n',
+    });
 
     // Act
     const cls = classifyFailure(output);

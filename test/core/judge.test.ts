@@ -95,7 +95,15 @@ describe('judge', () => {
     const v = judge(cleanRun(), ctx, fixedNow);
 
     // Assess
-    expect(v).toMatchObject({ taskId: 't1', officialPass: true, strictPass: true, failureClass: null, flags: [], exitCode: 0, createdAt: '2025-01-02T03:04:05.000Z' });
+    expect(v).toMatchObject({
+      taskId: 't1',
+      officialPass: true,
+      strictPass: true,
+      failureClass: null,
+      flags: [],
+      exitCode: 0,
+      createdAt: '2025-01-02T03:04:05.000Z',
+    });
   });
 
   it.each<[string, Partial<RawExecution>, string]>([
@@ -198,10 +206,13 @@ describe('an answer without code (SPEC 6)', () => {
 
   it('is no_code under both judges when its test failed too', () => {
     // Act
-    const v = judge(cleanRun({ exitCode: 1, markersSeen: ['Traceback'], stderr: log('Traceback (most recent call last):\nIndentationError: expected an indented block\n') }), {
-      completion: '  \n',
-      testUsesUnittest: true,
-    });
+    const v = judge(
+      cleanRun({ exitCode: 1, markersSeen: ['Traceback'], stderr: log('Traceback (most recent call last):\nIndentationError: expected an indented block\n') }),
+      {
+        completion: '  \n',
+        testUsesUnittest: true,
+      },
+    );
 
     // Assess
     expect(v).toMatchObject({ officialPass: false, strictPass: false, failureClass: 'no_code' });
@@ -217,7 +228,14 @@ describe('verdict evidence', () => {
     const v = judge(raw, ctx, fixedNow);
 
     // Assess
-    expect(v.evidence).toEqual({ killedFor: 'timeout', markersSeen: ['failed'], driver: null, tamperedFiles: ['model_ref.py'], testUsesUnittest: true, logsAt: 'verdict' });
+    expect(v.evidence).toEqual({
+      killedFor: 'timeout',
+      markersSeen: ['failed'],
+      driver: null,
+      tamperedFiles: ['model_ref.py'],
+      testUsesUnittest: true,
+      logsAt: 'verdict',
+    });
     expect(executionOf(v)).toEqual({ ...raw, infraError: undefined, taskId: 't1' });
   });
 

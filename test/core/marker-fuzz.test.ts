@@ -154,7 +154,14 @@ describeReal('marker fuzz on the real papers', () => {
       const t = targets[Math.floor(random() * targets.length)];
       const display = `${t.paper}/${t.file.path}`;
       const before = t.snippets;
-      const m = random() < 0.5 || !before.length ? mutate(random, t, before.map((s) => s.name)) : mutatePair(random, t, before[Math.floor(random() * before.length)]);
+      const m =
+        random() < 0.5 || !before.length
+          ? mutate(
+              random,
+              t,
+              before.map((s) => s.name),
+            )
+          : mutatePair(random, t, before[Math.floor(random() * before.length)]);
 
       // Act: what rcb validate and the pset reader see.
       const after = parseSnippets(m.lines, t.paper, t.file.path, display);
@@ -191,7 +198,12 @@ describeReal('marker fuzz on the real papers', () => {
         else stats.cleanButChanged++;
         const file = { ...t.file, lines: m.lines };
         for (const s of after.snippets) {
-          const leaked = maskedView(file, s).split('\n').find((l) => readMarkerLine(l) !== null || /paper2code/i.test(l.replace(/[A-Za-z0-9_]*paper2code[A-Za-z0-9_]+|[A-Za-z0-9_]+paper2code[A-Za-z0-9_]*/g, '')));
+          const leaked = maskedView(file, s)
+            .split('\n')
+            .find(
+              (l) =>
+                readMarkerLine(l) !== null || /paper2code/i.test(l.replace(/[A-Za-z0-9_]*paper2code[A-Za-z0-9_]+|[A-Za-z0-9_]+paper2code[A-Za-z0-9_]*/g, '')),
+            );
           if (leaked !== undefined) violations.push(`${where}: no problem, but the prompt of "${s.name}" holds ${JSON.stringify(leaked)}`);
         }
       }

@@ -287,7 +287,15 @@ describe('parseSnippets (SPEC 3)', () => {
 
 describe('malformed markers: one grammar for the reader, the validator and the masked view', () => {
   const parse = (lines: string[]) => parseSnippets(lines, 'paper', 'model.py', 'pset/paper/model.py');
-  const lines = (open: string, close: string) => ['def f():', open, '    y = 1', close, '    # <paper2code name="z">', '    return y', '    # </paper2code name="z">'];
+  const lines = (open: string, close: string) => [
+    'def f():',
+    open,
+    '    y = 1',
+    close,
+    '    # <paper2code name="z">',
+    '    return y',
+    '    # </paper2code name="z">',
+  ];
 
   it('reports nam="x" on both tags at both lines, and nothing else (the snippet would vanish silently)', () => {
     // Act

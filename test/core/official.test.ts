@@ -133,7 +133,9 @@ describe('importOverallStats', () => {
     bad.results.paperA.results.GPT_4O_MINI.results['init state'][0].passed = 'yes';
 
     // Act & Assess
-    expect(() => importOverallStats(JSON.stringify(bad), 'bad.json')).toThrow(/^bad\.json: results\.paperA\.results\.GPT_4O_MINI\.results\.init state\.0\.passed: /);
+    expect(() => importOverallStats(JSON.stringify(bad), 'bad.json')).toThrow(
+      /^bad\.json: results\.paperA\.results\.GPT_4O_MINI\.results\.init state\.0\.passed: /,
+    );
     expect(() => importOverallStats('{', 'broken.json')).toThrow(/^broken\.json: not JSON/);
   });
 });

@@ -25,7 +25,7 @@ describe('applyOverlay', () => {
   const original = readFileSync(join(PSET_MINI, TEST), 'utf8');
   const patched = original.replace('import random', 'import random\nrandom.seed(7)');
 
-  it('writes the patched pset to a new folder, names the overlay in the paper\'s entry, and changes only that paper\'s digest', () => {
+  it("writes the patched pset to a new folder, names the overlay in the paper's entry, and changes only that paper's digest", () => {
     const pset = tempDir('rcb-overlay-pset-');
     cpSync(PSET_MINI, pset, { recursive: true });
     const overlay = overlayWith({ [TEST]: patched }, `- file: ${TEST}\n  reason: seed the test's random draws\n`);
@@ -39,10 +39,15 @@ describe('applyOverlay', () => {
     const before = loadPset(pset);
     const after = loadPset(out);
     const meta = after.papers.find((p) => p.meta.id === 'smoothfocal')!.meta;
-    expect(meta.extra.rcb_overlay).toEqual({ digest, files: [{ file: 'paper2code_test.py', reason: "seed the test's random draws", original_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }] });
+    expect(meta.extra.rcb_overlay).toEqual({
+      digest,
+      files: [{ file: 'paper2code_test.py', reason: "seed the test's random draws", original_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }],
+    });
     expect(after.digest).not.toBe(before.digest);
     const digests = (p: typeof before) => Object.fromEntries(p.papers.map((x) => [x.meta.id, x.digest]));
-    const changed = Object.entries(digests(after)).filter(([id, d]) => digests(before)[id] !== d).map(([id]) => id);
+    const changed = Object.entries(digests(after))
+      .filter(([id, d]) => digests(before)[id] !== d)
+      .map(([id]) => id);
     expect(changed).toEqual(['smoothfocal']);
   });
 

@@ -40,7 +40,7 @@ describe('the shipped "original" template', () => {
     expect(Buffer.from(text, 'utf8').equals(want)).toBe(true);
   });
 
-  it('keeps the paper and context files in the prefix shared by a paper\'s tasks', () => {
+  it("keeps the paper and context files in the prefix shared by a paper's tasks", () => {
     // Prepare: fractalgen has context files and several snippets.
     const paper = pset.papers.find((p) => p.meta.id === 'fractalgen')!;
 
@@ -86,7 +86,9 @@ describe('placeholder forms', () => {
     expect(() => parseTemplate('%%% with-paper %%%\nok\n{{masked_file:glued}}\n', 'tpl.txt')).toThrow(
       'tpl.txt:3: unknown placeholder form {{masked_file:glued}}: its forms are {{masked_file:rcb}}, {{masked_file:original}}',
     );
-    expect(() => parseTemplate('%%% with-paper %%%\n{{snippet:original}}\n', 'tpl.txt')).toThrow('tpl.txt:2: unknown placeholder form {{snippet:original}}: {{snippet}} takes no form');
+    expect(() => parseTemplate('%%% with-paper %%%\n{{snippet:original}}\n', 'tpl.txt')).toThrow(
+      'tpl.txt:2: unknown placeholder form {{snippet:original}}: {{snippet}} takes no form',
+    );
   });
 
   it('writes context files as the original harness did: ## PATH, a blank line, the lines glued, two newlines', () => {

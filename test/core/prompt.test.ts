@@ -49,16 +49,7 @@ describe('maskedView (SPEC 5)', () => {
 
     // Assess
     expect(view).toBe(
-      [
-        'import math',
-        '',
-        'def f(x):',
-        '    # TODO: Implement block "outer"',
-        '    # Approximately 3 lines of code.',
-        '',
-        'y = f(1)',
-        '',
-      ].join('\n'),
+      ['import math', '', 'def f(x):', '    # TODO: Implement block "outer"', '    # Approximately 3 lines of code.', '', 'y = f(1)', ''].join('\n'),
     );
   });
 

@@ -16,7 +16,7 @@ function readWith(changes: Record<string, string | null>, papers?: string[]) {
   return { root, ...result, lines: result.problems.map(formatProblem) };
 }
 
-const yamlOf = (...lines: string[]) => lines.join('\n') + '\n';
+const yamlOf = (...lines: string[]) => `${lines.join('\n')}\n`;
 
 describe('readPset: problems as path:line: message', () => {
   it('reads the good pset with no problem', () => {
@@ -30,7 +30,11 @@ describe('readPset: problems as path:line: message', () => {
 
   it('names the paper and the path of a missing paper folder', () => {
     // Prepare
-    const changes = Object.fromEntries(Object.keys(goodPaperFiles()).filter((k) => k.startsWith('alpha/')).map((k) => [k, null]));
+    const changes = Object.fromEntries(
+      Object.keys(goodPaperFiles())
+        .filter((k) => k.startsWith('alpha/'))
+        .map((k) => [k, null]),
+    );
 
     // Act
     const { lines, pset } = readWith(changes);
@@ -82,7 +86,13 @@ describe('readPset: problems as path:line: message', () => {
     );
 
     // Act
-    const { lines } = readWith({ 'papers.yaml': yaml, 'beta/paper2code_paper.md': 'b\n', 'beta/paper2code_test.py': '', 'beta/model.py': MODEL_PY, 'alpha/paper2code_test.py': null });
+    const { lines } = readWith({
+      'papers.yaml': yaml,
+      'beta/paper2code_paper.md': 'b\n',
+      'beta/paper2code_test.py': '',
+      'beta/model.py': MODEL_PY,
+      'alpha/paper2code_test.py': null,
+    });
 
     // Assess
     expect(lines).toEqual(['papers.yaml:5: paper "alpha": test entry point alpha/paper2code_test.py is missing']);
@@ -228,7 +238,13 @@ describe('readPset: papers.yaml values (SPEC 2)', () => {
 
   it('loads plain, quoted and YAML 1.1 timestamp dates as YYYY-MM-DD strings', () => {
     // Prepare
-    const entry = ['- id: alpha', '  annotated_file_paths: model.py', '  arxiv_date: 2024-02-29', '  first_commit_date: "2024-03-15"', '  last_commit_date: 2024-12-31'];
+    const entry = [
+      '- id: alpha',
+      '  annotated_file_paths: model.py',
+      '  arxiv_date: 2024-02-29',
+      '  first_commit_date: "2024-03-15"',
+      '  last_commit_date: 2024-12-31',
+    ];
 
     // Act
     const plain = metaOf(yamlOf(...entry));
@@ -255,7 +271,9 @@ describe('readPset: papers.yaml values (SPEC 2)', () => {
   });
 
   it('reports a file listed twice (after trimming), which would duplicate its tasks', () => {
-    const { lines } = readWith({ 'papers.yaml': yamlOf('- id: alpha', '  annotated_file_paths: model.py', '  context_file_paths: [" utils.py", "utils.py  "]') });
+    const { lines } = readWith({
+      'papers.yaml': yamlOf('- id: alpha', '  annotated_file_paths: model.py', '  context_file_paths: [" utils.py", "utils.py  "]'),
+    });
     expect(lines).toEqual(['papers.yaml:1: paper "alpha": context_file_paths lists utils.py more than once']);
   });
 
@@ -345,7 +363,13 @@ describe('readPset: digests', () => {
   it('keeps a paper digest when another paper changes', () => {
     // Prepare
     const yaml = yamlOf('- id: alpha', '  annotated_file_paths: model.py', '- id: beta', '  annotated_file_paths: model.py');
-    const root = makeTempPset({ ...goodPaperFiles(), 'papers.yaml': yaml, 'beta/paper2code_paper.md': 'b\n', 'beta/paper2code_test.py': '', 'beta/model.py': MODEL_PY });
+    const root = makeTempPset({
+      ...goodPaperFiles(),
+      'papers.yaml': yaml,
+      'beta/paper2code_paper.md': 'b\n',
+      'beta/paper2code_test.py': '',
+      'beta/model.py': MODEL_PY,
+    });
     const digestOf = (id: string) => readPset(root, { displayBase: root }).pset.papers.find((p) => p.meta.id === id)!.digest;
     const alphaBefore = digestOf('alpha');
     const betaBefore = digestOf('beta');

@@ -45,9 +45,10 @@ async function writeRun(dir: string, runId: string, seed: number): Promise<{ tas
   for (const paper of PAPERS) {
     for (let s = 0; s < 2 + (paper.length % 4); s++) {
       const loc = 1 + Math.floor(random() * 12);
-      for (const model of MODELS) for (let sample = 0; sample < SAMPLES; sample++) {
-        tasks.push({ taskId: `${runId}-${paper}-${s}-${model}-${sample}`, paper, file: 'model.py', snippet: `snippet ${s}`, loc, model, sample });
-      }
+      for (const model of MODELS)
+        for (let sample = 0; sample < SAMPLES; sample++) {
+          tasks.push({ taskId: `${runId}-${paper}-${s}-${model}-${sample}`, paper, file: 'model.py', snippet: `snippet ${s}`, loc, model, sample });
+        }
     }
   }
   await store.putTasks(runId, tasks);
@@ -63,7 +64,10 @@ async function writeRun(dir: string, runId: string, seed: number): Promise<{ tas
     const official = random() < (t.model === 'alpha' ? 0.7 : 0.45);
     // Now and then the strict judge fails what the official rule passes (an integrity flag).
     const strict = official && random() < 0.85;
-    await store.putVerdict(runId, makeVerdict(t.taskId, { officialPass: official, strictPass: strict, failureClass: official ? null : 'functional', exitCode: official ? 0 : 1 }));
+    await store.putVerdict(
+      runId,
+      makeVerdict(t.taskId, { officialPass: official, strictPass: strict, failureClass: official ? null : 'functional', exitCode: official ? 0 : 1 }),
+    );
   }
   await store.setRunEnvironment(runId, {
     python: '/usr/bin/python3',
@@ -92,12 +96,34 @@ function fromJson(text: string): { figures: Figures; envBroken: Record<string, n
   const figures: Figures = {};
   for (const m of json.models) {
     const f: Record<string, number> = {
-      scaled: r2(m.scaled.mean), scaledStd: r2(m.scaled.std), scaledLow: r2(m.scaled.ci.low), scaledHigh: r2(m.scaled.ci.high),
-      pass1: r2(m.pass1.mean), pass1Std: r2(m.pass1.std), pass1Low: r2(m.pass1.ci.low), pass1High: r2(m.pass1.ci.high),
-      tasks: m.tasks, samples: m.samples, untested: m.pending, envBroken: m.envBroken, loc: m.loc,
+      scaled: r2(m.scaled.mean),
+      scaledStd: r2(m.scaled.std),
+      scaledLow: r2(m.scaled.ci.low),
+      scaledHigh: r2(m.scaled.ci.high),
+      pass1: r2(m.pass1.mean),
+      pass1Std: r2(m.pass1.std),
+      pass1Low: r2(m.pass1.ci.low),
+      pass1High: r2(m.pass1.ci.high),
+      tasks: m.tasks,
+      samples: m.samples,
+      untested: m.pending,
+      envBroken: m.envBroken,
+      loc: m.loc,
     };
-    for (const k of m.passAtK) Object.assign(f, { [`pass@${k.k}`]: r2(k.tasks), [`pass@${k.k}Low`]: r2(k.tasksCi.low), [`pass@${k.k}High`]: r2(k.tasksCi.high), [`pass@${k.k}Loc`]: r2(k.loc) });
-    for (const p of m.papers) Object.assign(f, { [`${p.paper}.scaled`]: r2(p.scaled.mean), [`${p.paper}.low`]: r2(p.scaled.ci.low), [`${p.paper}.high`]: r2(p.scaled.ci.high), [`${p.paper}.tasks`]: p.tasks });
+    for (const k of m.passAtK)
+      Object.assign(f, {
+        [`pass@${k.k}`]: r2(k.tasks),
+        [`pass@${k.k}Low`]: r2(k.tasksCi.low),
+        [`pass@${k.k}High`]: r2(k.tasksCi.high),
+        [`pass@${k.k}Loc`]: r2(k.loc),
+      });
+    for (const p of m.papers)
+      Object.assign(f, {
+        [`${p.paper}.scaled`]: r2(p.scaled.mean),
+        [`${p.paper}.low`]: r2(p.scaled.ci.low),
+        [`${p.paper}.high`]: r2(p.scaled.ci.high),
+        [`${p.paper}.tasks`]: p.tasks,
+      });
     figures[m.model] = f;
   }
   const envBroken = Object.fromEntries(json.envBroken.map((p: any) => [p.paper, p.taskSamples]));
@@ -144,7 +170,10 @@ function fromTable(text: string): { figures: Figures; envBroken: Record<string, 
 }
 
 function fromCsv(text: string): { figures: Figures; envBroken: Record<string, number> } {
-  const [header, ...rows] = text.trim().split('\n').map((l) => l.match(/("[^"]*"|[^,]*)(,|$)/g)!.map((c) => c.replace(/,$/, '')));
+  const [header, ...rows] = text
+    .trim()
+    .split('\n')
+    .map((l) => l.match(/("[^"]*"|[^,]*)(,|$)/g)!.map((c) => c.replace(/,$/, '')));
   const col = (r: string[], name: string) => r[header.indexOf(name)];
   const figures: Figures = {};
   const envBroken: Record<string, number> = {};
@@ -154,16 +183,31 @@ function fromCsv(text: string): { figures: Figures; envBroken: Record<string, nu
     const f = (figures[model] ??= {});
     if (paper === 'ALL') {
       Object.assign(f, {
-        scaled: num(col(r, 'scaled_pass1_mean')), scaledStd: num(col(r, 'scaled_pass1_std')), scaledLow: num(col(r, 'scaled_pass1_ci_low')), scaledHigh: num(col(r, 'scaled_pass1_ci_high')),
-        pass1: num(col(r, 'pass1_mean')), pass1Std: num(col(r, 'pass1_std')), pass1Low: num(col(r, 'pass1_ci_low')), pass1High: num(col(r, 'pass1_ci_high')),
-        tasks: num(col(r, 'tasks')), samples: num(col(r, 'samples')), untested: num(col(r, 'untested')), envBroken: num(col(r, 'env_broken')), loc: num(col(r, 'loc')),
+        scaled: num(col(r, 'scaled_pass1_mean')),
+        scaledStd: num(col(r, 'scaled_pass1_std')),
+        scaledLow: num(col(r, 'scaled_pass1_ci_low')),
+        scaledHigh: num(col(r, 'scaled_pass1_ci_high')),
+        pass1: num(col(r, 'pass1_mean')),
+        pass1Std: num(col(r, 'pass1_std')),
+        pass1Low: num(col(r, 'pass1_ci_low')),
+        pass1High: num(col(r, 'pass1_ci_high')),
+        tasks: num(col(r, 'tasks')),
+        samples: num(col(r, 'samples')),
+        untested: num(col(r, 'untested')),
+        envBroken: num(col(r, 'env_broken')),
+        loc: num(col(r, 'loc')),
       });
     } else if (col(r, 'scaled_pass1_mean') === '') {
       // An env_broken paper: no score cells, its task samples counted.
       expect(col(r, 'tasks')).toBe('0');
       envBroken[paper] = (envBroken[paper] ?? 0) + num(col(r, 'env_broken'));
     } else {
-      Object.assign(f, { [`${paper}.scaled`]: num(col(r, 'scaled_pass1_mean')), [`${paper}.low`]: num(col(r, 'scaled_pass1_ci_low')), [`${paper}.high`]: num(col(r, 'scaled_pass1_ci_high')), [`${paper}.tasks`]: num(col(r, 'tasks')) });
+      Object.assign(f, {
+        [`${paper}.scaled`]: num(col(r, 'scaled_pass1_mean')),
+        [`${paper}.low`]: num(col(r, 'scaled_pass1_ci_low')),
+        [`${paper}.high`]: num(col(r, 'scaled_pass1_ci_high')),
+        [`${paper}.tasks`]: num(col(r, 'tasks')),
+      });
     }
   }
   return { figures, envBroken };
@@ -180,7 +224,19 @@ function fromMarkdown(text: string): { figures: Figures; envBroken: Record<strin
     const [pass1, pass1Std] = numbers(c[3]);
     const [pass1Low, pass1High] = numbers(c[4]);
     const pending = /\(pending (\d+)\)/.exec(c[7]);
-    const f: Record<string, number> = { scaled, scaledStd, scaledLow, scaledHigh, pass1, pass1Std, pass1Low, pass1High, tasks: num(c[5]), samples: num(c[6]), untested: pending ? num(pending[1]) : 0 };
+    const f: Record<string, number> = {
+      scaled,
+      scaledStd,
+      scaledLow,
+      scaledHigh,
+      pass1,
+      pass1Std,
+      pass1Low,
+      pass1High,
+      tasks: num(c[5]),
+      samples: num(c[6]),
+      untested: pending ? num(pending[1]) : 0,
+    };
     const section = lines.indexOf(`### ${m}`);
     for (const l of lines.slice(section + 4)) {
       if (!l.startsWith('| ')) break;
@@ -214,8 +270,18 @@ function fromHtml(text: string): { figures: Figures; envBroken: Record<string, n
     const [pass1, pass1Std] = numbers(cell('pass1'));
     const [pass1Low, pass1High] = numbers(cell('pass1-ci'));
     const f: Record<string, number> = {
-      scaled, scaledStd, scaledLow, scaledHigh, pass1, pass1Std, pass1Low, pass1High,
-      tasks: num(cell('tasks')), samples: num(cell('samples')), untested: num(cell('untested')), envBroken: num(cell('env-broken')),
+      scaled,
+      scaledStd,
+      scaledLow,
+      scaledHigh,
+      pass1,
+      pass1Std,
+      pass1Low,
+      pass1High,
+      tasks: num(cell('tasks')),
+      samples: num(cell('samples')),
+      untested: num(cell('untested')),
+      envBroken: num(cell('env-broken')),
     };
     for (const [, kk, v, lo, hi] of cell('pass-at-k').matchAll(/pass@(\d+) ([\d.]+) \[([\d.]+), ([\d.]+)\]/g)) {
       Object.assign(f, { [`pass@${kk}`]: num(v), [`pass@${kk}Low`]: num(lo), [`pass@${kk}High`]: num(hi) });
@@ -223,7 +289,9 @@ function fromHtml(text: string): { figures: Figures; envBroken: Record<string, n
     figures[model] = f;
   }
   const heatmap: Record<string, Record<string, string>> = {};
-  for (const [, row, col, value, title] of text.matchAll(/<rect class="cell" data-row="([^"]+)" data-col="([^"]+)" data-value="([^"]*)"[^>]*><title>([^<]*)<\/title>/g)) {
+  for (const [, row, col, value, title] of text.matchAll(
+    /<rect class="cell" data-row="([^"]+)" data-col="([^"]+)" data-value="([^"]*)"[^>]*><title>([^<]*)<\/title>/g,
+  )) {
     (heatmap[row] ??= {})[col] = value;
     if (value !== '') {
       const [mean, low, high, tasks] = numbers(title.slice(title.indexOf(':') + 1));
@@ -263,7 +331,9 @@ describe('every output of a run agrees on every figure and count', () => {
 
   afterAll(() => {
     // Reported in the closing note: the size of this test.
-    console.log(`report agreement: ${written.tasks.length} task samples per run (${MODELS.length} models x ${PAPERS.length} papers, 1 env_broken, ${written.untested} untested, ${SAMPLES} samples), ${compared} figures compared across the outputs`);
+    console.log(
+      `report agreement: ${written.tasks.length} task samples per run (${MODELS.length} models x ${PAPERS.length} papers, 1 env_broken, ${written.untested} untested, ${SAMPLES} samples), ${compared} figures compared across the outputs`,
+    );
   });
 
   /** Every figure of `got` equals the reference's; the figures a format has are all compared. */
@@ -282,7 +352,14 @@ describe('every output of a run agrees on every figure and count', () => {
     // Act
     const store = new SqliteRunStore(join(dirA, 'rcb.sqlite'));
     const text = async (format: ReportFormat) => (await buildReport(store, 'run-a', { format, judge, subset: 'all' })).text;
-    const [json, table, csv, markdown, html, official] = [await text('json'), await text('table'), await text('csv'), await text('markdown'), await text('html'), await text('official')];
+    const [json, table, csv, markdown, html, official] = [
+      await text('json'),
+      await text('table'),
+      await text('csv'),
+      await text('markdown'),
+      await text('html'),
+      await text('official'),
+    ];
     await store.close();
 
     // Assess: the reference is sane (env_broken out, untested counted).

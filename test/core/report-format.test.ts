@@ -66,7 +66,10 @@ describe('report formats: intervals and empty subsets', () => {
     expect(text).toMatch(/^old\s+62\.50 ± 12\.50\s+\[\d+\.\d\d, \d+\.\d\d\]/m);
     expect(text).toMatch(/^old: pass@1: 62\.50% \[[\d.]+, [\d.]+\] \(LoC-weighted 62\.50% \[[\d.]+, [\d.]+\]\); pass@2: 75\.00% \[/m);
     expect(text).toContain('± is the population standard deviation over samples');
-    const csvRow = formatCsv(report).split('\n').find((l) => l.startsWith('strict,all,old,ALL,'))!.split(',');
+    const csvRow = formatCsv(report)
+      .split('\n')
+      .find((l) => l.startsWith('strict,all,old,ALL,'))!
+      .split(',');
     expect(Number(csvRow[11])).toBeLessThanOrEqual(62.5);
     expect(Number(csvRow[12])).toBeGreaterThanOrEqual(62.5);
   });

@@ -36,7 +36,13 @@ function build(rows: Row[], failureClass: FailureClass = 'functional'): Pick<Sco
   return { tasks, verdicts };
 }
 
-const meta = (id: string, first_commit_date?: string): PaperMeta => ({ id, first_commit_date, annotated_file_paths: ['model.py'], context_file_paths: [], extra: {} });
+const meta = (id: string, first_commit_date?: string): PaperMeta => ({
+  id,
+  first_commit_date,
+  annotated_file_paths: ['model.py'],
+  context_file_paths: [],
+  extra: {},
+});
 
 /**
  * Hand-computed example: papers p1 (s1: 2 LoC, s2: 3 LoC) and p2 (s3: 5 LoC), 10 LoC, 3 tasks.

@@ -17,7 +17,9 @@ import { REAL_PSET } from '../helpers/shared-data';
 const PUBLISHED = join(REAL_PSET, '..', 'outputs', '20llms_greedy', '2025-05-12-17-13-20', 'overall_stats.json');
 const present = existsSync(PUBLISHED);
 if (!present && !process.env.CI) {
-  console.warn(`SKIPPED test/core/subset-published.test.ts: no published verdicts at ${PUBLISHED} (the public ResearchCodeBench data belongs beside the checkout, in ../shared/data/researchcodebench)`);
+  console.warn(
+    `SKIPPED test/core/subset-published.test.ts: no published verdicts at ${PUBLISHED} (the public ResearchCodeBench data belongs beside the checkout, in ../shared/data/researchcodebench)`,
+  );
 }
 
 (present || process.env.CI ? describe : describe.skip)('the subset method on the 32 published models', () => {
@@ -39,7 +41,10 @@ if (!present && !process.env.CI) {
     const { pset, problems } = readPset(REAL_PSET);
     expect(problems).toEqual([]);
     expect(() => assertMatrixOfPset(m, pset, PUBLISHED)).not.toThrow();
-    const subset = parseSubsetFile(serializeSubset(buildSubset(m, { digest: pset.digest, papers: pset.papers.map((p) => p.meta.id) }, 40, { seed: 0, excludedModels: [] })), 'subset.json');
+    const subset = parseSubsetFile(
+      serializeSubset(buildSubset(m, { digest: pset.digest, papers: pset.papers.map((p) => p.meta.id) }, 40, { seed: 0, excludedModels: [] })),
+      'subset.json',
+    );
     assertSubsetFitsPset(subset, pset, 'subset.json');
     expect(subset.tasks.reduce((s, t) => s + t.loc, 0)).toBeLessThan(0.35 * 1449);
     const T = m.tasks.length;

@@ -10,7 +10,15 @@ import { checkSubsets, formatCheck, subsetScore } from '../../core/subset/check'
 import { estimateScore, fit2pl } from '../../core/subset/irt';
 import { assertMatrixOfPset, scaledScore, verdictMatrix, type VerdictMatrix } from '../../core/subset/matrix';
 import { estimateWithInterval, fitSubset, locOf, observedOn, selectTasks } from '../../core/subset/method';
-import { assertSubsetFitsPset, buildSubset, estimateFromSubset, parseSubsetFile, serializeSubset, SUBSET_SCHEMA, type SubsetFile } from '../../core/subset/subset-file';
+import {
+  assertSubsetFitsPset,
+  buildSubset,
+  estimateFromSubset,
+  parseSubsetFile,
+  serializeSubset,
+  SUBSET_SCHEMA,
+  type SubsetFile,
+} from '../../core/subset/subset-file';
 
 /** A standard normal draw (Box-Muller) from `random`. */
 function normal(random: () => number): number {
@@ -89,12 +97,27 @@ describe('the estimate of a new model from its subset verdicts', () => {
   // 40 fitted models, then 300 new ones from the same population, each estimated from a
   // 30-task subset of 150 and compared with its realised full-set score.
   const w = world(150, 3);
-  const train = simulate(w, Array.from({ length: 40 }, () => normal(w.random)));
-  const fitted = fitSubset(train, train.models.map((_, i) => i), 30, 0);
-  const fresh = simulate(w, Array.from({ length: 300 }, () => normal(w.random)));
+  const train = simulate(
+    w,
+    Array.from({ length: 40 }, () => normal(w.random)),
+  );
+  const fitted = fitSubset(
+    train,
+    train.models.map((_, i) => i),
+    30,
+    0,
+  );
+  const fresh = simulate(
+    w,
+    Array.from({ length: 300 }, () => normal(w.random)),
+  );
   const loc = locOf(fresh);
   const results = fresh.models.map((_, i) => {
-    const e = estimateWithInterval(fitted.params, loc, observedOn(fresh, i, fitted.tasks), fitted.inflation, { priorSd: 1, z: 1.96, grid: { lo: -6, hi: 6, points: 601 } });
+    const e = estimateWithInterval(fitted.params, loc, observedOn(fresh, i, fitted.tasks), fitted.inflation, {
+      priorSd: 1,
+      z: 1.96,
+      grid: { lo: -6, hi: 6, points: 601 },
+    });
     return { ...e, truth: scaledScore(fresh, i) };
   });
 
@@ -103,7 +126,9 @@ describe('the estimate of a new model from its subset verdicts', () => {
     const bias = errors.reduce((s, e) => s + e, 0) / errors.length;
     const se = Math.sqrt(errors.reduce((s, e) => s + (e - bias) ** 2, 0) / errors.length / errors.length);
     const mae = errors.reduce((s, e) => s + Math.abs(e), 0) / errors.length;
-    const naive = fresh.models.reduce((s, _, i) => s + Math.abs(subsetScore(loc, observedOn(fresh, i, fitted.tasks), 1.96).estimate - scaledScore(fresh, i)), 0) / errors.length;
+    const naive =
+      fresh.models.reduce((s, _, i) => s + Math.abs(subsetScore(loc, observedOn(fresh, i, fitted.tasks), 1.96).estimate - scaledScore(fresh, i)), 0) /
+      errors.length;
     // Within three standard errors, plus 0.3 point for the error of a fit on 40 models.
     expect(Math.abs(bias)).toBeLessThan(3 * se + 0.3);
     expect(mae).toBeLessThan(0.8 * naive);
@@ -118,7 +143,13 @@ describe('the estimate of a new model from its subset verdicts', () => {
 
   it('is the observed score, with no width, when the subset is every task', () => {
     const all = fresh.tasks.map((_, j) => j);
-    const e = estimateScore(fitted.params, loc, all, Array.from(all, (j) => fresh.y[j]), 1);
+    const e = estimateScore(
+      fitted.params,
+      loc,
+      all,
+      Array.from(all, (j) => fresh.y[j]),
+      1,
+    );
     expect(e.mean).toBeCloseTo(scaledScore(fresh, 0), 10);
     expect(e.sd).toBe(0);
   });
@@ -152,12 +183,14 @@ function officialOf(m: VerdictMatrix, rows = m.models.map((_, i) => i)): string 
       const v = m.y[i * m.tasks.length + j];
       if (Number.isNaN(v)) return;
       const paper = (results[t.paper] ??= { paper_metadata: {}, results: {} });
-      (paper.results[m.models[i]] ??= { results: {} }).results[t.snippet] = [{
-        snippet_code_line_count: t.loc,
-        completion_idx: 0,
-        passed: v === 1,
-        exit_code: v === 1 ? 0 : 1,
-      }];
+      (paper.results[m.models[i]] ??= { results: {} }).results[t.snippet] = [
+        {
+          snippet_code_line_count: t.loc,
+          completion_idx: 0,
+          passed: v === 1,
+          exit_code: v === 1 ? 0 : 1,
+        },
+      ];
     });
   }
   return JSON.stringify({ results });
@@ -165,7 +198,10 @@ function officialOf(m: VerdictMatrix, rows = m.models.map((_, i) => i)): string 
 
 describe('the verdict matrix of imported files', () => {
   const w = world(30, 4);
-  const m = simulate(w, Array.from({ length: 6 }, () => normal(w.random)));
+  const m = simulate(
+    w,
+    Array.from({ length: 6 }, () => normal(w.random)),
+  );
 
   it('joins several files, one model each, into the same matrix', () => {
     const a = importOverallStats(officialOf(m, [0, 1, 2]), 'a.json');
@@ -185,22 +221,41 @@ describe('the verdict matrix of imported files', () => {
   it('refuses a model given twice, a task whose LoC differs, an unknown excluded model', () => {
     const a = importOverallStats(officialOf(m, [0, 1]), 'a.json');
     const again = importOverallStats(officialOf(m, [1, 2]), 'b.json');
-    expect(() => verdictMatrix([{ source: 'a.json', imported: a }, { source: 'b.json', imported: again }])).toThrow(`b.json: model ${m.models[1]} is also in a.json`);
+    expect(() =>
+      verdictMatrix([
+        { source: 'a.json', imported: a },
+        { source: 'b.json', imported: again },
+      ]),
+    ).toThrow(`b.json: model ${m.models[1]} is also in a.json`);
     const other: VerdictMatrix = { ...m, tasks: m.tasks.map((t, j) => (j === 3 ? { ...t, loc: t.loc + 1 } : t)) };
     const shifted = importOverallStats(officialOf(other, [2]), 'c.json');
-    expect(() => verdictMatrix([{ source: 'a.json', imported: a }, { source: 'c.json', imported: shifted }])).toThrow(
+    expect(() =>
+      verdictMatrix([
+        { source: 'a.json', imported: a },
+        { source: 'c.json', imported: shifted },
+      ]),
+    ).toThrow(
       `c.json: ${m.tasks[3].paper} snippet ${m.tasks[3].snippet} has ${m.tasks[3].loc + 1} lines of code for ${m.models[2]}, but ${m.tasks[3].loc} in a.json`,
     );
     expect(() => verdictMatrix([{ source: 'a.json', imported: a }], ['nope'])).toThrow('--exclude-model nope: no such model in a.json');
   });
 
   it('is checked against the pset: its papers, snippets and lines of code', () => {
-    const papers = [...new Set(m.tasks.map((t) => t.paper))].map((id) => ({ meta: { id }, snippets: m.tasks.filter((t) => t.paper === id).map((t) => ({ name: t.snippet, loc: t.loc })) }));
+    const papers = [...new Set(m.tasks.map((t) => t.paper))].map((id) => ({
+      meta: { id },
+      snippets: m.tasks.filter((t) => t.paper === id).map((t) => ({ name: t.snippet, loc: t.loc })),
+    }));
     expect(() => assertMatrixOfPset(m, { root: '/p', papers }, 'f.json')).not.toThrow();
-    expect(() => assertMatrixOfPset(m, { root: '/p', papers: papers.slice(1) }, 'f.json')).toThrow(`f.json: paper(s) ${papers[0].meta.id} not in the pset at /p (--pset`);
+    expect(() => assertMatrixOfPset(m, { root: '/p', papers: papers.slice(1) }, 'f.json')).toThrow(
+      `f.json: paper(s) ${papers[0].meta.id} not in the pset at /p (--pset`,
+    );
     const t = m.tasks[0];
-    const wrongLoc = papers.map((p) => (p.meta.id === t.paper ? { ...p, snippets: p.snippets.map((s) => (s.name === t.snippet ? { ...s, loc: s.loc + 2 } : s)) } : p));
-    expect(() => assertMatrixOfPset(m, { root: '/p', papers: wrongLoc }, 'f.json')).toThrow(`f.json: ${t.paper} snippet ${t.snippet} has ${t.loc} lines of code, but ${t.loc + 2} in the pset at /p`);
+    const wrongLoc = papers.map((p) =>
+      p.meta.id === t.paper ? { ...p, snippets: p.snippets.map((s) => (s.name === t.snippet ? { ...s, loc: s.loc + 2 } : s)) } : p,
+    );
+    expect(() => assertMatrixOfPset(m, { root: '/p', papers: wrongLoc }, 'f.json')).toThrow(
+      `f.json: ${t.paper} snippet ${t.snippet} has ${t.loc} lines of code, but ${t.loc + 2} in the pset at /p`,
+    );
     const extra = papers.map((p) => (p.meta.id === t.paper ? { ...p, snippets: [...p.snippets, { name: 'unjudged', loc: 3 }] } : p));
     expect(() => assertMatrixOfPset(m, { root: '/p', papers: extra }, 'f.json')).toThrow(`f.json: no model has a verdict on ${t.paper} snippet(s) unjudged`);
   });
@@ -208,7 +263,10 @@ describe('the verdict matrix of imported files', () => {
 
 describe('the subset file', () => {
   const w = world(80, 5);
-  const m = simulate(w, Array.from({ length: 12 }, () => normal(w.random)));
+  const m = simulate(
+    w,
+    Array.from({ length: 12 }, () => normal(w.random)),
+  );
   const pset = { digest: 'a'.repeat(64), papers: [...new Set(m.tasks.map((t) => t.paper))] };
   const subset = buildSubset(m, pset, 15, { seed: 3, excludedModels: ['gone'] });
   const text = serializeSubset(subset);
@@ -236,7 +294,17 @@ describe('the subset file', () => {
     const fromFile = estimateFromSubset(parseSubsetFile(text, 's.json'), verdict);
     const chosen = subset.tasks.map((t) => m.tasks.findIndex((x) => x.paper === t.paper && x.snippet === t.snippet));
     const params = { a: Float64Array.from(subset.items, (t) => t.a), b: Float64Array.from(subset.items, (t) => t.b) };
-    const direct = estimateWithInterval(params, locOf(m), observedOn(m, row, chosen.filter((j) => j !== 5)), subset.method.inflation, subset.method);
+    const direct = estimateWithInterval(
+      params,
+      locOf(m),
+      observedOn(
+        m,
+        row,
+        chosen.filter((j) => j !== 5),
+      ),
+      subset.method.inflation,
+      subset.method,
+    );
     expect(fromFile.mean).toBeCloseTo(direct.mean, 10);
     expect(fromFile.low).toBeCloseTo(direct.low, 10);
     expect(fromFile.high).toBeCloseTo(direct.high, 10);
@@ -249,9 +317,17 @@ describe('the subset file', () => {
     ['a digest that is no sha256', (s) => ({ ...s, pset: { ...s.pset, digest: 'abc' } }), 's.json: pset.digest: must be a sha256 in hex'],
     ['a missing method', ({ method: _, ...s }) => s, 's.json: method: Required'],
     ['an unknown field', (s) => ({ ...s, extra: 1 }), "s.json: (top level): Unrecognized key(s) in object: 'extra'"],
-    ['a negative discrimination', (s) => ({ ...s, items: s.items.map((t, i) => (i === 2 ? { ...t, a: -1 } : t)) }), 's.json: items.2.a: Number must be greater than 0'],
-    ['a task not among the items', (s) => ({ ...s, tasks: [{ paper: 'p0', snippet: 'zz', loc: 3 }, ...s.tasks.slice(1)] }), 's.json: tasks.0: p0 snippet zz is not among the items'],
-    ['a task whose LoC is not its item\'s', (s) => ({ ...s, tasks: s.tasks.map((t, i) => (i === 1 ? { ...t, loc: t.loc + 1 } : t)) }), 's.json: tasks.1:'],
+    [
+      'a negative discrimination',
+      (s) => ({ ...s, items: s.items.map((t, i) => (i === 2 ? { ...t, a: -1 } : t)) }),
+      's.json: items.2.a: Number must be greater than 0',
+    ],
+    [
+      'a task not among the items',
+      (s) => ({ ...s, tasks: [{ paper: 'p0', snippet: 'zz', loc: 3 }, ...s.tasks.slice(1)] }),
+      's.json: tasks.0: p0 snippet zz is not among the items',
+    ],
+    ["a task whose LoC is not its item's", (s) => ({ ...s, tasks: s.tasks.map((t, i) => (i === 1 ? { ...t, loc: t.loc + 1 } : t)) }), 's.json: tasks.1:'],
     ['a size that is not the count of tasks', (s) => ({ ...s, size: 14 }), 's.json: size is 14 but 15 task(s) are listed'],
     ['an item of a paper not in the pset', (s) => ({ ...s, pset: { ...s.pset, papers: s.pset.papers.slice(1) } }), 'is not among pset.papers'],
   ];
@@ -271,7 +347,10 @@ describe('the subset file', () => {
 describe('the leave-one-model-out check', () => {
   it('holds each model out of the fit and beats random subsets on a simulated population', () => {
     const w = world(80, 6);
-    const m = simulate(w, Array.from({ length: 12 }, () => normal(w.random)));
+    const m = simulate(
+      w,
+      Array.from({ length: 12 }, () => normal(w.random)),
+    );
     const [r] = checkSubsets(m, { sizes: [25], randomSeeds: 4 });
     expect(r.method.heldOut).toHaveLength(12);
     expect(r.method.mae).toBeLessThan(r.random.mae);
@@ -281,7 +360,11 @@ describe('the leave-one-model-out check', () => {
     const flipped: VerdictMatrix = { ...m, y: Float64Array.from(m.y, (v, k) => (k < T ? 1 - v : v)) };
     const [f] = checkSubsets(flipped, { sizes: [25], randomSeeds: 1 });
     const others = fitSubset(m, m.models.map((_, i) => i).slice(1), 25, 0);
-    const alone = estimateWithInterval(others.params, locOf(m), observedOn(flipped, 0, others.tasks), others.inflation, { priorSd: 1, z: 1.96, grid: { lo: -6, hi: 6, points: 601 } });
+    const alone = estimateWithInterval(others.params, locOf(m), observedOn(flipped, 0, others.tasks), others.inflation, {
+      priorSd: 1,
+      z: 1.96,
+      grid: { lo: -6, hi: 6, points: 601 },
+    });
     expect(f.method.heldOut[0].estimate).toBeCloseTo(alone.mean, 10);
     expect(f.method.heldOut[0].low).toBeCloseTo(alone.low, 10);
     const text = formatCheck([r], { sources: 'sim', models: 12, tasks: T, loc: 0 });

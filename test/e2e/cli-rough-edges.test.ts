@@ -23,7 +23,10 @@ describe('output into a pipe the reader closes early', () => {
     // Act
     const r = spawnSync(
       'bash',
-      ['-c', `"${process.execPath}" -r "${TSX}" "${ENTRY}" prompt --pset "${REAL_PSET}" eomt "${snippet}" | head -c 10 >/dev/null; echo "rcb exit \${PIPESTATUS[0]}" >&2`],
+      [
+        '-c',
+        `"${process.execPath}" -r "${TSX}" "${ENTRY}" prompt --pset "${REAL_PSET}" eomt "${snippet}" | head -c 10 >/dev/null; echo "rcb exit \${PIPESTATUS[0]}" >&2`,
+      ],
       { encoding: 'utf8', timeout: 60_000 },
     );
     // Assess
@@ -58,7 +61,13 @@ describe('messages and help', () => {
 
   it('a cloud command prints no Node-version warning of the AWS SDK on Node 20', () => {
     // Prepare: a stack endpoint nothing listens on, so the command fails at once and offline.
-    const env = { AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_MAX_ATTEMPTS: '1' };
+    const env = {
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_MAX_ATTEMPTS: '1',
+    };
     // Act
     const r = rcb(['cloud', 'status', 'some-run'], { env });
     // Assess
@@ -108,13 +117,12 @@ describe('Ctrl-C during a run', () => {
           model: 'slow',
           sample: 0,
           // Sleeps on the first call in the test only (a body may run thousands of times).
-          completion:
-            '```python\n' + `${' '.repeat(s.bodyIndent)}'_rcb_slept' in globals() or globals().update(_rcb_slept=__import__("time").sleep(${seconds}))\n` + originalBody(s) + '```\n',
+          completion: `\`\`\`python\n${' '.repeat(s.bodyIndent)}'_rcb_slept' in globals() or globals().update(_rcb_slept=__import__("time").sleep(${seconds}))\n${originalBody(s)}\`\`\`\n`,
         }),
       ),
     );
     const file = join(dir, 'slow.jsonl');
-    writeFileSync(file, lines.join('\n') + '\n');
+    writeFileSync(file, `${lines.join('\n')}\n`);
     return file;
   }
 

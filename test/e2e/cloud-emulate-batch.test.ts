@@ -30,14 +30,19 @@ describe('a batch-mode sweep through the emulated cloud', () => {
     const file = join(dir, `${name}.yaml`);
     writeFileSync(
       file,
-      `pset: ${PSET_MINI}\nsamples: 2\nbudget_usd: 5\nmodels_file: models.yaml\nbatch: { poll_seconds: 0.05 }\nmodels:\n` + MODELS.map((id) => `  - id: ${id}\n    mode: ${mode}\n`).join(''),
+      `pset: ${PSET_MINI}\nsamples: 2\nbudget_usd: 5\nmodels_file: models.yaml\nbatch: { poll_seconds: 0.05 }\nmodels:\n${MODELS.map((id) => `  - id: ${id}\n    mode: ${mode}\n`).join('')}`,
     );
     return file;
   };
   const scores = async (file: string) => {
     const r = await startRcb(['sweep', 'report', file, '--format', 'json'], { env: env() }).done;
     expect(r.status).toBe(0);
-    return JSON.parse(r.stdout)[0].report.models.map((m: { model: string; scaled: unknown; pass1: unknown; failures: unknown }) => [m.model, m.scaled, m.pass1, m.failures]);
+    return JSON.parse(r.stdout)[0].report.models.map((m: { model: string; scaled: unknown; pass1: unknown; failures: unknown }) => [
+      m.model,
+      m.scaled,
+      m.pass1,
+      m.failures,
+    ]);
   };
 
   beforeAll(async () => {
@@ -114,8 +119,15 @@ describe('a slow model', () => {
     server.slowness = { queued: 2, inProgress: 2 };
     dir = tempDir('rcb-slow-');
     const entry = {
-      id: 'slow-reasoner', provider: 'openai-responses', model: 'gpt-fake-r', base_url: `${server.url}/v1`, params: { max_output_tokens: 4000, reasoning_effort: 'high' },
-      prices: { input: 2, cached_input: 0.2, output: 8, as_of: '2026-12-01' }, knowledge_cutoff: '2025-01', context_window: 400000, slow: true,
+      id: 'slow-reasoner',
+      provider: 'openai-responses',
+      model: 'gpt-fake-r',
+      base_url: `${server.url}/v1`,
+      params: { max_output_tokens: 4000, reasoning_effort: 'high' },
+      prices: { input: 2, cached_input: 0.2, output: 8, as_of: '2026-12-01' },
+      knowledge_cutoff: '2025-01',
+      context_window: 400000,
+      slow: true,
     };
     writeFileSync(join(dir, 'models.yaml'), `models:\n  - ${JSON.stringify(entry)}\n`);
   });
@@ -123,13 +135,30 @@ describe('a slow model', () => {
 
   it('is asked in background mode locally and through the emulated cloud, with the same scores', async () => {
     const env = { OPENAI_API_KEY: 'test-key', RCB_CACHE_DIR: join(dir, 'cache'), RCB_PYTHON: '/usr/bin/python3' };
-    const common = ['--model', 'slow-reasoner', '--models-file', join(dir, 'models.yaml'), '--papers', 'adamlite', '--samples', '2', '--budget', '5', '--python', '/usr/bin/python3', '--jobs', '2'];
+    const common = [
+      '--model',
+      'slow-reasoner',
+      '--models-file',
+      join(dir, 'models.yaml'),
+      '--papers',
+      'adamlite',
+      '--samples',
+      '2',
+      '--budget',
+      '5',
+      '--python',
+      '/usr/bin/python3',
+      '--jobs',
+      '2',
+    ];
     const tasks = pset.papers[0].snippets.length * 2;
 
     // Act: locally, then in the emulated cloud (its own tables: nothing is reused from the first).
     const local = await startRcb(['run', ...common, '--out', join(dir, 'local')], { env }).done;
     const afterLocal = server.responses.length;
-    const cloud = await startRcb(['cloud', 'run', '--emulate', '--state-dir', join(dir, 'emulator'), ...common, '--out', join(dir, 'cloud')], { env: { ...env, RCB_CACHE_DIR: join(dir, 'cache-cloud') } }).done;
+    const cloud = await startRcb(['cloud', 'run', '--emulate', '--state-dir', join(dir, 'emulator'), ...common, '--out', join(dir, 'cloud')], {
+      env: { ...env, RCB_CACHE_DIR: join(dir, 'cache-cloud') },
+    }).done;
 
     // Assess
     expect(local.status).toBe(0);
@@ -140,7 +169,7 @@ describe('a slow model', () => {
     expect(afterLocal).toBe(tasks);
     expect(server.responses).toHaveLength(2 * tasks);
     expect(server.responses.every((r) => r.status === 'completed' && r.polls >= 5)).toBe(true);
-    expect(cloud.stdout).toBe('\n' + readFileSync(join(dir, 'local', 'leaderboard.txt'), 'utf8'));
+    expect(cloud.stdout).toBe(`\n${readFileSync(join(dir, 'local', 'leaderboard.txt'), 'utf8')}`);
   }, 600_000);
 });
 

@@ -131,7 +131,15 @@ describe('the deployed Lambda bundles', () => {
 
   it('each load and answer from a folder that holds only the bundle, with the template environment and nothing of the checkout', async () => {
     // Prepare: the environment a deployed function reads (its values are not used by these calls).
-    const env = { RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_KEYS_SECRET_ARN: 'arn:s', RCB_LANE_QUEUES: '{"openai":"http://127.0.0.1:9/q"}', RCB_EVALUATION_READY: 'true', RCB_GENERATION_TIMEOUT_SEC: '60', AWS_REGION: 'us-east-1' };
+    const env = {
+      RCB_TABLE: 't',
+      RCB_BUCKET: 'b',
+      RCB_KEYS_SECRET_ARN: 'arn:s',
+      RCB_LANE_QUEUES: '{"openai":"http://127.0.0.1:9/q"}',
+      RCB_EVALUATION_READY: 'true',
+      RCB_GENERATION_TIMEOUT_SEC: '60',
+      AWS_REGION: 'us-east-1',
+    };
     for (const fn of functions) {
       const root = join(work, 'staged', fn.logicalId);
       const processes = new FunctionProcesses({ fn, root, env });
@@ -175,7 +183,7 @@ describe('rcb cloud run --emulate with a hosted model', () => {
     expect(Object.fromEntries(localCalls.answered)).toEqual(Object.fromEntries(prompts.map((k) => [k, 1])));
     expect(proxy.failed - failedBefore).toBeGreaterThanOrEqual(Math.floor(prompts.length / 3) - 1);
     expect(endpoint.unknownPrompts).toBe(0);
-    expect(cloud.stdout).toBe('\n' + readFileSync(join(work, 'local', 'leaderboard.txt'), 'utf8'));
+    expect(cloud.stdout).toBe(`\n${readFileSync(join(work, 'local', 'leaderboard.txt'), 'utf8')}`);
     expect(JSON.parse(readFileSync(join(work, 'cloud', 'overall_stats.json'), 'utf8'))).toEqual(
       JSON.parse(readFileSync(join(work, 'local', 'overall_stats.json'), 'utf8')),
     );
@@ -235,7 +243,11 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
       // Assess: a new attempt, because the run had a failed task under its cap; only that task
       // is asked again (paid once), answered as its second attempt, and judged; nothing else is
       // called or tested again.
-      expect([again.succeeded, again.error, again.execution]).toEqual([true, undefined, { name: `${run.runId}-2`, attempt: 2, started: true, earlier: ['SUCCEEDED'] }]);
+      expect([again.succeeded, again.error, again.execution]).toEqual([
+        true,
+        undefined,
+        { name: `${run.runId}-2`, attempt: 2, started: true, earlier: ['SUCCEEDED'] },
+      ]);
       const calls = endpoint.reset();
       expect(Object.fromEntries(calls.answered)).toEqual({ [promptKey(paper.meta.id, stuck.file, stuck.name)]: 1 });
       const after = await again.store.getCompletions(tasks.map((t) => t.taskId));

@@ -19,18 +19,18 @@ const stateDir = join(root, 'state');
 
 const runIdOf = (stderr: string): string => /run ([0-9a-f]{16}) \(emulated\)/.exec(stderr)![1];
 
-describe('rcb cloud run --emulate on an image that lacks one paper\'s package', () => {
+describe("rcb cloud run --emulate on an image that lacks one paper's package", () => {
   let first: ReturnType<typeof rcb>;
 
   beforeAll(() => {
     first = rcb(['cloud', 'run', '--emulate', '--state-dir', stateDir, '--python', SLIM, '--model', 'oracle', '--model', 'empty'], { timeoutMs: 300_000 });
   }, 320_000);
 
-  it('judges the other papers and keeps the broken one\'s tasks out of the scores, named', () => {
+  it("judges the other papers and keeps the broken one's tasks out of the scores, named", () => {
     expect([first.status, first.stderr.slice(-2000)]).toEqual([0, expect.any(String)]);
     // Four papers x two models: eight shards; each paper's oracle run by one of its two.
     expect(first.stderr).toContain('8 container run(s) (0 failed)');
-    expect(first.stderr).toContain('environment checks: 4 run, 4 answered by the image\'s stored checks');
+    expect(first.stderr).toContain("environment checks: 4 run, 4 answered by the image's stored checks");
     expect(first.stderr).toContain('env_broken: grouprms (missing module numpy): 14 task(s) untested, out of the scores');
     expect(first.stdout).toMatch(/^oracle\s+100\.00 /m);
     expect(first.stdout).toMatch(/^empty\s+0\.00 /m);
@@ -49,7 +49,12 @@ describe('rcb cloud run --emulate on an image that lacks one paper\'s package', 
     const csv = rcb(['cloud', 'results', runId, '--emulate', '--state-dir', stateDir, '--format', 'csv']);
     expect(csv.status).toBe(0);
     // The ALL row of each model carries its env_broken task samples (the CSV's last column).
-    expect(csv.stdout.split('\n').filter((l) => /^strict,all,(oracle|empty),ALL,/.test(l)).map((l) => l.split(',').at(-1))).toEqual(['7', '7']);
+    expect(
+      csv.stdout
+        .split('\n')
+        .filter((l) => /^strict,all,(oracle|empty),ALL,/.test(l))
+        .map((l) => l.split(',').at(-1)),
+    ).toEqual(['7', '7']);
   });
 
   it('runs no oracle for a later run of the same image: every shard reads the stored checks', () => {
@@ -57,7 +62,7 @@ describe('rcb cloud run --emulate on an image that lacks one paper\'s package', 
     expect([again.status, again.stderr.slice(-2000)]).toEqual([0, expect.any(String)]);
     expect(runIdOf(again.stderr)).not.toBe(runIdOf(first.stderr));
     expect(again.stderr).toContain('4 container run(s) (0 failed)');
-    expect(again.stderr).toContain('environment checks: 0 run, 4 answered by the image\'s stored checks');
+    expect(again.stderr).toContain("environment checks: 0 run, 4 answered by the image's stored checks");
     expect(again.stderr).toContain('env_broken: grouprms (missing module numpy): 7 task(s) untested, out of the scores');
   }, 320_000);
 });

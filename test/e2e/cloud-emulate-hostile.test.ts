@@ -21,11 +21,19 @@ const FIXTURE = writeHostileFixture(join(tempDir('rcb-hostile-fixture-'), 'hosti
 const SENTINEL_DIR = `/tmp/rcb-hostile-sentinel-cloud-${process.pid}`;
 const SENTINEL = join(SENTINEL_DIR, 'secret.txt');
 const SENTINEL_TEXT = 'rcb-sentinel-cloud-5d2e';
-const cases = readFileSync(FIXTURE, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { snippet: string; sample: number; case: string; expected_flag: string });
+const cases = readFileSync(FIXTURE, 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as { snippet: string; sample: number; case: string; expected_flag: string });
 const FLAGS = ['--model', `replay:${FIXTURE}`, '--papers', 'smoothfocal', '--samples', '15', '--timeout', '10'];
 
 type Judgement = Pick<Verdict, 'officialPass' | 'strictPass' | 'failureClass' | 'flags'>;
-const judgement = (v: Verdict): Judgement => ({ officialPass: v.officialPass, strictPass: v.strictPass, failureClass: v.failureClass, flags: [...v.flags].sort() });
+const judgement = (v: Verdict): Judgement => ({
+  officialPass: v.officialPass,
+  strictPass: v.strictPass,
+  failureClass: v.failureClass,
+  flags: [...v.flags].sort(),
+});
 
 let local: Map<string, Judgement>;
 let cloud: EmulatedRun;

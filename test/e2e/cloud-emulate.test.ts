@@ -117,7 +117,7 @@ describe('rcb cloud run --emulate', () => {
     // Assess
     expect(r.stderr).toContain(`run ${reference.runId} (emulated)`);
     expect(r.status).toBe(0);
-    expect(r.stdout).toBe('\n' + readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+    expect(r.stdout).toBe(`\n${readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8')}`);
     // SQS delivers at least once: a message may come again (a generator that stopped at its
     // deadline hands it back), and the task's claim makes the second delivery change nothing.
     const summary = /run succeeded \(emulated\) in [\d.]+s: 56 message\(s\) sent, (\d+) delivered, 8 container run\(s\) \(0 failed\)/.exec(r.stderr);
@@ -128,7 +128,7 @@ describe('rcb cloud run --emulate', () => {
     );
   });
 
-  it('keeps the run in its state folder: status and results read it there after the command ended, through the cloud\'s adapters', () => {
+  it("keeps the run in its state folder: status and results read it there after the command ended, through the cloud's adapters", () => {
     // Act
     const status = rcb(['cloud', 'status', reference.runId, '--emulate', '--state-dir', stateDir]);
     const json = rcb(['cloud', 'results', reference.runId, '--emulate', '--state-dir', stateDir, '--format', 'json']);
@@ -152,9 +152,11 @@ describe('rcb cloud run --emulate', () => {
     const r = rcb(['cloud', 'run', '--emulate', '--state-dir', stateDir, '--model', 'oracle', '--model', 'empty']);
 
     expect(r.status).toBe(0);
-    expect(r.stderr).toContain(`run ${reference.runId} succeeded before (execution ${reference.runId}) and has no failed task to ask again; its stored results:`);
+    expect(r.stderr).toContain(
+      `run ${reference.runId} succeeded before (execution ${reference.runId}) and has no failed task to ask again; its stored results:`,
+    );
     expect(r.stderr).toContain('0 message(s) sent, 0 delivered, 0 container run(s)');
-    expect(r.stdout).toBe('\n' + readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+    expect(r.stdout).toBe(`\n${readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8')}`);
   });
 
   it('says where emulated runs are kept when the state folder holds none', () => {
@@ -185,14 +187,21 @@ describe('rcb cloud run --emulate', () => {
       expect(failed[0].injected).toBe(true);
       // Four papers x two models, one shard run twice; the retry of the failed shard succeeded.
       expect(run.shardRuns).toHaveLength(9);
-      expect(run.shardRuns.filter((s) => s.paper === failed[0].paper).map((s) => s.code !== 0).sort()).toEqual([false, false, true]);
+      expect(
+        run.shardRuns
+          .filter((s) => s.paper === failed[0].paper)
+          .map((s) => s.code !== 0)
+          .sort(),
+      ).toEqual([false, false, true]);
     });
 
-    it('started every shard container in the image\'s /app as the Dockerfile lays it out, which holds no path into the checkout', () => {
+    it("started every shard container in the image's /app as the Dockerfile lays it out, which holds no path into the checkout", () => {
       const app = run.containerApp;
-      expect(run.shardRuns.map((s) => [s.cwd, s.command])).toEqual(run.shardRuns.map(() => [app, ['--enable-source-maps', join(app, 'dist', 'container', 'entry.js')]]));
+      expect(run.shardRuns.map((s) => [s.cwd, s.command])).toEqual(
+        run.shardRuns.map(() => [app, ['--enable-source-maps', join(app, 'dist', 'container', 'entry.js')]]),
+      );
       const checkout = packageRoot();
-      expect(app.startsWith(checkout + '/')).toBe(false);
+      expect(app.startsWith(`${checkout}/`)).toBe(false);
       expect(readdirSync(app).sort()).toEqual(['dist', 'examples', 'package.json', 'resources']);
       // No link out, no package folder, no source: the bundle and the files the image copies.
       const files: string[] = [];
@@ -218,7 +227,7 @@ describe('rcb cloud run --emulate', () => {
       expect(empty.calls).toBe(28);
     });
 
-    it('holds one verdict per task, each the local run\'s', async () => {
+    it("holds one verdict per task, each the local run's", async () => {
       const verdicts = await run.store.listVerdicts(run.runId);
       expect(verdicts).toHaveLength(56);
       expect(new Set(verdicts.map((v) => v.taskId)).size).toBe(56);
@@ -230,7 +239,7 @@ describe('rcb cloud run --emulate', () => {
         const { text } = await buildReport(run.store, run.runId, { format: 'json', judge, subset: 'all' });
         expect([judge, scores(text)]).toEqual([judge, reference.json[judge]]);
       }
-      const board = await run.blobs.get(cloudKeys.reportPrefix(run.runId) + 'leaderboard.txt');
+      const board = await run.blobs.get(`${cloudKeys.reportPrefix(run.runId)}leaderboard.txt`);
       expect(board?.toString('utf8')).toBe(readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
       expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
     });
@@ -260,7 +269,7 @@ describe('rcb cloud run --emulate', () => {
       expect(run.lanes.deadLettered).toEqual([]);
     });
 
-    it('holds one verdict per task, each the local run\'s', async () => {
+    it("holds one verdict per task, each the local run's", async () => {
       const verdicts = await run.store.listVerdicts(run.runId);
       expect(new Map(verdicts.map((v) => [v.taskId, judgement(v)]))).toEqual(reference.verdicts);
       expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');

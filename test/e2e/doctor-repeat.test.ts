@@ -44,13 +44,18 @@ describe('rcb doctor --repeat', () => {
     expect([doctor.status, doctor.stderr.slice(-600)]).toEqual([1, expect.stringContaining('6 flaky snippet(s) of 13, each oracle run 20 times')]);
     const rows = JSON.parse(doctor.stdout) as Array<{ paper: string; snippet: string; runs: number; strictPasses: number; flaky: boolean; reasons: string[] }>;
     expect(rows).toHaveLength(13);
-    expect(rows.filter((r) => r.flaky).map((r) => `${r.paper}/${r.snippet}`).sort()).toEqual(SMOOTHFOCAL.map((s) => `smoothfocal/${s}`));
+    expect(
+      rows
+        .filter((r) => r.flaky)
+        .map((r) => `${r.paper}/${r.snippet}`)
+        .sort(),
+    ).toEqual(SMOOTHFOCAL.map((s) => `smoothfocal/${s}`));
     expect(rows.every((r) => r.runs === 20)).toBe(true);
     expect(rows.filter((r) => r.paper === 'temperedattn').every((r) => r.strictPasses === 20 && !r.flaky)).toBe(true);
     expect(rows.find((r) => r.flaky)!.reasons[0]).toMatch(/^AssertionError: [\d.]+ not less than 0\.5$/);
   });
 
-  it('makes rcb run flag those snippets\' verdicts, which every report counts and names, scores unchanged', () => {
+  it("makes rcb run flag those snippets' verdicts, which every report counts and names, scores unchanged", () => {
     const out = join(root, 'run');
     // --skip-env-check: the paper's own check would, half the time, find smoothfocal env_broken by the same chance.
     const run = rcb(['run', '--pset', pset, '--papers', 'smoothfocal,temperedattn', '--model', 'oracle', '--skip-env-check', '--out', out], { env });
@@ -58,11 +63,15 @@ describe('rcb doctor --repeat', () => {
     const db = new Database(join(out, 'rcb.sqlite'), { readonly: true });
     const rows = db.prepare('SELECT t.paper, v.record FROM verdicts v JOIN tasks t USING (run_id, task_id)').all() as { paper: string; record: string }[];
     db.close();
-    const flagged = (paper: string) => rows.filter((r) => r.paper === paper).map((r) => (JSON.parse(r.record) as { flags: string[] }).flags.includes('flaky_reference'));
+    const flagged = (paper: string) =>
+      rows.filter((r) => r.paper === paper).map((r) => (JSON.parse(r.record) as { flags: string[] }).flags.includes('flaky_reference'));
     expect(flagged('smoothfocal')).toEqual(Array(6).fill(true));
     expect(flagged('temperedattn')).toEqual(Array(7).fill(false));
 
-    const json = JSON.parse(rcb(['report', out, '--format', 'json']).stdout) as { models: Array<{ model: string; flaky: number; tasks: number }>; notes: string[] };
+    const json = JSON.parse(rcb(['report', out, '--format', 'json']).stdout) as {
+      models: Array<{ model: string; flaky: number; tasks: number }>;
+      notes: string[];
+    };
     expect(json.models.map((m) => [m.model, m.flaky, m.tasks])).toEqual([['oracle', 6, 13]]);
     const note = `flaky_reference: 6 scored task sample(s) of 6 snippet(s)`;
     expect(json.notes.some((n) => n.startsWith(note) && n.includes('smoothfocal/loss.py/log softmax'))).toBe(true);
@@ -74,7 +83,12 @@ describe('rcb doctor --repeat', () => {
     // The CSV's ALL row carries the count in its last column.
     const csv = rcb(['report', out, '--format', 'csv']).stdout.split('\n');
     expect(csv[0].endsWith(',untested,env_broken,flaky')).toBe(true);
-    expect(csv.find((l) => l.startsWith('strict,all,oracle,ALL,'))!.split(',').at(-1)).toBe('6');
+    expect(
+      csv
+        .find((l) => l.startsWith('strict,all,oracle,ALL,'))!
+        .split(',')
+        .at(-1),
+    ).toBe('6');
     expect(readFileSync(join(out, 'leaderboard.txt'), 'utf8')).toContain(note);
   });
 

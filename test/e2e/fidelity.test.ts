@@ -61,7 +61,7 @@ function json(args: string[]): JsonReport {
 const byModel = (rep: JsonReport) => Object.fromEntries(rep.models.map((m) => [m.model, m]));
 
 describe('an answer without code', () => {
-  it('is tested with the snippet\'s body removed: a test that does not exercise the snippet passes official and fails strict', () => {
+  it("is tested with the snippet's body removed: a test that does not exercise the snippet passes official and fails strict", () => {
     // Prepare
     const pset = makeTempPset(UNEXERCISED_PSET);
     const out = tempDir();
@@ -133,8 +133,12 @@ describe('a paper whose tests cannot run here', () => {
   const files = {
     ...UNEXERCISED_PSET,
     'papers.yaml': UNEXERCISED_PSET['papers.yaml'] + UNEXERCISED_PSET['papers.yaml'].replace(/beta/g, 'gamma').replace(/Beta/g, 'Gamma'),
-    ...Object.fromEntries(Object.entries(UNEXERCISED_PSET).filter(([k]) => k.startsWith('beta/')).map(([k, v]) => [k.replace('beta/', 'gamma/'), v])),
-    'gamma/paper2code_test.py': 'import rcb_no_such_module_anywhere\n' + UNEXERCISED_PSET['beta/paper2code_test.py'],
+    ...Object.fromEntries(
+      Object.entries(UNEXERCISED_PSET)
+        .filter(([k]) => k.startsWith('beta/'))
+        .map(([k, v]) => [k.replace('beta/', 'gamma/'), v]),
+    ),
+    'gamma/paper2code_test.py': `import rcb_no_such_module_anywhere\n${UNEXERCISED_PSET['beta/paper2code_test.py']}`,
   };
 
   it('is reported by rcb doctor with its missing module, and its tasks are env_broken in rcb run: untested, out of the scores, named', () => {
@@ -155,11 +159,16 @@ describe('a paper whose tests cannot run here', () => {
     ]);
     expect(doctor.stderr).toContain('1 of 2 paper(s) run here');
     expect(run.status).toBe(0);
-    expect(run.stderr).toContain('env_broken: gamma cannot run here (missing module rcb_no_such_module_anywhere): its 2 task(s) are left untested and out of the scores');
+    expect(run.stderr).toContain(
+      'env_broken: gamma cannot run here (missing module rcb_no_such_module_anywhere): its 2 task(s) are left untested and out of the scores',
+    );
     expect(run.stdout).toContain('2 test(s) run');
     expect(run.stdout).toMatch(/oracle\s+100\.00\s+\[100\.00, 100\.00\]\s+100\.00\s+\[100\.00, 100\.00\]\s+2\s/);
     expect(run.stdout).toContain('note: env_broken: 2 task sample(s) of 1 paper(s)');
-    const rep = JSON.parse(rcb(['report', out, '--format', 'json', '--judge', 'official']).stdout) as { notes: string[]; models: { envBroken: number; pending: number }[] };
+    const rep = JSON.parse(rcb(['report', out, '--format', 'json', '--judge', 'official']).stdout) as {
+      notes: string[];
+      models: { envBroken: number; pending: number }[];
+    };
     expect(rep.models[0]).toMatchObject({ envBroken: 2, pending: 0 });
     expect(rep.notes[0]).toContain('gamma (missing module rcb_no_such_module_anywhere)');
     const official = rcb(['report', out, '--format', 'official']);
@@ -169,14 +178,19 @@ describe('a paper whose tests cannot run here', () => {
     expect(rcb(['import-official', statsFile, '--out', tempDir()]).status).toBe(0);
 
     // A resume without the check tests gamma's tasks, which then fail as the model's.
-    const resumed = rcb(['run', '--pset', pset, '--model', 'oracle', '--executor', 'cold', '--skip-env-check', '--out', out], { env: { RCB_CACHE_DIR: cache } });
+    const resumed = rcb(['run', '--pset', pset, '--model', 'oracle', '--executor', 'cold', '--skip-env-check', '--out', out], {
+      env: { RCB_CACHE_DIR: cache },
+    });
     expect(resumed.stdout).toContain('2 test(s) run');
-    const after = JSON.parse(rcb(['report', out, '--format', 'json']).stdout) as { notes: string[]; models: { envBroken: number; failures: Record<string, number> }[] };
+    const after = JSON.parse(rcb(['report', out, '--format', 'json']).stdout) as {
+      notes: string[];
+      models: { envBroken: number; failures: Record<string, number> }[];
+    };
     expect(after.notes).toEqual([]);
     expect(after.models[0]).toMatchObject({ envBroken: 0, failures: { import: 2 } });
   });
 
-  it('is read from doctor\'s cache by rcb run, and not checked at all with --skip-env-check', () => {
+  it("is read from doctor's cache by rcb run, and not checked at all with --skip-env-check", () => {
     // Prepare: a cache that says beta does not run (as a doctor run with another environment would have found).
     const pset = makeTempPset(files);
     const cache = tempDir();
@@ -187,8 +201,12 @@ describe('a paper whose tests cannot run here', () => {
     writeFileSync(file, JSON.stringify(entries));
 
     // Act
-    const cached = rcb(['run', '--pset', pset, '--papers', 'beta', '--model', 'oracle', '--executor', 'cold', '--out', tempDir()], { env: { RCB_CACHE_DIR: cache } });
-    const skipped = rcb(['run', '--pset', pset, '--papers', 'beta', '--model', 'oracle', '--executor', 'cold', '--skip-env-check', '--out', tempDir()], { env: { RCB_CACHE_DIR: cache } });
+    const cached = rcb(['run', '--pset', pset, '--papers', 'beta', '--model', 'oracle', '--executor', 'cold', '--out', tempDir()], {
+      env: { RCB_CACHE_DIR: cache },
+    });
+    const skipped = rcb(['run', '--pset', pset, '--papers', 'beta', '--model', 'oracle', '--executor', 'cold', '--skip-env-check', '--out', tempDir()], {
+      env: { RCB_CACHE_DIR: cache },
+    });
 
     // Assess
     expect(cached.stderr).toContain('env_broken: beta cannot run here (recorded by doctor)');

@@ -70,12 +70,15 @@ describe('rcb run with a replay of wrong answers', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as { paper: string; snippet: string; expected_class: string });
     const db = new Database(join(out, 'rcb.sqlite'), { readonly: true });
-    const rows = db
-      .prepare('SELECT t.paper, t.snippet, v.record FROM tasks t JOIN verdicts v ON v.task_id = t.task_id')
-      .all() as { paper: string; snippet: string; record: string }[];
+    const rows = db.prepare('SELECT t.paper, t.snippet, v.record FROM tasks t JOIN verdicts v ON v.task_id = t.task_id').all() as {
+      paper: string;
+      snippet: string;
+      record: string;
+    }[];
     db.close();
     const classOf = new Map(rows.map((row) => [`${row.paper}/${row.snippet}`, JSON.parse(row.record).failureClass]));
-    for (const e of expected) expect([`${e.paper}/${e.snippet}`, classOf.get(`${e.paper}/${e.snippet}`)]).toEqual([`${e.paper}/${e.snippet}`, e.expected_class]);
+    for (const e of expected)
+      expect([`${e.paper}/${e.snippet}`, classOf.get(`${e.paper}/${e.snippet}`)]).toEqual([`${e.paper}/${e.snippet}`, e.expected_class]);
     // Tasks the replay has no answer for are generation errors, not silent passes.
     expect(classOf.get('grouprms/affine')).toBe('generation_error');
   });

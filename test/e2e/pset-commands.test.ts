@@ -57,16 +57,18 @@ describe('rcb tasks', () => {
 });
 
 describe('rcb prompt', () => {
-  it('prints the original harness\'s prompt by default: the paper, the context files glued under ## PATH, the masked file', () => {
+  it("prints the original harness's prompt by default: the paper, the context files glued under ## PATH, the masked file", () => {
     const r = rcb(['prompt', 'smoothfocal', 'focal modulation']);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('    # TODO: Implement block "focal modulation"\n\n    # Approximately 5 line(s) of code.\n\n');
     expect(r.stdout).not.toContain('paper2code');
     expect(r.stdout).toContain('\n## numerics.py\n\n');
-    expect(r.stdout.startsWith('\nYou are an expert in reproducing research code from a paper.\n\nHere is the paper that you need to use to complete the code:\n')).toBe(true);
+    expect(
+      r.stdout.startsWith('\nYou are an expert in reproducing research code from a paper.\n\nHere is the paper that you need to use to complete the code:\n'),
+    ).toBe(true);
   });
 
-  it('prints rcb\'s wording with --prompt-template rcb', () => {
+  it("prints rcb's wording with --prompt-template rcb", () => {
     const r = rcb(['prompt', 'smoothfocal', 'focal modulation', '--prompt-template', 'rcb']);
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('    # TODO: Implement block "focal modulation"\n    # Approximately 5 lines of code.\n');
@@ -102,13 +104,16 @@ describe('rcb prompt', () => {
 });
 
 describe('rcb prompts', () => {
-  it('writes every task\'s exact prompt as JSONL, the same text rcb prompt prints', () => {
+  it("writes every task's exact prompt as JSONL, the same text rcb prompt prints", () => {
     // Act
     const r = rcb(['prompts', '--papers', 'smoothfocal,grouprms', '--no-paper']);
 
     // Assess
     expect(r.status).toBe(0);
-    const lines = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { paper: string; file: string; snippet: string; no_paper: boolean; prompt: string });
+    const lines = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { paper: string; file: string; snippet: string; no_paper: boolean; prompt: string });
     const tasks = JSON.parse(rcb(['tasks', '--json', '--papers', 'smoothfocal,grouprms']).stdout) as { paper: string; file: string; snippet: string }[];
     expect(lines.map((l) => [l.paper, l.file, l.snippet])).toEqual(tasks.map((t) => [t.paper, t.file, t.snippet]));
     expect(lines.every((l) => l.no_paper === true && Object.keys(l).join() === 'paper,file,snippet,no_paper,prompt')).toBe(true);

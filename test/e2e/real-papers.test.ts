@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { rcb, REPO, tempDir } from '../helpers/cli';
+import { rcb, tempDir } from '../helpers/cli';
 import { REAL_PSET } from '../helpers/shared-data';
 
 /** The papers whose tests run on Debian's Python with the packages of scripts/system-packages.sh. */
@@ -16,7 +16,16 @@ const RUNNABLE_SNIPPETS = 69;
 
 interface JsonReport {
   notes: string[];
-  models: { model: string; scaled: { mean: number }; pass1: { mean: number }; tasks: number; envBroken: number; pending: number; paperIds: string[]; failures: Record<string, number> }[];
+  models: {
+    model: string;
+    scaled: { mean: number };
+    pass1: { mean: number };
+    tasks: number;
+    envBroken: number;
+    pending: number;
+    paperIds: string[];
+    failures: Record<string, number>;
+  }[];
 }
 
 describe('the public pset on this machine', () => {

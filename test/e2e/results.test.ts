@@ -47,9 +47,9 @@ function plan(pattern: (i: number) => Outcome[]): Plan[] {
       const samples = pattern(i);
       const completions = samples.map((o, sample) => {
         if (o === 'none') return 'I cannot write this block.';
-        if (o === 'wrong') return '```python\n' + `${indent}return (\n` + '```\n';
+        if (o === 'wrong') return `\`\`\`python\n${indent}return (\n\`\`\`\n`;
         const marked = i === 0 && sample === 0 ? `${indent}${MARKUP}\n` : '';
-        return '```python\n' + marked + originalBody(s) + '```\n';
+        return `\`\`\`python\n${marked}${originalBody(s)}\`\`\`\n`;
       });
       out.push({ paper: paper.meta.id, snippet: s.name, file: s.file, loc: s.loc, samples, completions });
       i++;
@@ -59,8 +59,10 @@ function plan(pattern: (i: number) => Outcome[]): Plan[] {
 }
 
 function writeReplay(path: string, model: string, plans: Plan[]): void {
-  const lines = plans.flatMap((p) => p.completions.map((completion, sample) => JSON.stringify({ paper: p.paper, snippet: p.snippet, file: p.file, model, sample, completion })));
-  writeFileSync(path, lines.join('\n') + '\n');
+  const lines = plans.flatMap((p) =>
+    p.completions.map((completion, sample) => JSON.stringify({ paper: p.paper, snippet: p.snippet, file: p.file, model, sample, completion })),
+  );
+  writeFileSync(path, `${lines.join('\n')}\n`);
 }
 
 // Run A: snippet i even passes both samples; i % 4 == 1 passes sample 0 only; i % 4 == 3 has no code.
@@ -119,7 +121,7 @@ describe('rcb report --format html, read in headless Chromium', () => {
     await browser?.close();
   });
 
-  it('is one file that asks for nothing over the network and runs none of the answers\' markup', async () => {
+  it("is one file that asks for nothing over the network and runs none of the answers' markup", async () => {
     const page = await browser.newPage();
     const requests: string[] = [];
     page.on('request', (req) => requests.push(req.url()));
@@ -173,7 +175,9 @@ describe('rcb report --format html, read in headless Chromium', () => {
   it('draws the charts as inline SVG: bars with intervals, the model x paper heatmap, the length and failure charts', async () => {
     const page = await browser.newPage();
     await page.goto(`file://${htmlFile}`);
-    const bars = await page.$$eval('svg#leaderboard-chart rect.bar', (els) => els.map((e) => [e.getAttribute('data-label'), Number(e.getAttribute('data-value'))]));
+    const bars = await page.$$eval('svg#leaderboard-chart rect.bar', (els) =>
+      els.map((e) => [e.getAttribute('data-label'), Number(e.getAttribute('data-value'))]),
+    );
     expect(bars).toEqual([
       ['oracle', 100],
       ['mixed', Number(expectedScaled(PLAN_A).toFixed(2))],
@@ -185,7 +189,9 @@ describe('rcb report --format html, read in headless Chromium', () => {
     const box = await page.$eval('svg#paper-heatmap', (e) => e.getBoundingClientRect().width);
     expect(box).toBeGreaterThan(200);
     expect(await page.$$eval('svg#length-chart circle.point', (els) => els.length)).toBeGreaterThan(2);
-    const segments = await page.$$eval('svg#failure-chart rect.segment', (els) => els.map((e) => [e.getAttribute('data-row'), e.getAttribute('data-key'), Number(e.getAttribute('data-value'))]));
+    const segments = await page.$$eval('svg#failure-chart rect.segment', (els) =>
+      els.map((e) => [e.getAttribute('data-row'), e.getAttribute('data-key'), Number(e.getAttribute('data-value'))]),
+    );
     const wrongSamples = PLAN_A.reduce((a, p) => a + p.samples.filter((o) => o === 'wrong').length, 0);
     const noCode = PLAN_A.reduce((a, p) => a + p.samples.filter((o) => o === 'none').length, 0);
     expect(segments).toContainEqual(['mixed', 'no_code', noCode]);
@@ -226,7 +232,9 @@ describe('rcb report --format html, read in headless Chromium', () => {
 
     // The filter hides passing tasks.
     await page.click('#failed-only');
-    const shown = await page.$$eval('details.task', (els) => els.filter((e) => getComputedStyle(e).display !== 'none').map((e) => e.getAttribute('data-status')));
+    const shown = await page.$$eval('details.task', (els) =>
+      els.filter((e) => getComputedStyle(e).display !== 'none').map((e) => e.getAttribute('data-status')),
+    );
     expect(shown.length).toBeGreaterThan(0);
     expect(new Set(shown)).toEqual(new Set(['fail']));
     await page.click('#failed-only');
@@ -269,7 +277,7 @@ describe('rcb report --format html, read in headless Chromium', () => {
 });
 
 describe('rcb show', () => {
-  it('prints a task\'s answer, the diff of the spliced file, the verdict and the test log', () => {
+  it("prints a task's answer, the diff of the spliced file, the verdict and the test log", () => {
     const target = PLAN_A.find((p) => p.samples[1] === 'wrong')!;
     const r = rcb(['show', dirA, '--paper', target.paper, '--snippet', target.snippet, '--model', 'mixed', '--sample', '1']);
     expect(r.status).toBe(0);
@@ -281,7 +289,7 @@ describe('rcb show', () => {
     expect(r.stderr).toContain('1 task(s) shown, 1 failed under the strict judge');
   });
 
-  it('--prompt adds the task\'s prompt: the paper\'s shared prefix and the masked file', () => {
+  it("--prompt adds the task's prompt: the paper's shared prefix and the masked file", () => {
     const target = PLAN_A[1];
     const r = rcb(['show', dirA, '--paper', target.paper, '--snippet', target.snippet, '--model', 'oracle', '--sample', '0', '--prompt']);
     expect(r.status).toBe(0);
@@ -311,7 +319,14 @@ describe('rcb compare', () => {
     const r = rcb(['compare', dirA, dirB, '--json']);
     expect(r.status).toBe(0);
     const c = JSON.parse(r.stdout) as {
-      models: { model: string; tasks: number; difference: number; ci: { low: number; high: number }; gained: { snippet: string; a: string; b: string }[]; lost: { snippet: string; a: string; b: string }[] }[];
+      models: {
+        model: string;
+        tasks: number;
+        difference: number;
+        ci: { low: number; high: number };
+        gained: { snippet: string; a: string; b: string }[];
+        lost: { snippet: string; a: string; b: string }[];
+      }[];
       onlyA: string[];
     };
     expect(c.onlyA).toEqual(['oracle']);
@@ -332,7 +347,16 @@ describe('rcb runs', () => {
   it('lists the run directories with their spec, status and scores', () => {
     const r = rcb(['runs', runsDir, '--json']);
     expect(r.status).toBe(0);
-    const runs = JSON.parse(r.stdout) as { dir: string; status: string; models: string[]; samples: number; papers: number; scores: Record<string, number>; judged: number; tasks: number }[];
+    const runs = JSON.parse(r.stdout) as {
+      dir: string;
+      status: string;
+      models: string[];
+      samples: number;
+      papers: number;
+      scores: Record<string, number>;
+      judged: number;
+      tasks: number;
+    }[];
     const byDir = Object.fromEntries(runs.map((x) => [x.dir, x]));
     expect(byDir[dirA]).toMatchObject({ status: 'succeeded', models: ['oracle', 'mixed'], samples: 2, papers: 2, judged: 56, tasks: 56 });
     expect(byDir[dirA].scores.oracle).toBe(100);

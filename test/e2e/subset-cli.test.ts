@@ -26,7 +26,9 @@ beforeAll(() => {
     tasks.forEach((t, j) => {
       const passed = random() < 1 / (1 + Math.exp(-2 * (ability - difficulty[j])));
       const paper = (results[t.paper] ??= { paper_metadata: {}, results: {} });
-      (paper.results[`model-${i}`] ??= { results: {} }).results[t.snippet] = [{ snippet_code_line_count: t.loc, completion_idx: 0, passed, exit_code: passed ? 0 : 1 }];
+      (paper.results[`model-${i}`] ??= { results: {} }).results[t.snippet] = [
+        { snippet_code_line_count: t.loc, completion_idx: 0, passed, exit_code: passed ? 0 : 1 },
+      ];
     });
   }
   writeFileSync(official, JSON.stringify({ results }));
@@ -50,7 +52,12 @@ describe('rcb subset', () => {
     const show = rcb(['subset', 'show', out, '--pset', PSET_MINI]);
     expect(show.status).toBe(0);
     expect(show.stdout).toMatch(/: 8 of 28 tasks \(\d+ of \d+ LoC, [\d.]+%\) of the pset at /);
-    expect(show.stdout.trim().split('\n').filter((l) => / LoC$/.test(l))).toHaveLength(8);
+    expect(
+      show.stdout
+        .trim()
+        .split('\n')
+        .filter((l) => / LoC$/.test(l)),
+    ).toHaveLength(8);
   });
 
   it('show refuses the subset for another pset, naming the file', () => {
@@ -86,11 +93,20 @@ describe('rcb subset', () => {
     writeFileSync(bad, '{"results": {"p": {"results": {"m": {"results": {"s": [{"passed": true}]}}}}}}');
     const cases: [string[], string][] = [
       [['subset', 'build', '--official', join(dir, 'nope.json'), '--size', '4', '--out', out], `--official ${join(dir, 'nope.json')} does not exist`],
-      [['subset', 'build', '--official', bad, '--size', '4', '--out', out], `--official ${bad}: results.p.results.m.results.s.0.snippet_code_line_count: Required`],
-      [['subset', 'build', '--official', official, '--size', '99', '--pset', PSET_MINI, '--out', out], '--size 99: each size must be an integer from 1 to the 28 tasks'],
+      [
+        ['subset', 'build', '--official', bad, '--size', '4', '--out', out],
+        `--official ${bad}: results.p.results.m.results.s.0.snippet_code_line_count: Required`,
+      ],
+      [
+        ['subset', 'build', '--official', official, '--size', '99', '--pset', PSET_MINI, '--out', out],
+        '--size 99: each size must be an integer from 1 to the 28 tasks',
+      ],
       [['subset', 'build', '--official', official, '--size', '4,8', '--pset', PSET_MINI, '--out', out], '--size 4,8: build takes one size'],
       [['subset', 'build', '--official', official, '--size', '4', '--seed', '-1', '--pset', PSET_MINI, '--out', out], '--seed -1: must be an integer'],
-      [['subset', 'build', '--official', official, '--size', '4', '--exclude-model', 'gpt-9', '--out', out], `--exclude-model gpt-9: no such model in ${official}`],
+      [
+        ['subset', 'build', '--official', official, '--size', '4', '--exclude-model', 'gpt-9', '--out', out],
+        `--exclude-model gpt-9: no such model in ${official}`,
+      ],
       [['subset', 'build', '--official', official, '--official', official, '--size', '4', '--out', out], `${official}: model model-0 is also in ${official}`],
       [['subset', 'check', '--official', official, '--size', '0'], '--size 0: each size must be an integer'],
       [['subset', 'show', join(dir, 'absent.json')], `subset file ${join(dir, 'absent.json')} does not exist`],

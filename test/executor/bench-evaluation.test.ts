@@ -31,14 +31,20 @@ describe('evaluation bench', () => {
     expect(text).toContain('verdicts identical across configurations and rounds: yes');
     for (const name of ['original loop', 'rcb cold', 'rcb warm, bwrap, 1 job', 'rcb warm, bwrap, 2 job(s)', 'whole rcb run --model oracle', 'floor']) {
       // name | wall | spread | original / it | it / floor | pass: every cell filled, every test passing.
-      expect(text).toMatch(new RegExp(`\\| ${name.replace(/[()]/g, '\\$&')}[^|]* \\| [\\d.]+ \\| [\\d.]+-[\\d.]+ \\| [\\d.]+x \\| [\\d.]+x \\| (\\d+)/\\1 \\|`));
+      expect(text).toMatch(
+        new RegExp(`\\| ${name.replace(/[()]/g, '\\$&')}[^|]* \\| [\\d.]+ \\| [\\d.]+-[\\d.]+ \\| [\\d.]+x \\| [\\d.]+x \\| (\\d+)/\\1 \\|`),
+      );
     }
     expect(text).toMatch(/floor preloads \d+ modules/);
     // Where the time goes: the floor's start-up and, per warm configuration, each step.
     expect(text).toMatch(/floor: start-up \(imports before the first fork\) \d+/);
     expect(text).not.toMatch(/^cold: wall/m);
     for (const config of ['warm1', 'warmN']) {
-      expect(text).toMatch(new RegExp(`${config}: wall \\d+; host set-up done at \\d+, worker start \\d+ each \\(sandbox and interpreter start -?\\d+, server imports \\d+, preload \\d+, index and gc \\d+; \\d+ started.*per test: test process \\d+, around it in the server \\(fork, relay, checks\\) \\d+, workspace fill \\d+, tamper check \\d+, clean-up \\d+`));
+      expect(text).toMatch(
+        new RegExp(
+          `${config}: wall \\d+; host set-up done at \\d+, worker start \\d+ each \\(sandbox and interpreter start -?\\d+, server imports \\d+, preload \\d+, index and gc \\d+; \\d+ started.*per test: test process \\d+, around it in the server \\(fork, relay, checks\\) \\d+, workspace fill \\d+, tamper check \\d+, clean-up \\d+`,
+        ),
+      );
     }
   });
 

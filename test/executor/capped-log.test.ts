@@ -16,7 +16,7 @@ describe('StreamCapture', () => {
     for (const part of ['HEAD-', 'aaaaaaaaaa', 'bbbbbbbbbb', '-TAIL']) capture.write(Buffer.from(part));
 
     const log = capture.toCappedLog();
-    expect(log).toEqual({ text: 'HEAD-' + cutMarkerLine(20) + '-TAIL', totalBytes: 30, truncated: true });
+    expect(log).toEqual({ text: `HEAD-${cutMarkerLine(20)}-TAIL`, totalBytes: 30, truncated: true });
   });
 
   it('sees a marker split across two chunks', () => {

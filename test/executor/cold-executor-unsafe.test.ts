@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { RawExecution } from '../../core/executor';
-import { ColdExecutor, createColdExecutor } from '../../adapters/executor';
+import { type ColdExecutor, createColdExecutor } from '../../adapters/executor';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
 
 let paper: TinyPaper;

@@ -7,12 +7,11 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { RawExecution } from '../../core/executor';
-import { ColdExecutor, createColdExecutor } from '../../adapters/executor';
+import { type ColdExecutor, createColdExecutor } from '../../adapters/executor';
 import { runningAsRoot } from '../../adapters/executor/sandbox-users';
 import { passedSuiteReport } from '../helpers/driver-report';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper, WRONG_BODY } from '../fixtures/executor/tiny-paper';
 import { boundAfter, timed } from '../helpers/machine-speed';
-
 
 let paper: TinyPaper;
 let executor: ColdExecutor;
@@ -261,7 +260,7 @@ describe('ColdExecutor (bwrap)', () => {
       writeFileSync(secretFile, 'TOP-SECRET-CONTENT');
       const top = [
         'import os',
-        `for path in [${JSON.stringify(secretFile)}, ${JSON.stringify(paper.paperDir + '/model_ref.py')}, "/root", ${JSON.stringify(process.cwd())}]:`,
+        `for path in [${JSON.stringify(secretFile)}, ${JSON.stringify(`${paper.paperDir}/model_ref.py`)}, "/root", ${JSON.stringify(process.cwd())}]:`,
         '    try:',
         '        print("READ=ok " + path + " " + (open(path).read() if os.path.isfile(path) else repr(os.listdir(path))))',
         '    except OSError as e:',
@@ -348,7 +347,11 @@ describe('ColdExecutor (bwrap)', () => {
 
       // Not on the tight executor: on a loaded machine 32 MB through a pipe can take longer than
       // its 2 s, and the time limit would strike first. The same output limits, the default time limit.
-      const flood = await createColdExecutor({ jobs: 1, limits: { maxProcesses: 32, maxOutputBytes: 32 * 1024 * 1024, logCapBytes: 4096 }, warn: () => undefined });
+      const flood = await createColdExecutor({
+        jobs: 1,
+        limits: { maxProcesses: 32, maxOutputBytes: 32 * 1024 * 1024, logCapBytes: 4096 },
+        warn: () => undefined,
+      });
       let r: RawExecution;
       try {
         r = await runOne(modelSource(CORRECT_BODY, top), flood);
@@ -438,7 +441,10 @@ describe('ColdExecutor batches', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
 
-    const { value: [slow, never], ms: closeMs } = await timed(async () => {
+    const {
+      value: [slow, never],
+      ms: closeMs,
+    } = await timed(async () => {
       await closing.close();
       return running;
     });
@@ -453,9 +459,7 @@ describe('ColdExecutor batches', () => {
 
 describe('createColdExecutor', () => {
   it('refuses to run without bubblewrap when bwrap is asked for', async () => {
-    await expect(createColdExecutor({ bwrap: '/nonexistent/bwrap', sandbox: 'bwrap', jobs: 1 })).rejects.toThrow(
-      /apt-get install bubblewrap/,
-    );
+    await expect(createColdExecutor({ bwrap: '/nonexistent/bwrap', sandbox: 'bwrap', jobs: 1 })).rejects.toThrow(/apt-get install bubblewrap/);
   });
 
   it('falls back to the uid sandbox without bubblewrap as root (auto), and says so', async () => {

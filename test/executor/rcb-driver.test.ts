@@ -134,9 +134,7 @@ describe('rcb_driver.py', () => {
 
   it('flags the candidate opening a reference file, and not the test doing the same', () => {
     const candidateReads = driven(workspace(modelSource('    open("model_ref.py").read()\n    return a + b')));
-    const testReads = driven(
-      workspace(modelSource(CORRECT_BODY), 'open("model_ref.py").read()\nimport model_ref, model\nimport sys\nsys.exit(0)\n'),
-    );
+    const testReads = driven(workspace(modelSource(CORRECT_BODY), 'open("model_ref.py").read()\nimport model_ref, model\nimport sys\nsys.exit(0)\n'));
 
     expect(JSON.parse(candidateReads.report).flags).toEqual(['ref_import']);
     expect(JSON.parse(testReads.report).flags).toEqual([]);

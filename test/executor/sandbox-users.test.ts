@@ -1,10 +1,4 @@
-import {
-  allocateSandboxUsers,
-  processUidBase,
-  releaseSandboxUsers,
-  UID_SPACE_START,
-  UIDS_PER_PROCESS,
-} from '../../adapters/executor/sandbox-users';
+import { allocateSandboxUsers, processUidBase, releaseSandboxUsers, UID_SPACE_START, UIDS_PER_PROCESS } from '../../adapters/executor/sandbox-users';
 
 describe('sandbox users', () => {
   it('gives two processes disjoint blocks of uids, all below 2^31', () => {

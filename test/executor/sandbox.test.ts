@@ -1,11 +1,5 @@
 import type { PythonInfo } from '../../adapters/executor/python';
-import {
-  interpreterDirs,
-  SANDBOX_DRIVER,
-  SANDBOX_WORKSPACE,
-  sandboxArgs,
-  sandboxBaseArgs,
-} from '../../adapters/executor/sandbox';
+import { interpreterDirs, SANDBOX_DRIVER, SANDBOX_WORKSPACE, sandboxArgs, sandboxBaseArgs } from '../../adapters/executor/sandbox';
 
 const debianPython: PythonInfo = {
   executable: '/usr/bin/python3',

@@ -121,7 +121,12 @@ const EXECUTORS = [
     const taken = await takeFilesOfUid(uid, [skipped], [root]);
 
     expect(taken.sort()).toEqual([join(shared, 'g'), own].sort());
-    expect([existsSync(own), existsSync(join(shared, 'g')), existsSync(join(skipped, 'h')), existsSync(join(shared, 'someone-else'))]).toEqual([false, false, true, true]);
+    expect([existsSync(own), existsSync(join(shared, 'g')), existsSync(join(skipped, 'h')), existsSync(join(shared, 'someone-else'))]).toEqual([
+      false,
+      false,
+      true,
+      true,
+    ]);
     rmSync(root, { recursive: true, force: true });
   });
 });
@@ -152,7 +157,11 @@ const EXECUTORS = [
 
       // Assess: three clean tests, one worker start (it was one per test: a stray was
       // reported after every test); the stray's worker replaced before the next test.
-      expect(clean.map((r) => [r.sandbox, r.exitCode])).toEqual([['uid', 0], ['uid', 0], ['uid', 0]]);
+      expect(clean.map((r) => [r.sandbox, r.exitCode])).toEqual([
+        ['uid', 0],
+        ['uid', 0],
+        ['uid', 0],
+      ]);
       expect(startedForClean).toBe(1);
       expect(left.infraError).toBeUndefined();
       expect(after.exitCode).toBe(0);
@@ -169,10 +178,7 @@ const EXECUTORS = [
  * Python lines that wait until `p` (setpriv, started as root) runs as `uid`: the event the
  * checks below need, however long the machine takes to start it (a fixed 0.3 s was not).
  */
-const UNTIL_P_HAS_UID = [
-  "while int([l for l in open('/proc/%d/status' % p.pid) if l.startswith('Uid:')][0].split()[1]) != uid:",
-  '    time.sleep(0.01)',
-];
+const UNTIL_P_HAS_UID = ["while int([l for l in open('/proc/%d/status' % p.pid) if l.startswith('Uid:')][0].split()[1]) != uid:", '    time.sleep(0.01)'];
 
 (runningAsRoot() ? describe : describe.skip)('end_uid (rcb_contain.py)', () => {
   it('says whether the slot uid had a process, and ends it', () => {

@@ -24,8 +24,7 @@ interface Case {
 
 const LIMITS = { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 };
 
-const at = (snippet: Snippet, lines: string[]): string =>
-  lines.map((l) => ' '.repeat(snippet.bodyIndent) + l).join('\n') + '\n';
+const at = (snippet: Snippet, lines: string[]): string => `${lines.map((l) => ' '.repeat(snippet.bodyIndent) + l).join('\n')}\n`;
 
 function buildCases(): Case[] {
   const pset = loadPset(PSET_MINI);

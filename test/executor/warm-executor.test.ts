@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RawExecution } from '../../core/executor';
-import { ColdExecutor, createColdExecutor, createWarmExecutor, detectPreloadModules, WarmExecutor } from '../../adapters/executor';
+import { type ColdExecutor, createColdExecutor, createWarmExecutor, detectPreloadModules, type WarmExecutor } from '../../adapters/executor';
 import { LINK_THRESHOLD_BYTES } from '../../adapters/executor/warm-workspace';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper } from '../fixtures/executor/tiny-paper';
 import { PSET_MINI } from '../helpers/cli';
@@ -153,10 +153,7 @@ describe('WarmExecutor', () => {
 
   it('replaces a worker whose candidate left a process behind, and leaves none running', async () => {
     const marker = `${300 + Math.floor(Math.random() * 600)}.${randomBytes(2).readUInt16BE()}`;
-    const stray = modelSource(
-      CORRECT_BODY,
-      ['import subprocess', `subprocess.Popen(['sleep', '${marker}'], start_new_session=True)`].join('\n'),
-    );
+    const stray = modelSource(CORRECT_BODY, ['import subprocess', `subprocess.Popen(['sleep', '${marker}'], start_new_session=True)`].join('\n'));
 
     const r = await runWarm(stray);
     const after = await runWarm(modelSource(CORRECT_BODY));

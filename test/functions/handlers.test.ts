@@ -173,7 +173,7 @@ describe('generate handler', () => {
     expect(warn).toHaveBeenCalledWith('model call stopped at the invocation deadline; SQS will redeliver it', { taskId: message.taskId });
   });
 
-  it('claims each task for the invocation\'s remaining time and a margin, and releases it once the completion is stored', async () => {
+  it("claims each task for the invocation's remaining time and a margin, and releases it once the completion is stored", async () => {
     const f = await planned();
     const message = f.queue.sent[0].message;
     const claim = jest.spyOn(f.store, 'claimGeneration');
@@ -243,7 +243,11 @@ describe('plan-run handler', () => {
       Successful: [],
       Failed: input.Entries.map((e) => ({ Id: e.Id, Code: 'InvalidMessageContents', Message: 'bad', SenderFault: true })),
     }));
-    const queue = new LaneTaskQueue(new SQSClient({ region: 'us-east-1' }), { queueUrls: { openai: 'https://sqs/openai' }, defaultLane: 'openai' }, () => 'offline');
+    const queue = new LaneTaskQueue(
+      new SQSClient({ region: 'us-east-1' }),
+      { queueUrls: { openai: 'https://sqs/openai' }, defaultLane: 'openai' },
+      () => 'offline',
+    );
 
     // Act / Assess
     await expect(planHandler(f, { queue })(f.input)).rejects.toThrow(EnqueueError);

@@ -8,7 +8,11 @@ import { STATE_NAMES } from '../../infra/state-names';
 describe('BatchLaneConstruct', () => {
   function definition(): Record<string, any> {
     const stack = new Stack(new App(), 'S');
-    const batchRound = new lambda.Function(stack, 'Round', { runtime: lambda.Runtime.NODEJS_20_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler = async () => ({})') });
+    const batchRound = new lambda.Function(stack, 'Round', {
+      runtime: lambda.Runtime.NODEJS_20_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline('exports.handler = async () => ({})'),
+    });
     const lane = new BatchLaneConstruct(stack, 'Lane', { batchRound });
     new sfn.StateMachine(stack, 'Workflow', { definitionBody: sfn.DefinitionBody.fromChainable(lane) });
     const [machine] = Object.values(Template.fromStack(stack).findResources('AWS::StepFunctions::StateMachine'));
@@ -27,7 +31,7 @@ describe('BatchLaneConstruct', () => {
     expect(d.States.BatchRound.Retry.map((r: { ErrorEquals: string[] }) => r.ErrorEquals)).toContainEqual(['States.TaskFailed']);
   });
 
-  test('waits as long as the round says (its pause grows with the execution\'s age)', () => {
+  test("waits as long as the round says (its pause grows with the execution's age)", () => {
     const d = definition();
     expect(d.States.WaitForBatches).toEqual({ Type: 'Wait', SecondsPath: '$.batch.waitSec', Next: 'BatchRound' });
     expect(d.States.BatchRound.ResultSelector).toBeUndefined();

@@ -74,7 +74,13 @@ describe('validateLanes', () => {
   it.each([
     [[], 'needs at least one lane'],
     [[{ name: 'OpenAI', maxConcurrency: 4 }], 'rcb:lanes[0].name'],
-    [[{ name: 'openai', maxConcurrency: 4 }, { name: 'openai', maxConcurrency: 2 }], 'duplicate lane'],
+    [
+      [
+        { name: 'openai', maxConcurrency: 4 },
+        { name: 'openai', maxConcurrency: 2 },
+      ],
+      'duplicate lane',
+    ],
     [[{ name: 'openai', maxConcurrency: 1 }], 'rcb:lanes[0].maxConcurrency: must be an integer in 2..1000'],
     [[{ name: 'openai', maxConcurrency: 4, batchSize: 11 }], 'rcb:lanes[0].batchSize'],
   ])('rejects %j', (lanes, message) => {

@@ -47,7 +47,7 @@ describe('the evaluation image build context', () => {
     expect(run).toBeGreaterThan(copyAll);
   });
 
-  it('holds every file entry.ts imports: the Dockerfile\'s build succeeds on it', () => {
+  it("holds every file entry.ts imports: the Dockerfile's build succeeds on it", () => {
     expect(buildError).toBeUndefined();
     expect(app?.built).toBe(true);
   });
@@ -55,22 +55,31 @@ describe('the evaluation image build context', () => {
   it('gives the runtime /app package.json, the bundle, resources and examples, and no node_modules', () => {
     const root = app!.appDir;
     expect(readdirSync(root).sort()).toEqual(['dist', 'examples', 'package.json', 'resources']);
-    for (const path of ['dist/container/entry.js', 'dist/container/entry.js.map', 'resources/prompt-template.txt', 'resources/models.yaml', 'examples/pset-mini/papers.yaml']) {
+    for (const path of [
+      'dist/container/entry.js',
+      'dist/container/entry.js.map',
+      'resources/prompt-template.txt',
+      'resources/models.yaml',
+      'examples/pset-mini/papers.yaml',
+    ]) {
       expect({ path, present: existsSync(join(root, path)) }).toEqual({ path, present: true });
     }
     expect(readdirSync(join(root, 'dist')).sort()).toEqual(['container', 'python']);
   });
 
-  it('puts every one of rcb\'s Python files where the bundled executor looks for them (../python from its module: dist/python)', () => {
+  it("puts every one of rcb's Python files where the bundled executor looks for them (../python from its module: dist/python)", () => {
     const names = readdirSync(join(REPO_ROOT, 'adapters', 'executor', 'python')).filter((n) => n.endsWith('.py'));
     expect(names).toEqual(expect.arrayContaining(['rcb_driver.py', 'rcb_warm_server.py']));
     for (const name of names) {
       const copied = join(app!.appDir, 'dist', 'python', name);
-      expect({ name, same: existsSync(copied) && readFileSync(copied, 'utf8') === readFileSync(join(REPO_ROOT, 'adapters', 'executor', 'python', name), 'utf8') }).toEqual({ name, same: true });
+      expect({
+        name,
+        same: existsSync(copied) && readFileSync(copied, 'utf8') === readFileSync(join(REPO_ROOT, 'adapters', 'executor', 'python', name), 'utf8'),
+      }).toEqual({ name, same: true });
     }
   });
 
-  it('starts the image\'s CMD from /app: the bundle loads every module, and it asks for its shard', () => {
+  it("starts the image's CMD from /app: the bundle loads every module, and it asks for its shard", () => {
     expect(app!.command).toEqual(['--enable-source-maps', join(app!.appDir, 'dist', 'container', 'entry.js')]);
     const r = spawnSync(process.execPath, app!.command, {
       cwd: app!.appDir,
@@ -89,7 +98,10 @@ describe('the evaluation image build context', () => {
   });
 
   it('names the venv interpreter as RCB_PYTHON in the image and in the task definition, and runs as root', () => {
-    const env = dockerfile.filter((i) => i.stage === 'runtime' && i.keyword === 'ENV').map((i) => i.args).join(' ');
+    const env = dockerfile
+      .filter((i) => i.stage === 'runtime' && i.keyword === 'ENV')
+      .map((i) => i.args)
+      .join(' ');
     expect(env).toMatch(new RegExp(`(^|\\s)RCB_PYTHON=${EVALUATOR_PYTHON}(\\s|$)`));
     expect(dockerfile.filter((i) => i.stage === 'runtime' && i.keyword === 'USER')).toEqual([]);
     const [task] = Object.values(resourcesOfType(sharedStack().template, 'AWS::ECS::TaskDefinition'));

@@ -21,25 +21,34 @@ describe('workflow handlers', () => {
 
 describe('container entry point', () => {
   it('reads the shard from the environment the task definition and the overrides set', () => {
-    expect(
-      loadShardEnv({ RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_SCRATCH: '/scratch' }),
-    ).toEqual({ runId: 'r1', paper: 'paper-a', ref: { paper: 'paper-a' }, table: 't', bucket: 'b', scratch: '/scratch', sandbox: 'auto' });
+    expect(loadShardEnv({ RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_SCRATCH: '/scratch' })).toEqual({
+      runId: 'r1',
+      paper: 'paper-a',
+      ref: { paper: 'paper-a' },
+      table: 't',
+      bucket: 'b',
+      scratch: '/scratch',
+      sandbox: 'auto',
+    });
   });
 
-  it('reads RCB_SANDBOX into the executor\'s sandbox, and refuses any other value naming the variable', () => {
+  it("reads RCB_SANDBOX into the executor's sandbox, and refuses any other value naming the variable", () => {
     const base = { RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b' };
     for (const kind of ['auto', 'bwrap', 'uid', 'none'] as const) {
       expect(loadShardEnv({ ...base, RCB_SANDBOX: kind }).sandbox).toBe(kind);
     }
-    expect(() => loadShardEnv({ ...base, RCB_SANDBOX: 'nsjail' })).toThrow(
-      'rcb: RCB_SANDBOX must be one of auto, bwrap, uid, none (got "nsjail")',
-    );
+    expect(() => loadShardEnv({ ...base, RCB_SANDBOX: 'nsjail' })).toThrow('rcb: RCB_SANDBOX must be one of auto, bwrap, uid, none (got "nsjail")');
     expect(() => loadShardEnv({ ...base, RCB_SANDBOX: 'UID' })).toThrow(/RCB_SANDBOX/);
   });
 
   it('reads the model and slice of a shard cut finer than its paper, and refuses one of another paper', () => {
     const env = { RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b' };
-    expect(loadShardEnv({ ...env, RCB_SHARD_REF: '{"paper":"paper-a","model":"gpt-5.4","part":1,"parts":3}' }).ref).toEqual({ paper: 'paper-a', model: 'gpt-5.4', part: 1, parts: 3 });
+    expect(loadShardEnv({ ...env, RCB_SHARD_REF: '{"paper":"paper-a","model":"gpt-5.4","part":1,"parts":3}' }).ref).toEqual({
+      paper: 'paper-a',
+      model: 'gpt-5.4',
+      part: 1,
+      parts: 3,
+    });
     expect(() => loadShardEnv({ ...env, RCB_SHARD_REF: '{"paper":"paper-b"}' })).toThrow('RCB_SHARD_REF names paper paper-b, RCB_SHARD paper-a');
   });
 
@@ -49,7 +58,7 @@ describe('container entry point', () => {
 });
 
 describe('container test processes', () => {
-  it('never receive the task role\'s credential variables, even when asked to pass them', () => {
+  it("never receive the task role's credential variables, even when asked to pass them", () => {
     const parentEnv = Object.fromEntries(CREDENTIAL_VARIABLES.map((n) => [n, 'secret']));
     const env = sandboxEnvironment({ parentEnv, allow: [...CREDENTIAL_VARIABLES], warn: () => undefined });
     expect(Object.keys(env).filter((k) => k.startsWith('AWS_'))).toEqual([]);

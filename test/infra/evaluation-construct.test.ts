@@ -1,13 +1,23 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
+import type { App } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { Construct } from 'constructs';
 import { EvaluationConstruct, type EvaluationConstructProps } from '../../infra/evaluation-construct';
 import { NetworkConstruct } from '../../infra/network-construct';
 import { StorageConstruct } from '../../infra/storage-construct';
-import { actionsOf, constructStack, flatten, logicalIdStartingWith, oncePerProps, resourcesOfType, roleActions, roleStatements, type Statement } from './helpers';
+import {
+  actionsOf,
+  constructStack,
+  flatten,
+  logicalIdStartingWith,
+  oncePerProps,
+  resourcesOfType,
+  roleActions,
+  roleStatements,
+  type Statement,
+} from './helpers';
 
 /**
  * The evaluation task on a stack of its own, given a table, a bucket, a VPC and a log group,
@@ -68,7 +78,22 @@ describe('EvaluationConstruct', () => {
       expect(Add).toBeUndefined();
       expect(Drop).not.toContain('ALL');
       // Every capability of a container's default set (Docker's, which Fargate follows) but the kept ones.
-      const containerDefaults = ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'];
+      const containerDefaults = [
+        'AUDIT_WRITE',
+        'CHOWN',
+        'DAC_OVERRIDE',
+        'FOWNER',
+        'FSETID',
+        'KILL',
+        'MKNOD',
+        'NET_BIND_SERVICE',
+        'NET_RAW',
+        'SETFCAP',
+        'SETGID',
+        'SETPCAP',
+        'SETUID',
+        'SYS_CHROOT',
+      ];
       const kept = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID'];
       expect(containerDefaults.filter((c) => !Drop.includes(c)).sort()).toEqual(kept);
       // And everything a platform might add beyond them: SYS_ADMIN, SYS_PTRACE, NET_ADMIN, ...
@@ -82,10 +107,11 @@ describe('EvaluationConstruct', () => {
         Memory: '8192',
         RuntimePlatform: { CpuArchitecture: 'X86_64', OperatingSystemFamily: 'LINUX' },
       });
-      evaluationStack({ cpu: 4096, memoryMiB: 16384, cpuArchitecture: ecs.CpuArchitecture.ARM64 }).template.hasResourceProperties(
-        'AWS::ECS::TaskDefinition',
-        { Cpu: '4096', Memory: '16384', RuntimePlatform: { CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' } },
-      );
+      evaluationStack({ cpu: 4096, memoryMiB: 16384, cpuArchitecture: ecs.CpuArchitecture.ARM64 }).template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+        Cpu: '4096',
+        Memory: '16384',
+        RuntimePlatform: { CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' },
+      });
     });
 
     it('builds the image from container/Dockerfile with a build context free of node_modules, cdk.out, .git, dist and runs', () => {
@@ -129,16 +155,23 @@ describe('EvaluationConstruct', () => {
       // Every table action confined by its leading key, on the table alone (no index: gsi1 lists every run):
       // GetItem, Query, PutItem and the counter's UpdateItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>,
       // GetItem and PutItem (the environment check kept per image) on IMAGE#<digest>.
-      const leading = (s: Statement) => (s.Condition as { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': string[] } })['ForAllValues:StringLike']['dynamodb:LeadingKeys'];
+      const leading = (s: Statement) =>
+        (s.Condition as { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': string[] } })['ForAllValues:StringLike']['dynamodb:LeadingKeys'];
       const byAction: Record<string, unknown[]> = {};
       for (const s of statements.filter((st) => actionsOf(st).some((a) => a.startsWith('dynamodb:')))) {
         for (const a of actionsOf(s)) (byAction[a] ??= []).push([leading(s), flatten(s.Resource)]);
       }
       const table = expect.stringMatching(/^\$\{StorageRuns[0-9A-F]+\.Arn\}$/);
       expect(byAction).toEqual({
-        'dynamodb:GetItem': [[['RUN#*'], table], [['IMAGE#*'], table]],
+        'dynamodb:GetItem': [
+          [['RUN#*'], table],
+          [['IMAGE#*'], table],
+        ],
         'dynamodb:Query': [[['RUN#*'], table]],
-        'dynamodb:PutItem': [[['RUN#*'], table], [['IMAGE#*'], table]],
+        'dynamodb:PutItem': [
+          [['RUN#*'], table],
+          [['IMAGE#*'], table],
+        ],
         'dynamodb:BatchGetItem': [[['TASK#*'], table]],
         'dynamodb:UpdateItem': [[['RUN#*'], table]],
       });

@@ -3,16 +3,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { DEFAULT_LANES } from '../../infra/config';
 import { GenerationConstruct, type GenerationConstructProps } from '../../infra/generation-construct';
 import { StorageConstruct } from '../../infra/storage-construct';
-import {
-  actionsOf,
-  constructStack,
-  flatten,
-  logicalIdStartingWith,
-  resourcesOfType,
-  roleActions,
-  oncePerProps,
-  roleStatements,
-} from './helpers';
+import { actionsOf, constructStack, flatten, logicalIdStartingWith, resourcesOfType, roleActions, oncePerProps, roleStatements } from './helpers';
 
 /** The generation construct on a stack of its own, with the table and bucket it is given. */
 const generationStack = oncePerProps(
@@ -73,9 +64,7 @@ describe('GenerationConstruct', () => {
       expect(policies).toHaveLength(DEFAULT_LANES.length * 2);
       for (const p of policies) {
         expect(p.Properties?.PolicyDocument.Statement).toEqual(
-          expect.arrayContaining([
-            expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-          ]),
+          expect.arrayContaining([expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
         );
       }
     });
@@ -218,7 +207,10 @@ describe('GenerationConstruct', () => {
       const statements = roleStatements(template, role);
       const passRole = statements.filter((s) => actionsOf(s).includes('iam:PassRole'));
       expect(passRole).toHaveLength(1);
-      expect(passRole[0]).toMatchObject({ Resource: 'arn:aws:iam::123456789012:role/rcb-batch', Condition: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } } });
+      expect(passRole[0]).toMatchObject({
+        Resource: 'arn:aws:iam::123456789012:role/rcb-batch',
+        Condition: { StringEquals: { 'iam:PassedToService': 'bedrock.amazonaws.com' } },
+      });
       const objects = statements.find((s) => actionsOf(s).includes('s3:PutObject'))!;
       expect(flatten(objects.Resource)).toBe('arn:${AWS::Partition}:s3:::team-bucket/rcb/*');
       const list = statements.find((s) => actionsOf(s).includes('s3:ListBucket'))!;

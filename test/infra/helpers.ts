@@ -225,7 +225,9 @@ export function allStates(states: Record<string, any>): Record<string, any> {
   const out: Record<string, any> = {};
   for (const [name, state] of Object.entries(states)) {
     out[name] = state;
-    for (const nested of [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<{ States?: Record<string, any> } | undefined>) {
+    for (const nested of [state.ItemProcessor, state.Iterator, ...((state.Branches as unknown[]) ?? [])] as Array<
+      { States?: Record<string, any> } | undefined
+    >) {
       if (nested?.States) Object.assign(out, allStates(nested.States));
     }
   }

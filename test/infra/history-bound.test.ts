@@ -7,7 +7,14 @@
  * on-demand fallback taken. Counted from the synthesized definition itself, so a change of
  * a loop, of a Retry or of a poll schedule moves the bound.
  */
-import { BATCH_CANCEL_GRACE_SEC, DEFAULT_BATCH_POLL_SCHEDULE, pollCount, pollWaitSec, DEFAULT_POLL_SCHEDULE, HISTORY_EVENT_LIMIT } from '../../core/cloud/generation-polling';
+import {
+  BATCH_CANCEL_GRACE_SEC,
+  DEFAULT_BATCH_POLL_SCHEDULE,
+  pollCount,
+  pollWaitSec,
+  DEFAULT_POLL_SCHEDULE,
+  HISTORY_EVENT_LIMIT,
+} from '../../core/cloud/generation-polling';
 import { STATE_NAMES } from '../../infra/state-names';
 import { allStates, sharedStack, stateMachineDefinition } from './helpers';
 
@@ -73,7 +80,10 @@ describe('the run workflow history', () => {
     const laneLoop = events(states[STATE_NAMES.batchRound]) + events(states[STATE_NAMES.batchesPending]) + events(states[STATE_NAMES.waitForBatches]);
     const lane = rounds * laneLoop + events(states[STATE_NAMES.batchLane]) + events(states[STATE_NAMES.batchesDone]);
     const once =
-      [STATE_NAMES.planRun, STATE_NAMES.generate, STATE_NAMES.lanesSettled, STATE_NAMES.aggregate, STATE_NAMES.succeeded].reduce((n, s) => n + events(states[s]), 2) + 4;
+      [STATE_NAMES.planRun, STATE_NAMES.generate, STATE_NAMES.lanesSettled, STATE_NAMES.aggregate, STATE_NAMES.succeeded].reduce(
+        (n, s) => n + events(states[s]),
+        2,
+      ) + 4;
     const bound = checks * loop + lane + shards * perShard + once;
 
     // Assess: about 310 checks instead of 2,880 at a fixed 30 s, and about 100 batch rounds.

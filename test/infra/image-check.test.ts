@@ -24,7 +24,7 @@ function evaluator(): SynthContainerDefinition {
 const resolved = { RCB_TABLE: 'rcb-runs', RCB_BUCKET: 'rcb-artifacts', AWS_REGION: 'us-east-1' };
 
 describe('image:check shard container', () => {
-  it('runs as the task definition says: its user, read-only root without extra tmpfs, /scratch with the image\'s contents, its drops, its init', () => {
+  it("runs as the task definition says: its user, read-only root without extra tmpfs, /scratch with the image's contents, its drops, its init", () => {
     const args = shardRunArgs({ image: 'img', container: evaluator(), resolved, extraEnv: { RCB_SHARD: 'p' }, seccompProfilePath: '/x.json' });
     expect(args).toEqual(expect.arrayContaining(['--user=0:0', '--read-only', '--read-only-tmpfs=false', '--init', '--security-opt=seccomp=/x.json']));
     expect(args.filter((a) => a.startsWith('--tmpfs='))).toEqual([expect.stringMatching(/^--tmpfs=\/scratch:rw,exec,.*tmpcopyup$/)]);
@@ -34,10 +34,18 @@ describe('image:check shard container', () => {
     expect(args.at(-1)).toBe('img');
   });
 
-  it('passes the task definition\'s environment, its tokens resolved to the local servers, then the overrides', () => {
-    const args = shardRunArgs({ image: 'img', container: evaluator(), resolved, extraEnv: { RCB_SHARD: 'p', RCB_SANDBOX: 'none' }, seccompProfilePath: '/x.json' });
+  it("passes the task definition's environment, its tokens resolved to the local servers, then the overrides", () => {
+    const args = shardRunArgs({
+      image: 'img',
+      container: evaluator(),
+      resolved,
+      extraEnv: { RCB_SHARD: 'p', RCB_SANDBOX: 'none' },
+      seccompProfilePath: '/x.json',
+    });
     const env = args.filter((a) => a.startsWith('--env=')).map((a) => a.slice('--env='.length));
-    expect(env).toEqual(expect.arrayContaining(['RCB_TABLE=rcb-runs', 'RCB_BUCKET=rcb-artifacts', 'RCB_PYTHON=/opt/venv/bin/python3', 'RCB_SCRATCH=/scratch', 'RCB_SHARD=p']));
+    expect(env).toEqual(
+      expect.arrayContaining(['RCB_TABLE=rcb-runs', 'RCB_BUCKET=rcb-artifacts', 'RCB_PYTHON=/opt/venv/bin/python3', 'RCB_SCRATCH=/scratch', 'RCB_SHARD=p']),
+    );
     // The parameter wins over the task definition's uid, and appears once.
     expect(env.filter((e) => e.startsWith('RCB_SANDBOX='))).toEqual(['RCB_SANDBOX=none']);
   });
@@ -59,7 +67,12 @@ describe('image:check seccomp profile', () => {
     for (const name of ['clone', 'unshare']) {
       expect(rulesFor(name)).toEqual([
         { names: ['clone', 'unshare'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: 0x10000000, valueTwo: 0, op: 'SCMP_CMP_MASKED_EQ' }] },
-        { names: ['clone', 'unshare'], action: 'SCMP_ACT_ERRNO', errnoRet: 28, args: [{ index: 0, value: 0x10000000, valueTwo: 0x10000000, op: 'SCMP_CMP_MASKED_EQ' }] },
+        {
+          names: ['clone', 'unshare'],
+          action: 'SCMP_ACT_ERRNO',
+          errnoRet: 28,
+          args: [{ index: 0, value: 0x10000000, valueTwo: 0x10000000, op: 'SCMP_CMP_MASKED_EQ' }],
+        },
       ]);
     }
     expect(rulesFor('clone3')).toEqual([{ names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: 38 }]);

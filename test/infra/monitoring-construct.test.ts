@@ -23,7 +23,11 @@ const monitoringStack = oncePerProps(
         deadLetterQueue: new sqs.Queue(generation, `${pascal(lane.name)}DeadLetterQueue`),
       }));
       const fn = (scope: Construct, id: string) =>
-        new lambda.Function(scope, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler = async () => ({})') });
+        new lambda.Function(scope, id, {
+          runtime: lambda.Runtime.NODEJS_22_X,
+          handler: 'index.handler',
+          code: lambda.Code.fromInline('exports.handler = async () => ({})'),
+        });
       const functions = [
         { name: 'generate', fn: fn(generation, 'GeneratorFunction') },
         { name: 'dead-letter', fn: fn(generation, 'DeadLetterFunction') },
@@ -33,7 +37,9 @@ const monitoringStack = oncePerProps(
         { name: 'aggregate', fn: fn(orchestrator, 'AggregateFunction') },
         { name: 'mark-failed', fn: fn(orchestrator, 'MarkRunFailedFunction') },
       ];
-      const stateMachine = new sfn.StateMachine(orchestrator, 'RunWorkflow', { definitionBody: sfn.DefinitionBody.fromChainable(new sfn.Pass(orchestrator, 'Start')) });
+      const stateMachine = new sfn.StateMachine(orchestrator, 'RunWorkflow', {
+        definitionBody: sfn.DefinitionBody.fromChainable(new sfn.Pass(orchestrator, 'Start')),
+      });
       return new MonitoringConstruct(stack, 'Monitoring', { lanes, functions, stateMachine, ...props });
     }),
   {},

@@ -40,9 +40,7 @@ describe('NetworkConstruct', () => {
     const { template } = networkStack();
     const bucket = logicalIdStartingWith(template, 'AWS::S3::Bucket', 'StorageArtifacts');
     const table = logicalIdStartingWith(template, 'AWS::DynamoDB::Table', 'StorageRuns');
-    const gateways = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter(
-      (e) => e.Properties?.VpcEndpointType === 'Gateway',
-    );
+    const gateways = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter((e) => e.Properties?.VpcEndpointType === 'Gateway');
     const byService = Object.fromEntries(gateways.map((e) => [flatten(e.Properties?.ServiceName).split('.').pop(), e]));
     expect(Object.keys(byService).sort()).toEqual(['dynamodb', 's3']);
 
@@ -58,11 +56,17 @@ describe('NetworkConstruct', () => {
     const dynamoStatements = byService.dynamodb.Properties?.PolicyDocument.Statement as Statement[];
     // The table alone (no index), with the task role's actions and no more, for this account's principals.
     expect(dynamoStatements.map((s) => flatten(s.Resource))).toEqual([`\${${table}.Arn}`]);
-    expect(actionsOf(dynamoStatements[0]).sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actionsOf(dynamoStatements[0]).sort()).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
     expect(dynamoStatements[0].Condition).toEqual(THIS_ACCOUNT);
   });
 
-  it('gives every interface endpoint a policy for this account\'s principals: image pulls from its repositories, log events to the task log group', () => {
+  it("gives every interface endpoint a policy for this account's principals: image pulls from its repositories, log events to the task log group", () => {
     const { template } = networkStack();
     const interfaces = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter((e) => e.Properties?.VpcEndpointType === 'Interface');
     const byService = Object.fromEntries(interfaces.map((e) => [flatten(e.Properties?.ServiceName).replace('com.amazonaws.${AWS::Region}.', ''), e]));
@@ -79,19 +83,22 @@ describe('NetworkConstruct', () => {
       const statements = byService[service].Properties?.PolicyDocument.Statement as Statement[];
       expect(statements.map((st) => [actionsOf(st).sort(), flatten(st.Resource)])).toEqual([
         [['ecr:GetAuthorizationToken'], '*'],
-        [['ecr:BatchCheckLayerAvailability', 'ecr:BatchGetImage', 'ecr:GetDownloadUrlForLayer'], 'arn:${AWS::Partition}:ecr:${AWS::Region}:${AWS::AccountId}:repository/*'],
+        [
+          ['ecr:BatchCheckLayerAvailability', 'ecr:BatchGetImage', 'ecr:GetDownloadUrlForLayer'],
+          'arn:${AWS::Partition}:ecr:${AWS::Region}:${AWS::AccountId}:repository/*',
+        ],
       ]);
     }
     const taskLogs = logicalIdStartingWith(template, 'AWS::Logs::LogGroup', 'EvaluationTaskLogGroup');
     const logStatements = byService.logs.Properties?.PolicyDocument.Statement as Statement[];
-    expect(logStatements.map((st) => [actionsOf(st).sort(), flatten(st.Resource)])).toEqual([[['logs:CreateLogStream', 'logs:PutLogEvents'], `\${${taskLogs}.Arn}`]]);
+    expect(logStatements.map((st) => [actionsOf(st).sort(), flatten(st.Resource)])).toEqual([
+      [['logs:CreateLogStream', 'logs:PutLogEvents'], `\${${taskLogs}.Arn}`],
+    ]);
   });
 
   it('has ECR API, ECR registry and CloudWatch Logs interface endpoints in one AZ, reachable from shard tasks only', () => {
     const { template } = networkStack();
-    const interfaces = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter(
-      (e) => e.Properties?.VpcEndpointType === 'Interface',
-    );
+    const interfaces = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter((e) => e.Properties?.VpcEndpointType === 'Interface');
     expect(interfaces.map((e) => flatten(e.Properties?.ServiceName).replace('com.amazonaws.${AWS::Region}.', '')).sort()).toEqual([
       'ecr.api',
       'ecr.dkr',
@@ -119,7 +126,7 @@ describe('NetworkConstruct', () => {
     expect(types).toEqual(['Gateway', 'Gateway']);
   });
 
-  it('lets shard tasks out on HTTPS to the endpoints only (the gateway prefix lists and the interface endpoints\' group), never in', () => {
+  it("lets shard tasks out on HTTPS to the endpoints only (the gateway prefix lists and the interface endpoints' group), never in", () => {
     const { template } = networkStack();
     const taskSgId = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup');
     const endpointSg = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationEndpointSecurityGroup');
@@ -128,7 +135,9 @@ describe('NetworkConstruct', () => {
     // No inline rule: every rule is a SecurityGroupEgress resource to an endpoint.
     expect(taskSg.Properties?.SecurityGroupEgress).toBeUndefined();
     const egress = Object.values(resourcesOfType(template, 'AWS::EC2::SecurityGroupEgress')).map((e) => e.Properties ?? {});
-    expect(egress.every((e) => flatten(e.GroupId) === `\${${taskSgId}.GroupId}` && e.IpProtocol === 'tcp' && e.FromPort === 443 && e.ToPort === 443)).toBe(true);
+    expect(egress.every((e) => flatten(e.GroupId) === `\${${taskSgId}.GroupId}` && e.IpProtocol === 'tcp' && e.FromPort === 443 && e.ToPort === 443)).toBe(
+      true,
+    );
     expect(egress.some((e) => 'CidrIp' in e || 'CidrIpv6' in e)).toBe(false);
     const lookups = Object.keys(resourcesOfType(template, 'Custom::GatewayPrefixList')).sort();
     expect(lookups).toEqual([expect.stringMatching(/^EvaluationDynamoDbPrefixList/), expect.stringMatching(/^EvaluationS3PrefixList/)]);
@@ -142,7 +151,9 @@ describe('NetworkConstruct', () => {
 
   it('when parked, lets shard tasks out to the gateway prefix lists only', () => {
     const { template } = networkStack({ interfaceEndpoints: false });
-    const taskSg = resourcesOfType(template, 'AWS::EC2::SecurityGroup')[logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup')];
+    const taskSg = resourcesOfType(template, 'AWS::EC2::SecurityGroup')[
+      logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup')
+    ];
     expect(taskSg.Properties?.SecurityGroupEgress).toBeUndefined();
     const egress = Object.values(resourcesOfType(template, 'AWS::EC2::SecurityGroupEgress')).map((e) => flatten(e.Properties?.DestinationPrefixListId));
     expect(egress.sort()).toEqual([expect.stringMatching(/^\$\{EvaluationDynamoDbPrefixList/), expect.stringMatching(/^\$\{EvaluationS3PrefixList/)]);

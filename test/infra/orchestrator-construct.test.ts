@@ -92,14 +92,23 @@ describe('OrchestratorConstruct', () => {
       );
       expect(Object.keys(shardStates()).sort()).toEqual([STATE_NAMES.evaluateShard, STATE_NAMES.evaluateShardOnDemand].sort());
       const [lanes, batch] = branchStates(definition().States[STATE_NAMES.generate]);
-      expect(Object.keys(lanes).sort()).toEqual([STATE_NAMES.checkProgress, STATE_NAMES.generationDone, STATE_NAMES.waitForGeneration, STATE_NAMES.lanesSettled].sort());
+      expect(Object.keys(lanes).sort()).toEqual(
+        [STATE_NAMES.checkProgress, STATE_NAMES.generationDone, STATE_NAMES.waitForGeneration, STATE_NAMES.lanesSettled].sort(),
+      );
       expect(Object.keys(batch).sort()).toEqual(
-        [STATE_NAMES.batchLane, STATE_NAMES.noBatchLane, STATE_NAMES.batchRound, STATE_NAMES.batchesPending, STATE_NAMES.waitForBatches, STATE_NAMES.batchesDone].sort(),
+        [
+          STATE_NAMES.batchLane,
+          STATE_NAMES.noBatchLane,
+          STATE_NAMES.batchRound,
+          STATE_NAMES.batchesPending,
+          STATE_NAMES.waitForBatches,
+          STATE_NAMES.batchesDone,
+        ].sort(),
       );
       expect(definition().StartAt).toBe('PlanRun');
     });
 
-    it('generates in a Parallel: the SQS lanes\' progress loop beside the batch lane, which runs only when PlanRun left it tasks', () => {
+    it("generates in a Parallel: the SQS lanes' progress loop beside the batch lane, which runs only when PlanRun left it tasks", () => {
       const generate = definition().States.Generate;
       expect(definition().States.PlanRun.Next).toBe('Generate');
       expect(generate).toMatchObject({ Type: 'Parallel', ResultPath: null, Next: 'EvaluateShards' });
@@ -108,7 +117,15 @@ describe('OrchestratorConstruct', () => {
       expect(batch.StartAt).toBe('BatchLane?');
       expect(batch.States['BatchLane?']).toEqual({
         Type: 'Choice',
-        Choices: [{ And: [{ Variable: '$.plan.batchTasks', IsPresent: true }, { Variable: '$.plan.batchTasks', NumericGreaterThan: 0 }], Next: 'BatchRound' }],
+        Choices: [
+          {
+            And: [
+              { Variable: '$.plan.batchTasks', IsPresent: true },
+              { Variable: '$.plan.batchTasks', NumericGreaterThan: 0 },
+            ],
+            Next: 'BatchRound',
+          },
+        ],
         Default: 'NoBatchLane',
       });
       expect(batch.States.BatchRound.Resource).toMatch(/^arn:aws:lambda:us-east-1:123456789012:function:GenerationBatchRound/);
@@ -257,7 +274,7 @@ describe('OrchestratorConstruct', () => {
       );
     });
 
-    it('may stop and describe the shard cluster\'s tasks only', () => {
+    it("may stop and describe the shard cluster's tasks only", () => {
       const { template } = orchestratorStack();
       const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'OrchestratorRunWorkflowRole');
       const cluster = logicalIdStartingWith(template, 'AWS::ECS::Cluster', 'EvaluationCluster');
@@ -266,7 +283,9 @@ describe('OrchestratorConstruct', () => {
       expect(actionsOf(statements[0]).sort()).toEqual(['ecs:DescribeTasks', 'ecs:StopTask']);
       expect(flatten(statements[0].Resource)).toBe(`arn:\${AWS::Partition}:ecs:\${AWS::Region}:\${AWS::AccountId}:task/\${${cluster}}/*`);
       // Nothing else of the role is granted on "*" but what supports no resource (X-Ray, log delivery).
-      const anywhere = roleStatements(template, role).filter((s) => s.Resource === '*').flatMap(actionsOf);
+      const anywhere = roleStatements(template, role)
+        .filter((s) => s.Resource === '*')
+        .flatMap(actionsOf);
       expect(anywhere.filter((a) => !a.startsWith('xray:') && !a.startsWith('logs:'))).toEqual([]);
     });
   });
@@ -307,8 +326,15 @@ describe('OrchestratorConstruct', () => {
       const actions = roleActions(template, roleOf('CheckProgress'));
       expect(actions.filter((a) => a.startsWith('sqs:'))).toEqual([]);
       expect(actions.filter((a) => a.startsWith('s3:'))).toEqual([]);
-      expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-      const fn = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp('reports whether every task') } }))[0] as {
+      expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:GetItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+      ]);
+      const fn = Object.values(
+        template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp('reports whether every task') } }),
+      )[0] as {
         Properties: { Environment: { Variables: Record<string, unknown> } };
       };
       expect(fn.Properties.Environment.Variables.RCB_GENERATION_TIMEOUT_SEC).toBe('86400');
@@ -318,9 +344,7 @@ describe('OrchestratorConstruct', () => {
 
     it('MarkRunFailed may only read and update items under RUN# partitions', () => {
       const { template } = orchestratorStack();
-      const statements = roleStatements(template, roleOf('MarkRunFailed')).filter((s) =>
-        actionsOf(s).some((a) => a.startsWith('dynamodb:')),
-      );
+      const statements = roleStatements(template, roleOf('MarkRunFailed')).filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
       expect(statements).toHaveLength(1);
       expect(actionsOf(statements[0]).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
       expect(statements[0].Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RUN#*'] } });

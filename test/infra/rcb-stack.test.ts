@@ -84,7 +84,7 @@ describe('RcbStack', () => {
       });
     });
 
-    it('runs the stack\'s shard task definition on its cluster, in the network\'s isolated subnets with the task security group', () => {
+    it("runs the stack's shard task definition on its cluster, in the network's isolated subnets with the task security group", () => {
       const { template } = sharedStack();
       const [machine] = Object.values(resourcesOfType(template, 'AWS::StepFunctions::StateMachine'));
       const text = flatten(machine.Properties?.DefinitionString);
@@ -99,20 +99,23 @@ describe('RcbStack', () => {
     it('gives CheckProgress and the batch round the same generation deadline', () => {
       const { template } = sharedStack();
       const env = (description: string) =>
-        (Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp(description) } }))[0] as Alarm).Properties
-          ?.Environment.Variables;
+        (Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp(description) } }))[0] as Alarm)
+          .Properties?.Environment.Variables;
       expect(env('reports whether every task').RCB_GENERATION_TIMEOUT_SEC).toBe('86400');
       expect(env('one round of the batch lane').RCB_GENERATION_TIMEOUT_SEC).toBe('86400');
     });
 
-    it('alarms on every lane\'s queue and DLQ, on the run workflow and on every function of the stack', () => {
+    it("alarms on every lane's queue and DLQ, on the run workflow and on every function of the stack", () => {
       const { template } = sharedStack();
-      const lane = (suffix: string) => DEFAULT_LANES.map((l) => logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${pascal(l.name)}${suffix}`)).sort();
+      const lane = (suffix: string) =>
+        DEFAULT_LANES.map((l) => logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${pascal(l.name)}${suffix}`)).sort();
       expect(watchedBy(template, 'ApproximateNumberOfMessagesVisible')).toEqual(lane('DeadLetterQueue'));
       expect(watchedBy(template, 'ApproximateAgeOfOldestMessage')).toEqual(lane('Queue'));
       const machine = logicalIdStartingWith(template, 'AWS::StepFunctions::StateMachine', 'OrchestratorRunWorkflow');
       expect(watchedBy(template, 'ExecutionsFailed')).toEqual([machine]);
-      const functions = Object.keys(resourcesOfType(template, 'AWS::Lambda::Function')).filter((id) => id.startsWith('Generation') || id.startsWith('Orchestrator'));
+      const functions = Object.keys(resourcesOfType(template, 'AWS::Lambda::Function')).filter(
+        (id) => id.startsWith('Generation') || id.startsWith('Orchestrator'),
+      );
       expect(functions).toHaveLength(7);
       expect(watchedBy(template, 'Errors')).toEqual([...functions].sort());
     });

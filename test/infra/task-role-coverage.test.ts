@@ -43,14 +43,27 @@ interface Call {
 }
 
 const DYNAMO_ACTIONS: Record<string, string> = {
-  GetCommand: 'GetItem', GetItemCommand: 'GetItem', PutCommand: 'PutItem', PutItemCommand: 'PutItem',
-  UpdateCommand: 'UpdateItem', UpdateItemCommand: 'UpdateItem', DeleteCommand: 'DeleteItem', DeleteItemCommand: 'DeleteItem',
-  QueryCommand: 'Query', BatchGetCommand: 'BatchGetItem', BatchGetItemCommand: 'BatchGetItem',
-  BatchWriteCommand: 'BatchWriteItem', BatchWriteItemCommand: 'BatchWriteItem', ScanCommand: 'Scan',
+  GetCommand: 'GetItem',
+  GetItemCommand: 'GetItem',
+  PutCommand: 'PutItem',
+  PutItemCommand: 'PutItem',
+  UpdateCommand: 'UpdateItem',
+  UpdateItemCommand: 'UpdateItem',
+  DeleteCommand: 'DeleteItem',
+  DeleteItemCommand: 'DeleteItem',
+  QueryCommand: 'Query',
+  BatchGetCommand: 'BatchGetItem',
+  BatchGetItemCommand: 'BatchGetItem',
+  BatchWriteCommand: 'BatchWriteItem',
+  BatchWriteItemCommand: 'BatchWriteItem',
+  ScanCommand: 'Scan',
 };
 const S3_ACTIONS: Record<string, string> = {
-  GetObjectCommand: 'GetObject', HeadObjectCommand: 'GetObject', PutObjectCommand: 'PutObject',
-  ListObjectsV2Command: 'ListBucket', ListObjectsCommand: 'ListBucket',
+  GetObjectCommand: 'GetObject',
+  HeadObjectCommand: 'GetObject',
+  PutObjectCommand: 'PutObject',
+  ListObjectsV2Command: 'ListBucket',
+  ListObjectsCommand: 'ListBucket',
 };
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : ((v as { S?: string })?.S ?? JSON.stringify(v)));
@@ -89,7 +102,13 @@ function record(client: { middlewareStack: any }, toCall: (command: string, inpu
   );
 }
 
-const glob = (pattern: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
 
 /** Is the call allowed by one of the statements, table and bucket named by their template ARNs? */
 function allowed(call: Call, statements: Statement[], tableArn: string, bucketArn: string): boolean {
@@ -126,7 +145,10 @@ beforeAll(async () => {
   const spec: RunSpec = {
     psetDigest: pset.digest,
     psetRoot: await uploadPsetBundle(storage.blobs, pset),
-    models: [{ id: 'oracle', params: {} }, { id: 'empty', params: {} }],
+    models: [
+      { id: 'oracle', params: {} },
+      { id: 'empty', params: {} },
+    ],
     samples: 1,
     withPaper: true,
     papers: ['grouprms'],
@@ -139,7 +161,10 @@ beforeAll(async () => {
   const queue = new ListQueue();
   await planCloudRun({ ...storage, queue }, { runId, spec, models: { oracle: { config: {} }, empty: { config: {} } } });
   const ctx = await loadRunContext(storage, runId);
-  const clients = new Map<string, ModelClient>([['oracle', new OracleModel(ctx.pset)], ['empty', new EmptyModel()]]);
+  const clients = new Map<string, ModelClient>([
+    ['oracle', new OracleModel(ctx.pset)],
+    ['empty', new EmptyModel()],
+  ]);
   for (const { message } of queue.sent) await generateTask({ store: storage.store, clients }, ctx, message);
 
   // Act: the container's main() on recorded clients.
@@ -186,13 +211,24 @@ describe('the evaluation task role', () => {
     expect(exit).toBe(0);
     const actions = new Set(calls.map((c) => c.action));
     // What a shard does, so that a recording that missed a client cannot pass for coverage.
-    expect([...actions].sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem', 's3:GetObject', 's3:PutObject']);
+    expect([...actions].sort()).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+      's3:GetObject',
+      's3:PutObject',
+    ]);
     const statements = roleStatements(template, role);
     expect(calls.filter((c) => !allowed(c, statements, tableArn, bucketArn))).toEqual([]);
     // The environment check: read and stored under the image, recorded under the run.
-    expect(calls.filter((c) => c.keys.some((k) => k.startsWith('IMAGE#'))).map((c) => c.action).sort()).toEqual([
-      'dynamodb:GetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:PutItem',
-    ]);
+    expect(
+      calls
+        .filter((c) => c.keys.some((k) => k.startsWith('IMAGE#')))
+        .map((c) => c.action)
+        .sort(),
+    ).toEqual(['dynamodb:GetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:PutItem']);
   });
 
   it('and so do the gateway endpoint policies the calls go through', () => {
@@ -201,7 +237,7 @@ describe('the evaluation task role', () => {
     expect(calls.filter((c) => !allowed(c, statements, tableArn, bucketArn))).toEqual([]);
   });
 
-  it('would refuse what a shard never needs: another run\'s index listing, a claim delete, an object outside evaluation/', () => {
+  it("would refuse what a shard never needs: another run's index listing, a claim delete, an object outside evaluation/", () => {
     const statements = roleStatements(template, role);
     expect(allowed({ action: 'dynamodb:Query', keys: ['RUNS'], index: 'gsi1' }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 'dynamodb:DeleteItem', keys: ['TASK#x'] }, statements, tableArn, bucketArn)).toBe(false);
@@ -235,24 +271,52 @@ describe('the batch round role', () => {
     server = await startFakeOpenAI(answerBook(pset, promptTemplate, true));
     server.backend.plans = [{ hold: true }];
     const entry = parseModelEntry({
-      id: 'fake-gpt', provider: 'openai', model: 'gpt-fake', base_url: `${server.url}/v1`, params: { max_output_tokens: 2000, temperature: 0 },
-      prices: { input: 2, cached_input: 0.5, output: 8, as_of: '2026-12-01', batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' } },
-      knowledge_cutoff: '2024-06', context_window: 1000000,
+      id: 'fake-gpt',
+      provider: 'openai',
+      model: 'gpt-fake',
+      base_url: `${server.url}/v1`,
+      params: { max_output_tokens: 2000, temperature: 0 },
+      prices: {
+        input: 2,
+        cached_input: 0.5,
+        output: 8,
+        as_of: '2026-12-01',
+        batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' },
+      },
+      knowledge_cutoff: '2024-06',
+      context_window: 1000000,
     });
     const hosted = new HostedModels([entry], staticKeySource({ OPENAI_API_KEY: 'test-key' }));
     const batch = hosted.resolveBatch(entry.id)!;
     const spec: RunSpec = {
-      psetDigest: pset.digest, psetRoot: await uploadPsetBundle(storage.blobs, pset), models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }],
-      samples: 1, withPaper: true, papers: ['grouprms'], promptTemplateDigest: promptTemplate.digest, timeoutSec: 60, budgetUsd: 5,
+      psetDigest: pset.digest,
+      psetRoot: await uploadPsetBundle(storage.blobs, pset),
+      models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }],
+      samples: 1,
+      withPaper: true,
+      papers: ['grouprms'],
+      promptTemplateDigest: promptTemplate.digest,
+      timeoutSec: 60,
+      budgetUsd: 5,
     };
     const runId = computeRunId(spec);
-    await planCloudRun({ ...storage, queue: new ListQueue(), batchCosts: new Map([[entry.id, batch.cost]]) }, { runId, spec, models: { [entry.id]: { config: {} } }, batch: { models: [entry.id] } });
+    await planCloudRun(
+      { ...storage, queue: new ListQueue(), batchCosts: new Map([[entry.id, batch.cost]]) },
+      { runId, spec, models: { [entry.id]: { config: {} } }, batch: { models: [entry.id] } },
+    );
 
     // Act: what one warm BatchRound instance does over two rounds.
     recording = batchCalls;
     try {
       const ctx = await new RunContextCache(storage).get(runId);
-      const deps = { store: storage.store, ledger: storage.ledger!, cache: storage.cache, counters: storage.counters, batchClients: new Map([[entry.id, batch.client]]), batchCosts: new Map([[entry.id, batch.cost]]) };
+      const deps = {
+        store: storage.store,
+        ledger: storage.ledger!,
+        cache: storage.cache,
+        counters: storage.counters,
+        batchClients: new Map([[entry.id, batch.client]]),
+        batchCosts: new Map([[entry.id, batch.cost]]),
+      };
       await batchRound(deps, ctx);
       server.backend.release(server.backend.batches[0].id);
       settled = (await batchRound(deps, ctx)).settled;
@@ -265,7 +329,14 @@ describe('the batch round role', () => {
   it('allows every DynamoDB and S3 call two rounds make', () => {
     expect(settled).toBeGreaterThan(0);
     const actions = new Set(batchCalls.map((c) => c.action));
-    expect([...actions].sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem', 's3:GetObject']);
+    expect([...actions].sort()).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+      's3:GetObject',
+    ]);
     expect(batchCalls.filter((c) => !allowed(c, roleStatements(template, role), tableArn, bucketArn))).toEqual([]);
   });
 

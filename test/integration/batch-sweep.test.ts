@@ -15,7 +15,6 @@ import { startFakeAnthropic, startFakeOpenAI, type FakeServer } from '../../fake
 import { startRcb } from '../reliability/run-cli';
 import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
 
-
 describe('a batch-mode sweep over examples/pset-mini', () => {
   let openai: FakeServer;
   let anthropic: FakeServer;
@@ -33,7 +32,12 @@ describe('a batch-mode sweep over examples/pset-mini', () => {
   };
   const scores = async (file: string, cache: string) => {
     const r = await startRcb(['sweep', 'report', file, '--format', 'json'], { env: env(cache) }).done;
-    return JSON.parse(r.stdout)[0].report.models.map((m: { model: string; scaled: unknown; pass1: unknown; failures: unknown }) => [m.model, m.scaled, m.pass1, m.failures]);
+    return JSON.parse(r.stdout)[0].report.models.map((m: { model: string; scaled: unknown; pass1: unknown; failures: unknown }) => [
+      m.model,
+      m.scaled,
+      m.pass1,
+      m.failures,
+    ]);
   };
 
   beforeAll(async () => {
@@ -81,7 +85,10 @@ describe('a batch-mode sweep over examples/pset-mini', () => {
   it('survives a restart of rcb while a batch is pending, and --cancel-batches stops one', async () => {
     // Prepare: the next OpenAI batch is held until released; Anthropic's completes at once.
     const file = join(dir, 'restart.yaml');
-    writeFileSync(file, `pset: ${PSET_MINI}\nsamples: 1\npapers: [adamlite]\nbudget_usd: 5\nmodels_file: models.yaml\nbatch: { poll_seconds: 0.05 }\nmodels:\n  - id: fake-gpt\n    mode: batch\n  - id: fake-claude\n    mode: batch\n`);
+    writeFileSync(
+      file,
+      `pset: ${PSET_MINI}\nsamples: 1\npapers: [adamlite]\nbudget_usd: 5\nmodels_file: models.yaml\nbatch: { poll_seconds: 0.05 }\nmodels:\n  - id: fake-gpt\n    mode: batch\n  - id: fake-claude\n    mode: batch\n`,
+    );
     openai.backend.plans = [{ hold: true }, { hold: true }];
     const before = openai.backend.batches.length;
     const e = env('cache-restart');
@@ -102,7 +109,10 @@ describe('a batch-mode sweep over examples/pset-mini', () => {
 
     // Act: a new sweep whose OpenAI batch is held, then cancelled.
     const cancelFile = join(dir, 'cancel.yaml');
-    writeFileSync(cancelFile, `pset: ${PSET_MINI}\nsamples: 1\npapers: [grouprms]\nmodels_file: models.yaml\nbatch: { poll_seconds: 0.05 }\nmodels:\n  - id: fake-gpt\n    mode: batch\n`);
+    writeFileSync(
+      cancelFile,
+      `pset: ${PSET_MINI}\nsamples: 1\npapers: [grouprms]\nmodels_file: models.yaml\nbatch: { poll_seconds: 0.05 }\nmodels:\n  - id: fake-gpt\n    mode: batch\n`,
+    );
     const third = startRcb(['sweep', 'run', cancelFile, '--jobs', '1'], { env: e });
     await waitFor(() => openai.backend.batches.length > before + 1 && openai.backend.batches[before + 1].polls > 0);
     third.child.kill('SIGKILL');

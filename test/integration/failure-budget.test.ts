@@ -81,9 +81,12 @@ function setup(baseUrl: string) {
   const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
   const hosted = new HostedModels([parseModelEntry(entry(baseUrl))], staticKeySource({}), { retry: { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 3 } });
   const resolved = hosted.resolve('dear-model')!;
-  const tasks = planTasks(pset, { models: [{ id: 'dear-model', params: resolved.client.params }], samples: 1, withPaper: true, promptTemplateDigest: template.digest }).filter(
-    (t) => t.paper === PAPER,
-  );
+  const tasks = planTasks(pset, {
+    models: [{ id: 'dear-model', params: resolved.client.params }],
+    samples: 1,
+    withPaper: true,
+    promptTemplateDigest: template.digest,
+  }).filter((t) => t.paper === PAPER);
   const deps = (store: SqliteRunStore) => ({ store, clients: new Map([['dear-model', resolved.client]]), costs: new Map([['dear-model', resolved.cost]]) });
   return { pset, template, resolved, tasks, deps };
 }
@@ -166,7 +169,15 @@ describe('error answers on a resumed run', () => {
     try {
       // Act: resume.
       const reopened = await reopenFailedAnswers(store, 'r', up.tasks);
-      const result = await generate(up.deps(store), { runId: 'r', pset: up.pset, template: up.template, withPaper: true, tasks: up.tasks, concurrency: 4, priorAttempts: reopened });
+      const result = await generate(up.deps(store), {
+        runId: 'r',
+        pset: up.pset,
+        template: up.template,
+        withPaper: true,
+        tasks: up.tasks,
+        concurrency: 4,
+        priorAttempts: reopened,
+      });
 
       // Assess
       expect(reopened.size).toBe(up.tasks.length);
@@ -217,7 +228,23 @@ describe('rcb run with the provider unreachable', () => {
     const modelsFile = join(dir, 'models.yaml');
     const writeModels = (url: string) => writeFileSync(modelsFile, `models:\n  - ${JSON.stringify(entry(url))}\n`);
     writeModels(`http://127.0.0.1:${port}/v1`);
-    const args = ['run', '--model', 'dear-model', '--models-file', modelsFile, '--papers', PAPER, '--budget', '5', '--out', join(dir, 'run'), '--jobs', '1', '--executor', 'cold'];
+    const args = [
+      'run',
+      '--model',
+      'dear-model',
+      '--models-file',
+      modelsFile,
+      '--papers',
+      PAPER,
+      '--budget',
+      '5',
+      '--out',
+      join(dir, 'run'),
+      '--jobs',
+      '1',
+      '--executor',
+      'cold',
+    ];
     const env = { RCB_CACHE_DIR: join(dir, 'cache') };
 
     // Act
@@ -265,5 +292,7 @@ test('the error summary counts per kind, names the models and keeps the earliest
     { kind: 'unreachable', count: 2, models: ['a', 'b'], firstMessage: 'first\n  refused', retryable: 1 },
     { kind: 'auth', count: 1, models: ['b'], firstMessage: 'no key', retryable: 1 },
   ]);
-  expect(formatErrorSummary(summary).split('\n')[0]).toBe('generation errors: 2 unreachable (a, b); 1 asked again when the run is resumed; first: first refused');
+  expect(formatErrorSummary(summary).split('\n')[0]).toBe(
+    'generation errors: 2 unreachable (a, b); 1 asked again when the run is resumed; first: first refused',
+  );
 });

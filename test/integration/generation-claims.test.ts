@@ -124,6 +124,8 @@ describe('DynamoRunStore generation claim item', () => {
     expect(item!.expiresAt).toBeLessThanOrEqual(leaseEndSec + 2 * 3600);
 
     await store.releaseGeneration('t1', 'a');
-    expect((await dynamo.doc.send(new GetCommand({ TableName: tableName, Key: runTableKey.generationClaim('t1'), ConsistentRead: true }))).Item).toBeUndefined();
+    expect(
+      (await dynamo.doc.send(new GetCommand({ TableName: tableName, Key: runTableKey.generationClaim('t1'), ConsistentRead: true }))).Item,
+    ).toBeUndefined();
   });
 });

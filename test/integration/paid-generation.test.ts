@@ -56,18 +56,18 @@ async function startEndpoint(failureRate: number, slow: { rate: number; ms: numb
       ep.answering.add(answer);
       void answer.then(() => ep.answering.delete(answer));
       setTimeout(() => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: `chatcmpl-${ep.billed}`,
-          object: 'chat.completion',
-          created: 0,
-          model: 'fake',
-          choices: [{ index: 0, message: { role: 'assistant', content: '```python\n    pass\n```' }, finish_reason: 'stop' }],
-          usage: { ...USAGE, total_tokens: USAGE.prompt_tokens + USAGE.completion_tokens },
-        }),
-      );
-      answered();
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            id: `chatcmpl-${ep.billed}`,
+            object: 'chat.completion',
+            created: 0,
+            model: 'fake',
+            choices: [{ index: 0, message: { role: 'assistant', content: '```python\n    pass\n```' }, finish_reason: 'stop' }],
+            usage: { ...USAGE, total_tokens: USAGE.prompt_tokens + USAGE.completion_tokens },
+          }),
+        );
+        answered();
       }, delay);
     });
   });
@@ -98,7 +98,12 @@ function setup(url: string, timeoutMs?: number) {
   const hosted = new HostedModels([entry], staticKeySource({ FAKE_ENDPOINT_KEY: 'k' }), { retry: { baseDelayMs: 2, maxDelayMs: 10 }, timeoutMs });
   const resolved = hosted.resolve('fake-model')!;
   const store = new SqliteRunStore(':memory:');
-  const tasks = planTasks(pset, { models: [{ id: 'fake-model', params: resolved.client.params }], samples: 8, withPaper: true, promptTemplateDigest: template.digest });
+  const tasks = planTasks(pset, {
+    models: [{ id: 'fake-model', params: resolved.client.params }],
+    samples: 8,
+    withPaper: true,
+    promptTemplateDigest: template.digest,
+  });
   return { pset, template, entry, resolved, store, tasks };
 }
 
@@ -209,7 +214,10 @@ describe('paid generation when answers come later than the client waits', () => 
       expect(assumed).toBeGreaterThan(0);
       const perCall = costOf({ inputTokens: 1000, cachedInputTokens: 0, outputTokens: 200, reasoningTokens: 0 }, entry.prices);
       const run = (await store.getRun('t'))!;
-      expect(run.spentUsd).toBeCloseTo(completions.reduce((a, c) => a + c.costUsd, 0), 9);
+      expect(run.spentUsd).toBeCloseTo(
+        completions.reduce((a, c) => a + c.costUsd, 0),
+        9,
+      );
       expect(run.spentUsd).toBeGreaterThanOrEqual(perCall * ep.billed - 1e-9);
       expect(run.reservedUsd).toBeCloseTo(0, 9);
     } finally {

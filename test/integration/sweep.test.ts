@@ -36,9 +36,20 @@ function problemsOf(text: string, file = '/sweeps/s.yaml'): string[] {
 
 describe('a sweep file', () => {
   test('is read with its defaults, paths relative to the file', () => {
-    const s = parseSweep('/sweeps/frontier.yaml', 'pset: ../psets/mini\nmodels:\n  - id: gpt-4.1\n  - id: claude-sonnet-4.6\n    mode: batch\n    budget_usd: 3\n');
+    const s = parseSweep(
+      '/sweeps/frontier.yaml',
+      'pset: ../psets/mini\nmodels:\n  - id: gpt-4.1\n  - id: claude-sonnet-4.6\n    mode: batch\n    budget_usd: 3\n',
+    );
 
-    expect(s).toMatchObject({ pset: '/psets/mini', out: '/sweeps/sweeps/frontier', samples: 1, withPaper: true, papers: null, timeoutSec: 60, budgetUsd: null });
+    expect(s).toMatchObject({
+      pset: '/psets/mini',
+      out: '/sweeps/sweeps/frontier',
+      samples: 1,
+      withPaper: true,
+      papers: null,
+      timeoutSec: 60,
+      budgetUsd: null,
+    });
     expect(s.batch).toEqual({ pollSeconds: 60, maxRounds: 3, retryInteractively: false });
     expect(s.models).toEqual([
       { id: 'gpt-4.1', name: 'gpt-4.1', params: {}, mode: 'interactive', budgetUsd: null, line: 3 },
@@ -114,7 +125,10 @@ describe('a sweep read against the registry', () => {
     const { load: l } = load('samples: 2\npapers: [adamlite]\nbudget_usd: 3\nmodels:\n  - id: gpt-4.1\n  - id: claude-sonnet-4.6\n    mode: batch\n');
 
     const { run, hosted } = l();
-    const single = resolveRun({ pset: PSET_MINI, model: ['gpt-4.1', 'claude-sonnet-4.6'], samples: '2', paper: true, papers: 'adamlite', timeout: '60', budget: '3' }, hosted);
+    const single = resolveRun(
+      { pset: PSET_MINI, model: ['gpt-4.1', 'claude-sonnet-4.6'], samples: '2', paper: true, papers: 'adamlite', timeout: '60', budget: '3' },
+      hosted,
+    );
 
     expect(run.runId).toBe(single.runId);
     expect(planTasks(run.pset, run.spec).map((t) => t.taskId)).toEqual(planTasks(single.pset, single.spec).map((t) => t.taskId));
@@ -142,31 +156,84 @@ describe('per-model budgets', () => {
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'x' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1000, completion_tokens: 100 } }));
+        res.end(
+          JSON.stringify({
+            id: 'c',
+            object: 'chat.completion',
+            created: 0,
+            model: 'm',
+            choices: [{ index: 0, message: { role: 'assistant', content: 'x' }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 1000, completion_tokens: 100 },
+          }),
+        );
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
     const entry = (id: string) =>
-      parseModelEntry({ id, provider: 'openai-compatible', model: 'm', base_url: url, params: { max_output_tokens: 200 }, prices: { input: 1, cached_input: 1, output: 1, as_of: '2026-12-01' }, knowledge_cutoff: '2024-01', context_window: 100000 });
+      parseModelEntry({
+        id,
+        provider: 'openai-compatible',
+        model: 'm',
+        base_url: url,
+        params: { max_output_tokens: 200 },
+        prices: { input: 1, cached_input: 1, output: 1, as_of: '2026-12-01' },
+        knowledge_cutoff: '2024-01',
+        context_window: 100000,
+      });
     const hosted = new HostedModels([entry('a'), entry('b')], staticKeySource({}));
     const a = hosted.resolve('a')!;
     const b = hosted.resolve('b')!;
     const pset = loadPset(PSET_MINI);
     const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
-    const spec = { psetDigest: pset.digest, psetRoot: '', models: [{ id: 'a', params: a.client.params }, { id: 'b', params: b.client.params }], samples: 1, withPaper: true, papers: null, promptTemplateDigest: template.digest, timeoutSec: 60, budgetUsd: 1 };
+    const spec = {
+      psetDigest: pset.digest,
+      psetRoot: '',
+      models: [
+        { id: 'a', params: a.client.params },
+        { id: 'b', params: b.client.params },
+      ],
+      samples: 1,
+      withPaper: true,
+      papers: null,
+      promptTemplateDigest: template.digest,
+      timeoutSec: 60,
+      budgetUsd: 1,
+    };
     const tasks = planTasks(pset, spec);
     const billed = a.cost.billed({ inputTokens: 1000, cachedInputTokens: 0, outputTokens: 100, reasoningTokens: 0 });
     const budgetA = billed * 9;
     const store = new SqliteRunStore(':memory:');
     const stamp = new Date().toISOString();
-    await store.createRun({ runId: 'r', spec, source: 'rcb', papers: [], models: {}, status: 'generating', createdAt: stamp, updatedAt: stamp, spentUsd: 0, reservedUsd: 0 });
+    await store.createRun({
+      runId: 'r',
+      spec,
+      source: 'rcb',
+      papers: [],
+      models: {},
+      status: 'generating',
+      createdAt: stamp,
+      updatedAt: stamp,
+      spentUsd: 0,
+      reservedUsd: 0,
+    });
     try {
       const cappedModels = await openBudgetAccounts(store, 'r', spec, { a: budgetA });
 
       // Act
       const result = await generate(
-        { store, clients: new Map([['a', a.client], ['b', b.client]]), costs: new Map([['a', a.cost], ['b', b.cost]]), cappedModels },
+        {
+          store,
+          clients: new Map([
+            ['a', a.client],
+            ['b', b.client],
+          ]),
+          costs: new Map([
+            ['a', a.cost],
+            ['b', b.cost],
+          ]),
+          cappedModels,
+        },
         { runId: 'r', pset, template, withPaper: true, tasks, concurrency: 8 },
       );
 
@@ -228,7 +295,11 @@ describe('rcb sweep run, status and report', () => {
       expect(again.status).toBe(0);
       expect(again.stdout).toMatch(/run succeeded .*: 0 model call\(s\)/);
       expect(status.stdout).toMatch(/run [0-9a-f]{16} \(.*out\/.*\): succeeded, spend \$\d+\.\d{4} of \$1\.00/);
-      expect(status.stdout).toMatch(new RegExp(`  fake-chat \\(interactive\\): ${tasksPerModel}/${tasksPerModel} answered, ${tasksPerModel}/${tasksPerModel} judged, spend \\$\\d+\\.\\d{4} of \\$0\\.50`));
+      expect(status.stdout).toMatch(
+        new RegExp(
+          `  fake-chat \\(interactive\\): ${tasksPerModel}/${tasksPerModel} answered, ${tasksPerModel}/${tasksPerModel} judged, spend \\$\\d+\\.\\d{4} of \\$0\\.50`,
+        ),
+      );
       expect(status.stdout).toContain(`  fake-chat-warm (interactive): ${tasksPerModel}/${tasksPerModel} answered`);
       expect(reports.map((r) => r.status)).toEqual([0, 0, 0, 0, 0]);
       const [table, json, csv, markdown, official] = reports.map((r) => r.stdout);
@@ -261,7 +332,9 @@ describe('rcb sweep run, status and report', () => {
     const env = { RCB_CACHE_DIR: join(dir, 'cache') };
     const cli = (...args: string[]) => startRcb(args, { env }).done;
     const scores = async (file: string) =>
-      JSON.parse((await cli('sweep', 'report', file, '--format', 'json')).stdout)[0].report.models.map((m: { model: string; scaled: unknown; pass1: unknown; failures: unknown }) => [m.model, m.scaled, m.pass1, m.failures]);
+      JSON.parse((await cli('sweep', 'report', file, '--format', 'json')).stdout)[0].report.models.map(
+        (m: { model: string; scaled: unknown; pass1: unknown; failures: unknown }) => [m.model, m.scaled, m.pass1, m.failures],
+      );
     try {
       // Act
       const local = await cli('sweep', 'run', join(dir, 'local.yaml'), '--jobs', '2', '--executor', 'cold');

@@ -39,13 +39,34 @@ class MemoryBatchClient implements BatchClient {
 async function run(limits: BatchLimits) {
   const pset = loadPset(PSET_MINI);
   const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
-  const spec = { psetDigest: pset.digest, psetRoot: '', models: [{ id: 'm', params: {} }], samples: 1, withPaper: true, papers: null, promptTemplateDigest: template.digest, timeoutSec: 60, budgetUsd: 100 };
+  const spec = {
+    psetDigest: pset.digest,
+    psetRoot: '',
+    models: [{ id: 'm', params: {} }],
+    samples: 1,
+    withPaper: true,
+    papers: null,
+    promptTemplateDigest: template.digest,
+    timeoutSec: 60,
+    budgetUsd: 100,
+  };
   const tasks = planTasks(pset, spec);
   const file = join(tempDir('rcb-batch-limits-'), 'rcb.sqlite');
   const store = new SqliteRunStore(file);
   const ledger = new SqliteBatchLedger(file);
   const stamp = new Date().toISOString();
-  await store.createRun({ runId: 'r', spec, source: 'rcb', papers: [], models: {}, status: 'generating', createdAt: stamp, updatedAt: stamp, spentUsd: 0, reservedUsd: 0 });
+  await store.createRun({
+    runId: 'r',
+    spec,
+    source: 'rcb',
+    papers: [],
+    models: {},
+    status: 'generating',
+    createdAt: stamp,
+    updatedAt: stamp,
+    spentUsd: 0,
+    reservedUsd: 0,
+  });
   const client = new MemoryBatchClient(limits);
   const cost: CostModel = { worstCase: () => 0.01, billed: () => 0.001 };
   const notes: string[] = [];
@@ -68,7 +89,12 @@ describe('batch limits', () => {
 
     expect(client.batches.length).toBeGreaterThan(1);
     for (const b of client.batches) expect(b.length === 1 || b.reduce((a, x) => a + x.prompt.text.length, 0) <= 20_000).toBe(true);
-    expect(client.batches.flat().map((r) => r.customId).sort()).toEqual(tasks.map((t) => t.taskId).sort());
+    expect(
+      client.batches
+        .flat()
+        .map((r) => r.customId)
+        .sort(),
+    ).toEqual(tasks.map((t) => t.taskId).sort());
     expect(result).toMatchObject({ answered: tasks.length, open: 0 });
     expect(r.spentUsd).toBeCloseTo(tasks.length * 0.001, 9);
   });

@@ -51,21 +51,59 @@ class CrashOnAccepted implements BatchLedger {
 
 async function setup() {
   const entry = parseModelEntry({
-    id: 'fake-gpt', provider: 'openai', model: 'gpt-fake', base_url: `${server.url}/v1`, params: { max_output_tokens: 2000, temperature: 0 },
-    prices: { input: 2, cached_input: 0.5, output: 8, as_of: '2026-12-01', batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' } },
-    knowledge_cutoff: '2024-06', context_window: 1000000,
+    id: 'fake-gpt',
+    provider: 'openai',
+    model: 'gpt-fake',
+    base_url: `${server.url}/v1`,
+    params: { max_output_tokens: 2000, temperature: 0 },
+    prices: {
+      input: 2,
+      cached_input: 0.5,
+      output: 8,
+      as_of: '2026-12-01',
+      batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' },
+    },
+    knowledge_cutoff: '2024-06',
+    context_window: 1000000,
   });
   const hosted = new HostedModels([entry], staticKeySource({ OPENAI_API_KEY: 'test-key' }));
   const batch = hosted.resolveBatch(entry.id)!;
-  const spec: RunSpec = { psetDigest: pset.digest, psetRoot: '', models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }], samples: 2, withPaper: true, papers: ['adamlite'], promptTemplateDigest: template.digest, timeoutSec: 60, budgetUsd: 5 };
+  const spec: RunSpec = {
+    psetDigest: pset.digest,
+    psetRoot: '',
+    models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }],
+    samples: 2,
+    withPaper: true,
+    papers: ['adamlite'],
+    promptTemplateDigest: template.digest,
+    timeoutSec: 60,
+    budgetUsd: 5,
+  };
   const file = join(tempDir('rcb-submit-crash-'), 'rcb.sqlite');
   const store = new SqliteRunStore(file);
   const ledger = new SqliteBatchLedger(file);
   const stamp = new Date().toISOString();
-  await store.createRun({ runId: 'r', spec, source: 'rcb', papers: [], models: {}, status: 'generating', createdAt: stamp, updatedAt: stamp, spentUsd: 0, reservedUsd: 0 });
+  await store.createRun({
+    runId: 'r',
+    spec,
+    source: 'rcb',
+    papers: [],
+    models: {},
+    status: 'generating',
+    createdAt: stamp,
+    updatedAt: stamp,
+    spentUsd: 0,
+    reservedUsd: 0,
+  });
   await store.setRunBudget('r', 5);
   const tasks = planTasks(pset, spec);
-  const deps = { store, ledger, batchClients: new Map([[entry.id, batch.client]]), batchCosts: new Map([[entry.id, batch.cost]]), sleep: async () => undefined };
+  const deps = {
+    store,
+    ledger,
+    batchClients: new Map([[entry.id, batch.client]]),
+    batchCosts: new Map([[entry.id, batch.cost]]),
+    sleep: async () => undefined,
+  };
   const input = { runId: 'r', pset, template, withPaper: true, tasks, pollMs: 0 };
   const perAnswer = (FAKE_USAGE.input * 1 + FAKE_USAGE.output * 4) / 1e6;
   return { store, ledger, deps, input, tasks, perAnswer, close: async () => (await store.close(), ledger.close()) };
@@ -74,7 +112,7 @@ async function setup() {
 describe('a crash inside the submit window', () => {
   it.each([
     ['the local runner (reservations cleared on restart)', true],
-    ['the cloud lane\'s next round (reservations still held)', false],
+    ["the cloud lane's next round (reservations still held)", false],
   ])('is followed, for %s, by a poll of the batch the provider holds: nothing submitted or paid twice', async (_who, cleared) => {
     // Prepare
     const s = await setup();
@@ -106,7 +144,17 @@ describe('a crash inside the submit window', () => {
     try {
       // Prepare: a submit recorded, its worst case held, and no batch at the provider.
       await s.store.reserveBudget('r', 1.5);
-      await s.ledger.putBatch({ batchKey: 'fake-gpt#1', runId: 'r', model: 'fake-gpt', providerBatchId: null, taskIds: s.tasks.map((t) => t.taskId), reservedUsd: 1.5, state: 'submitting', submittedAt: new Date().toISOString(), intentId: 'rcb-r-1-never-sent' });
+      await s.ledger.putBatch({
+        batchKey: 'fake-gpt#1',
+        runId: 'r',
+        model: 'fake-gpt',
+        providerBatchId: null,
+        taskIds: s.tasks.map((t) => t.taskId),
+        reservedUsd: 1.5,
+        state: 'submitting',
+        submittedAt: new Date().toISOString(),
+        intentId: 'rcb-r-1-never-sent',
+      });
 
       const resumed = await generateBatches(s.deps, s.input);
 

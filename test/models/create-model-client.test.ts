@@ -31,7 +31,12 @@ describe('creating model clients', () => {
   let server: FakeProvider;
   beforeAll(async () => {
     server = await startFakeProvider(() => ({
-      body: { id: 'c', object: 'chat.completion', model: 'qwen', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }] },
+      body: {
+        id: 'c',
+        object: 'chat.completion',
+        model: 'qwen',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+      },
     }));
   });
   afterAll(() => server.close());
@@ -39,8 +44,8 @@ describe('creating model clients', () => {
   test('each provider gets its own client, with its key from the key source', async () => {
     const keys = staticKeySource({ OPENAI_API_KEY: 'o', ANTHROPIC_API_KEY: 'a', GEMINI_API_KEY: 'g', DEEPSEEK_API_KEY: 'd' });
     const kinds = await Promise.all(
-      ['gpt-4.1', 'gpt-5.4', 'claude-sonnet-4.6', 'gemini-3-flash', 'bedrock-nova-pro', 'deepseek-chat'].map(async (id) =>
-        (await createModelClient(findModel(registry, id), keys, { aws: { region: 'us-east-1' } })).constructor,
+      ['gpt-4.1', 'gpt-5.4', 'claude-sonnet-4.6', 'gemini-3-flash', 'bedrock-nova-pro', 'deepseek-chat'].map(
+        async (id) => (await createModelClient(findModel(registry, id), keys, { aws: { region: 'us-east-1' } })).constructor,
       ),
     );
 

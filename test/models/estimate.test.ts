@@ -42,7 +42,10 @@ describe('estimate for one model', () => {
     const e = estimateModel(entry, [{ prefix: g.prefix, suffixes: [g.suffixes[0], g.suffixes[0], g.suffixes[1]] }], { outputTokensPerCall: 500 });
 
     expect(e.worstCaseUsd).toBeCloseTo(2 * worst(g.suffixes[0]) + worst(g.suffixes[1]), 12);
-    expect(e).toMatchObject({ calls: 3, inputTokens: 3 * countTokens(g.prefix, entry).tokens + 2 * countTokens(g.suffixes[0], entry).tokens + countTokens(g.suffixes[1], entry).tokens });
+    expect(e).toMatchObject({
+      calls: 3,
+      inputTokens: 3 * countTokens(g.prefix, entry).tokens + 2 * countTokens(g.suffixes[0], entry).tokens + countTokens(g.suffixes[1], entry).tokens,
+    });
   });
 
   test('assumes longer answers from reasoning models', () => {

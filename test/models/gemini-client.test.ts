@@ -53,10 +53,17 @@ providerContract({
   // Gemini gives its wait in the body (google.rpc.RetryInfo), not in a header.
   rateLimited: (s) =>
     googleError(429, 'RESOURCE_EXHAUSTED', 'You exceeded your current quota, please check your plan and billing details.', [
-      { '@type': 'type.googleapis.com/google.rpc.QuotaFailure', violations: [{ quotaMetric: 'generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count' }] },
+      {
+        '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+        violations: [{ quotaMetric: 'generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count' }],
+      },
       { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${s}s` },
     ]),
-  serverError: googleError(500, 'INTERNAL', 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting'),
+  serverError: googleError(
+    500,
+    'INTERNAL',
+    'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+  ),
   badRequest: (m) => googleError(400, 'INVALID_ARGUMENT', m),
   unauthorized: googleError(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [
     { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' },

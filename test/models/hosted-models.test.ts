@@ -45,12 +45,25 @@ describe('hosted models for a run', () => {
     expect(hosted.resolve('gpt-4.1', { temperature: 0.7 })!.client.params.temperature).toBe(0.7);
   });
 
-  test('a batch client keeps its provider\'s limits before it is built (its key not yet read)', () => {
+  test("a batch client keeps its provider's limits before it is built (its key not yet read)", () => {
     const hosted = new HostedModels(registry, staticKeySource({}));
     const bedrock = parseModelEntry({
-      id: 'claude-on-bedrock', provider: 'bedrock', model: 'anthropic.claude-fake', region: 'us-east-1', params: { max_output_tokens: 1000 },
-      prices: { input: 3, cached_input: 0.3, output: 15, as_of: '2026-12-01', batch: { input: 1.5, cached_input: 0.15, output: 7.5, as_of: '2026-12-01', source: 'https://aws.amazon.com/bedrock/pricing/' } },
-      knowledge_cutoff: '2025-01', context_window: 200000, batch_s3_uri: 's3://b/rcb', batch_role_arn: 'arn:aws:iam::123456789012:role/rcb-batch',
+      id: 'claude-on-bedrock',
+      provider: 'bedrock',
+      model: 'anthropic.claude-fake',
+      region: 'us-east-1',
+      params: { max_output_tokens: 1000 },
+      prices: {
+        input: 3,
+        cached_input: 0.3,
+        output: 15,
+        as_of: '2026-12-01',
+        batch: { input: 1.5, cached_input: 0.15, output: 7.5, as_of: '2026-12-01', source: 'https://aws.amazon.com/bedrock/pricing/' },
+      },
+      knowledge_cutoff: '2025-01',
+      context_window: 200000,
+      batch_s3_uri: 's3://b/rcb',
+      batch_role_arn: 'arn:aws:iam::123456789012:role/rcb-batch',
     });
 
     expect(hosted.resolveBatch('gemini-3-flash')!.client.limits).toEqual({ maxRequests: 10_000, maxPromptChars: 8_000_000 });
@@ -80,7 +93,10 @@ describe('hosted models for a run', () => {
   test('a missing key fails each call with an auth error, and checkKeys reports it up front', async () => {
     const hosted = new HostedModels(registry, staticKeySource({ OPENAI_API_KEY: 'o' }));
 
-    const err = await hosted.resolve('gemini-3-flash')!.client.complete(request()).catch((e: unknown) => e);
+    const err = await hosted
+      .resolve('gemini-3-flash')!
+      .client.complete(request())
+      .catch((e: unknown) => e);
 
     expect(err).toBeInstanceOf(ModelError);
     expect((err as ModelError).kind).toBe('auth');

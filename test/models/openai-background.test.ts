@@ -56,14 +56,41 @@ async function setup() {
   const entry = parseModelEntry(raw(server.url));
   const hosted = new HostedModels([entry], staticKeySource({ OPENAI_API_KEY: 'test-key' }));
   const background = hosted.resolveBackground(entry.id)!;
-  const spec: RunSpec = { psetDigest: pset.digest, psetRoot: '', models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }], samples: 1, withPaper: true, papers: ['adamlite'], promptTemplateDigest: template.digest, timeoutSec: 60, budgetUsd: null };
+  const spec: RunSpec = {
+    psetDigest: pset.digest,
+    psetRoot: '',
+    models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }],
+    samples: 1,
+    withPaper: true,
+    papers: ['adamlite'],
+    promptTemplateDigest: template.digest,
+    timeoutSec: 60,
+    budgetUsd: null,
+  };
   const tasks = planTasks(pset, spec);
   const file = join(tempDir('rcb-background-'), 'rcb.sqlite');
   const store = new SqliteRunStore(file);
   const ledger = new SqliteBatchLedger(file);
   const stamp = new Date().toISOString();
-  await store.createRun({ runId: 'r', spec, source: 'rcb', papers: [], models: {}, status: 'generating', createdAt: stamp, updatedAt: stamp, spentUsd: 0, reservedUsd: 0 });
-  const deps = { store, ledger, batchClients: new Map([[entry.id, background.client]]), batchCosts: new Map([[entry.id, background.cost]]), sleep: async () => undefined };
+  await store.createRun({
+    runId: 'r',
+    spec,
+    source: 'rcb',
+    papers: [],
+    models: {},
+    status: 'generating',
+    createdAt: stamp,
+    updatedAt: stamp,
+    spentUsd: 0,
+    reservedUsd: 0,
+  });
+  const deps = {
+    store,
+    ledger,
+    batchClients: new Map([[entry.id, background.client]]),
+    batchCosts: new Map([[entry.id, background.cost]]),
+    sleep: async () => undefined,
+  };
   const input = { runId: 'r', pset, template, withPaper: true, tasks, pollMs: 0 };
   return { entry, store, ledger, deps, input, tasks, file, close: async () => (await store.close(), ledger.close()) };
 }
@@ -89,9 +116,10 @@ describe('a slow model in background mode', () => {
       expect(failed).toHaveLength(1);
       expect(failed[0].error).toMatchObject({ kind: 'other' });
       expect(failed[0].error!.message).toContain('invalid_prompt');
-      for (const c of answers.values()) if (!c.error) expect(c.text).toBe(answer(server.responses.find((r) => responseIdOf(s, c.batchId!, c.taskId) === r.id)!.prompt));
+      for (const c of answers.values())
+        if (!c.error) expect(c.text).toBe(answer(server.responses.find((r) => responseIdOf(s, c.batchId!, c.taskId) === r.id)!.prompt));
       const run = (await s.store.getRun('r'))!;
-      expect(run.spentUsd).toBeCloseTo((n - 1) * (FAKE_USAGE.input * 2 + FAKE_USAGE.output * 8) / 1e6, 9);
+      expect(run.spentUsd).toBeCloseTo(((n - 1) * (FAKE_USAGE.input * 2 + FAKE_USAGE.output * 8)) / 1e6, 9);
       expect(run.reservedUsd).toBeCloseTo(0, 9);
     } finally {
       await s.close();
@@ -140,7 +168,9 @@ describe('a slow model in background mode', () => {
   });
 
   it('is refused in the registry for a provider without a background mode', () => {
-    expect(() => parseModelEntry(raw('http://x', { provider: 'anthropic', params: { max_output_tokens: 1000 } }))).toThrow(/slow: needs a provider with a background mode/);
+    expect(() => parseModelEntry(raw('http://x', { provider: 'anthropic', params: { max_output_tokens: 1000 } }))).toThrow(
+      /slow: needs a provider with a background mode/,
+    );
     expect(() => parseModelEntry(raw('http://x', { provider: 'anthropic', params: { max_output_tokens: 1000 } }))).toThrow(RegistryError);
   });
 });

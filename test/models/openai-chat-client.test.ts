@@ -101,7 +101,7 @@ describe('OpenAI Chat Completions request', () => {
   test('the prompt cache key depends on the shared prefix only', async () => {
     const client = new OpenAIChatClient(entry(server.url), 'sk-test');
     const other = request();
-    other.prompt = { text: PREFIX + 'another snippet', sharedPrefixChars: PREFIX.length };
+    other.prompt = { text: `${PREFIX}another snippet`, sharedPrefixChars: PREFIX.length };
 
     await client.complete(request());
     await client.complete(other);

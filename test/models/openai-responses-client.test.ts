@@ -65,7 +65,10 @@ providerContract({
   },
   truncated: response('', 'incomplete', 'max_output_tokens'),
   rateLimited: (s) => openaiError(429, 'Rate limit reached for gpt-5.4 on tokens per min (TPM).', 'rate_limit_exceeded', { 'retry-after': String(s) }),
-  serverError: { status: 503, body: { error: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', param: null, code: null } } },
+  serverError: {
+    status: 503,
+    body: { error: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', param: null, code: null } },
+  },
   badRequest: (m) => openaiError(400, m, null),
   unauthorized: openaiError(401, 'Incorrect API key provided.', 'invalid_api_key'),
   contextTooLong: openaiError(400, 'Your input exceeds the context window of this model. Please adjust your input and try again.', 'context_length_exceeded'),
@@ -98,7 +101,9 @@ describe('OpenAI Responses request', () => {
   });
 
   test('a failed response with a server_error is a retryable server error', async () => {
-    server.reply({ body: { ...(response('').body as object), status: 'failed', output: [], error: { code: 'server_error', message: 'Something went wrong' } } });
+    server.reply({
+      body: { ...(response('').body as object), status: 'failed', output: [], error: { code: 'server_error', message: 'Something went wrong' } },
+    });
 
     const err = await caught(new OpenAIResponsesClient(entry(server.url), 'sk-test').complete(request()));
 

@@ -1,4 +1,11 @@
-import { errorFromSdk, errorFromStatus, errorFromTransport, isContextLengthMessage, retryAfterMs, retryDelayFromGoogleBody } from '../../adapters/models/provider-errors';
+import {
+  errorFromSdk,
+  errorFromStatus,
+  errorFromTransport,
+  isContextLengthMessage,
+  retryAfterMs,
+  retryDelayFromGoogleBody,
+} from '../../adapters/models/provider-errors';
 
 /** A failure the way undici's fetch reports it: TypeError('fetch failed') caused by the system error. */
 function fetchFailed(code: string, syscall?: string): Error {

@@ -17,9 +17,12 @@ describe('provider lane table', () => {
     for (const p of providers) expect({ p, lane: providerModule(p).lane }).toEqual({ p, lane: (PROVIDER_LANES[p] as { lane?: string }).lane });
   });
 
-  it('is what the stack deploys by default, and the router sends each provider to its module\'s lane there', () => {
+  it("is what the stack deploys by default, and the router sends each provider to its module's lane there", () => {
     // Prepare
-    const routing: LaneRouting = { queueUrls: Object.fromEntries(DEFAULT_LANES.map((l) => [l.name, `https://sqs/${l.name}`])), defaultLane: DEFAULT_LANES[0].name };
+    const routing: LaneRouting = {
+      queueUrls: Object.fromEntries(DEFAULT_LANES.map((l) => [l.name, `https://sqs/${l.name}`])),
+      defaultLane: DEFAULT_LANES[0].name,
+    };
 
     // Act
     const routed = Object.fromEntries((Object.keys(PROVIDER_MODULES) as Provider[]).map((p) => [p, laneForProvider(p, routing)]));
@@ -27,6 +30,7 @@ describe('provider lane table', () => {
     // Assess
     expect(DEFAULT_LANES.map((l) => l.name)).toEqual(defaultLanes().map((l) => l.name));
     expect(DEFAULT_LANES.map((l) => l.name)).toEqual(['openai', 'anthropic', 'gemini', 'bedrock']);
-    for (const p of Object.keys(PROVIDER_MODULES) as Provider[]) expect({ p, lane: routed[p] }).toEqual({ p, lane: providerModule(p).lane ?? routing.defaultLane });
+    for (const p of Object.keys(PROVIDER_MODULES) as Provider[])
+      expect({ p, lane: routed[p] }).toEqual({ p, lane: providerModule(p).lane ?? routing.defaultLane });
   });
 });

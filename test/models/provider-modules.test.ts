@@ -25,7 +25,6 @@ describe('provider modules', () => {
     expect(tokenizerFor({ provider: 'anthropic', model: 'claude' })).toBe('approx');
   });
 
-
   test('every provider with a batch window has a batch client, and only those', () => {
     for (const p of PROVIDERS) expect(!!providerModule(p).createBatchClient).toBe(providerModule(p).batchWindowHours !== undefined);
     expect(PROVIDERS.filter((p) => providerModule(p).createBatchClient).sort()).toEqual(['anthropic', 'bedrock', 'gemini', 'openai', 'openai-responses']);

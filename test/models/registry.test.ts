@@ -110,7 +110,9 @@ describe('model registry', () => {
     }
     expect(batchProblem(findModel(loadRegistry(), 'bedrock-nova-pro'))).toMatch(/batch_s3_uri and batch_role_arn/);
     expect(batchProblem(findModel(loadRegistry(), 'deepseek-chat'))).toMatch(/has no batch API/);
-    expect(batchProblem({ ...findModel(loadRegistry(), 'gpt-4.1'), prices: { ...findModel(loadRegistry(), 'gpt-4.1').prices, batch: undefined } })).toMatch(/no batch prices/);
+    expect(batchProblem({ ...findModel(loadRegistry(), 'gpt-4.1'), prices: { ...findModel(loadRegistry(), 'gpt-4.1').prices, batch: undefined } })).toMatch(
+      /no batch prices/,
+    );
   });
 
   test('a misspelt field is refused rather than ignored', () => {

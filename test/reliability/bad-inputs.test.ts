@@ -28,7 +28,7 @@ interface BadInput {
   expected: string | RegExp;
 }
 
-const yamlOf = (...lines: string[]) => lines.join('\n') + '\n';
+const yamlOf = (...lines: string[]) => `${lines.join('\n')}\n`;
 const alphaFiles = Object.keys(goodPaperFiles()).filter((k) => k.startsWith('alpha/'));
 const GOOD_REPLAY = JSON.stringify({ paper: 'alpha', snippet: 'inner', model: 'r', sample: 0, completion: '```python\nb = 1\n```' });
 /** A paid model on a local address nothing listens on; the run must stop before any call. */
@@ -47,7 +47,11 @@ const MODELS_FILE = yamlOf(
 
 const CASES: BadInput[] = [
   // SPEC 3: snippet markers, each at the annotated file and line.
-  { name: 'close with nothing open', changes: { 'alpha/model.py': MODEL_PY + '# </paper2code name="ghost">\n' }, expected: 'alpha/model.py:12: close marker for "ghost" with no snippet open' },
+  {
+    name: 'close with nothing open',
+    changes: { 'alpha/model.py': `${MODEL_PY}# </paper2code name="ghost">\n` },
+    expected: 'alpha/model.py:12: close marker for "ghost" with no snippet open',
+  },
   {
     name: 'close naming another snippet',
     changes: { 'alpha/model.py': MODEL_PY.replace('# </paper2code name="inner">', '# </paper2code name="outer">') },
@@ -58,13 +62,21 @@ const CASES: BadInput[] = [
     changes: { 'alpha/model.py': MODEL_PY.replace('    # </paper2code name="inner">', '# </paper2code name="inner">') },
     expected: 'alpha/model.py:9: close marker for "inner" is indented differently from its open marker at line 7',
   },
-  { name: 'snippet never closed', changes: { 'alpha/model.py': MODEL_PY.replace('    # </paper2code name="outer">\n', '') }, expected: 'alpha/model.py:5: snippet "outer" is never closed' },
+  {
+    name: 'snippet never closed',
+    changes: { 'alpha/model.py': MODEL_PY.replace('    # </paper2code name="outer">\n', '') },
+    expected: 'alpha/model.py:5: snippet "outer" is never closed',
+  },
   {
     name: 'duplicate snippet name',
-    changes: { 'alpha/model.py': MODEL_PY + '\ndef g():\n    # <paper2code name="inner">\n    return 2\n    # </paper2code name="inner">\n' },
+    changes: { 'alpha/model.py': `${MODEL_PY}\ndef g():\n    # <paper2code name="inner">\n    return 2\n    # </paper2code name="inner">\n` },
     expected: 'alpha/model.py:14: duplicate snippet name "inner" (first opened at line 7)',
   },
-  { name: 'snippet with no code lines', changes: { 'alpha/model.py': MODEL_PY.replace('b = a * 2  # double', '# only a comment') }, expected: 'alpha/model.py:7: snippet "inner" has no code lines' },
+  {
+    name: 'snippet with no code lines',
+    changes: { 'alpha/model.py': MODEL_PY.replace('b = a * 2  # double', '# only a comment') },
+    expected: 'alpha/model.py:7: snippet "inner" has no code lines',
+  },
   {
     name: 'snippet name in two files of a paper',
     changes: {
@@ -74,8 +86,16 @@ const CASES: BadInput[] = [
     expected: 'alpha/other.py:2: duplicate snippet name "inner" (also in model.py)',
   },
   // SPEC 2: papers.yaml and the files it names.
-  { name: 'YAML syntax error', changes: { 'papers.yaml': yamlOf('# papers', '- id: alpha', '\tannotated_file_paths: model.py') }, expected: /^papers\.yaml:3: YAML: /m },
-  { name: 'papers.yaml not a list', changes: { 'papers.yaml': yamlOf('id: alpha', 'annotated_file_paths: model.py') }, expected: 'papers.yaml:1: papers.yaml must be a list of papers' },
+  {
+    name: 'YAML syntax error',
+    changes: { 'papers.yaml': yamlOf('# papers', '- id: alpha', '\tannotated_file_paths: model.py') },
+    expected: /^papers\.yaml:3: YAML: /m,
+  },
+  {
+    name: 'papers.yaml not a list',
+    changes: { 'papers.yaml': yamlOf('id: alpha', 'annotated_file_paths: model.py') },
+    expected: 'papers.yaml:1: papers.yaml must be a list of papers',
+  },
   { name: 'papers.yaml missing', changes: { 'papers.yaml': null }, expected: 'papers.yaml:0: papers.yaml is missing' },
   {
     name: 'entry without id',
@@ -92,9 +112,21 @@ const CASES: BadInput[] = [
     changes: { 'papers.yaml': yamlOf('- id: alpha', '  annotated_file_paths: model.py', '- id: alpha', '  annotated_file_paths: model.py') },
     expected: 'papers.yaml:3: duplicate paper id "alpha" (first at line 1)',
   },
-  { name: 'paper folder missing', changes: Object.fromEntries(alphaFiles.map((k) => [k, null])), expected: 'papers.yaml:1: paper "alpha": paper folder alpha is missing' },
-  { name: 'paper text missing', changes: { 'alpha/paper2code_paper.tex': null }, expected: 'papers.yaml:1: paper "alpha": paper text alpha/paper2code_paper.tex (or .md) is missing' },
-  { name: 'test entry point missing', changes: { 'alpha/paper2code_test.py': null }, expected: 'papers.yaml:1: paper "alpha": test entry point alpha/paper2code_test.py is missing' },
+  {
+    name: 'paper folder missing',
+    changes: Object.fromEntries(alphaFiles.map((k) => [k, null])),
+    expected: 'papers.yaml:1: paper "alpha": paper folder alpha is missing',
+  },
+  {
+    name: 'paper text missing',
+    changes: { 'alpha/paper2code_paper.tex': null },
+    expected: 'papers.yaml:1: paper "alpha": paper text alpha/paper2code_paper.tex (or .md) is missing',
+  },
+  {
+    name: 'test entry point missing',
+    changes: { 'alpha/paper2code_test.py': null },
+    expected: 'papers.yaml:1: paper "alpha": test entry point alpha/paper2code_test.py is missing',
+  },
   { name: 'annotated file missing', changes: { 'alpha/model.py': null }, expected: 'papers.yaml:1: paper "alpha": annotated file alpha/model.py is missing' },
   { name: 'context file missing', changes: { 'alpha/utils.py': null }, expected: 'papers.yaml:1: paper "alpha": context file alpha/utils.py is missing' },
   {
@@ -112,23 +144,49 @@ const CASES: BadInput[] = [
     changes: { 'papers.yaml': yamlOf('- id: alpha', '  annotated_file_paths: model.py', '  context_file_paths: {a: 1}') },
     expected: 'papers.yaml:1: paper "alpha": context_file_paths must be null, a string or a list of strings',
   },
-  { name: '--papers naming an unlisted paper', flags: ['--papers', 'alpha,zeta'], expected: 'papers.yaml:0: paper "zeta" is not in papers.yaml (its papers: alpha)' },
-  { name: '--papers with a misspelt paper id', flags: ['--papers', 'alhpa'], expected: 'papers.yaml:0: paper "alhpa" is not in papers.yaml; did you mean "alpha"? (its papers: alpha)' },
+  {
+    name: '--papers naming an unlisted paper',
+    flags: ['--papers', 'alpha,zeta'],
+    expected: 'papers.yaml:0: paper "zeta" is not in papers.yaml (its papers: alpha)',
+  },
+  {
+    name: '--papers with a misspelt paper id',
+    flags: ['--papers', 'alhpa'],
+    expected: 'papers.yaml:0: paper "alhpa" is not in papers.yaml; did you mean "alpha"? (its papers: alpha)',
+  },
   { name: '--pset naming no folder', flags: ['--pset', 'no-such-pset'], expected: /the pset folder \/\S+\/no-such-pset does not exist/ },
   // Replay files: the file and the line.
   { name: 'replay line not JSON', replay: `${GOOD_REPLAY}\n{"paper": "alpha",\n`, expected: /bad\.jsonl:2: not JSON \(/ },
-  { name: 'replay line missing a field', replay: `${GOOD_REPLAY}\n\n${JSON.stringify({ paper: 'alpha', snippet: 'inner', model: 'r', completion: '' })}\n`, expected: /bad\.jsonl:3: sample: Required/ },
+  {
+    name: 'replay line missing a field',
+    replay: `${GOOD_REPLAY}\n\n${JSON.stringify({ paper: 'alpha', snippet: 'inner', model: 'r', completion: '' })}\n`,
+    expected: /bad\.jsonl:3: sample: Required/,
+  },
   {
     name: 'replay line with a misspelt snippet',
     replay: `${GOOD_REPLAY}\n${JSON.stringify({ paper: 'alpha', snippet: 'iner', model: 'r', sample: 0, completion: '' })}\n`,
     expected: /bad\.jsonl:2: paper "alpha" has no snippet "iner"; did you mean "inner"\?/,
   },
-  { name: 'replay line with a negative sample', replay: `${JSON.stringify({ paper: 'alpha', snippet: 'inner', model: 'r', sample: -1, completion: '' })}\n`, expected: /bad\.jsonl:1: sample: / },
+  {
+    name: 'replay line with a negative sample',
+    replay: `${JSON.stringify({ paper: 'alpha', snippet: 'inner', model: 'r', sample: -1, completion: '' })}\n`,
+    expected: /bad\.jsonl:1: sample: /,
+  },
   // Flags refused after the pset and models are read: still nothing on disk.
   { name: 'unknown executor', flags: ['--executor', 'lukewarm'], expected: '--executor must be warm or cold (got "lukewarm")' },
   { name: 'unknown model', flags: ['--model', 'no-such-model'], expected: /unknown model "no-such-model"/ },
-  { name: 'paid model without its key', flags: ['--model', 'keyless', '--models-file', 'models.yaml', '--concurrency', '2'], env: { RCB_TEST_KEYLESS_KEY: '' }, expected: 'missing API keys: set RCB_TEST_KEYLESS_KEY for keyless' },
-  { name: 'paid model with a bad --concurrency', flags: ['--model', 'keyless', '--models-file', 'models.yaml', '--concurrency', '0'], env: { RCB_TEST_KEYLESS_KEY: 'k' }, expected: '--concurrency must be a whole number >= 1 (got "0")' },
+  {
+    name: 'paid model without its key',
+    flags: ['--model', 'keyless', '--models-file', 'models.yaml', '--concurrency', '2'],
+    env: { RCB_TEST_KEYLESS_KEY: '' },
+    expected: 'missing API keys: set RCB_TEST_KEYLESS_KEY for keyless',
+  },
+  {
+    name: 'paid model with a bad --concurrency',
+    flags: ['--model', 'keyless', '--models-file', 'models.yaml', '--concurrency', '0'],
+    env: { RCB_TEST_KEYLESS_KEY: 'k' },
+    expected: '--concurrency must be a whole number >= 1 (got "0")',
+  },
 ];
 
 interface Outcome {

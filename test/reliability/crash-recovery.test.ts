@@ -92,7 +92,23 @@ describe('rcb run killed with SIGKILL and run again', () => {
   let referenceTested = new Set<string>();
   let recovered = 0;
 
-  const args = (out: string) => ['run', '--model', 'fake', '--samples', String(SAMPLES), '--jobs', '2', '--concurrency', String(CONCURRENCY), '--budget', '100', '--models-file', modelsFile, '--out', out];
+  const args = (out: string) => [
+    'run',
+    '--model',
+    'fake',
+    '--samples',
+    String(SAMPLES),
+    '--jobs',
+    '2',
+    '--concurrency',
+    String(CONCURRENCY),
+    '--budget',
+    '100',
+    '--models-file',
+    modelsFile,
+    '--out',
+    out,
+  ];
   const envFor = (cacheDir: string) => ({ [KEY_ENV]: 'fake-key', RCB_CACHE_DIR: cacheDir });
 
   beforeAll(async () => {

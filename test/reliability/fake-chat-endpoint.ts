@@ -40,9 +40,9 @@ export class FakeChatEndpoint {
       paper.snippets.forEach((snippet, i) => {
         const indent = ' '.repeat(snippet.bodyIndent);
         const answer = [
-          '```python\n' + originalBody(snippet) + '```\n',
+          `\`\`\`python\n${originalBody(snippet)}\`\`\`\n`,
           'I cannot implement this block.',
-          '```python\n' + indent + "raise ValueError('fake endpoint')\n```\n",
+          `\`\`\`python\n${indent}raise ValueError('fake endpoint')\n\`\`\`\n`,
         ][i % 3];
         this.answers.set(buildPrompt(template, paper, snippet, withPaper).text, [promptKey(paper.meta.id, snippet.file, snippet.name), answer]);
       });
@@ -67,22 +67,25 @@ export class FakeChatEndpoint {
         counts.received.set(key, (counts.received.get(key) ?? 0) + 1);
         this.pending.add(res);
         this.onRequest?.([...counts.received.values()].reduce((a, b) => a + b, 0));
-        setTimeout(() => {
-          this.pending.delete(res);
-          if (this.frozen || counts !== this.counts) return void res.destroy();
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(
-            JSON.stringify({
-              id: 'chatcmpl-fake',
-              object: 'chat.completion',
-              created: 0,
-              model: 'fake-chat',
-              choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
-              usage: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 },
-            }),
-          );
-          counts.answered.set(key, (counts.answered.get(key) ?? 0) + 1);
-        }, 20 + Math.random() * 30);
+        setTimeout(
+          () => {
+            this.pending.delete(res);
+            if (this.frozen || counts !== this.counts) return void res.destroy();
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(
+              JSON.stringify({
+                id: 'chatcmpl-fake',
+                object: 'chat.completion',
+                created: 0,
+                model: 'fake-chat',
+                choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+                usage: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 },
+              }),
+            );
+            counts.answered.set(key, (counts.answered.get(key) ?? 0) + 1);
+          },
+          20 + Math.random() * 30,
+        );
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));

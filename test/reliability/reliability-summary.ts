@@ -36,7 +36,9 @@ export function recordCount(part: SummaryPart, name: string, passed: number, tot
 /** The summary line of the counts in `dir`; parts no suite recorded say so. */
 export function summaryLine(dir: string): string {
   const sums = new Map<SummaryPart, { passed: number; total: number }>();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const c = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Count;
     const s = sums.get(c.part) ?? { passed: 0, total: 0 };
     sums.set(c.part, { passed: s.passed + c.passed, total: s.total + c.total });

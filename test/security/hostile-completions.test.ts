@@ -36,7 +36,10 @@ const FAKE_SECRETS = { FAKE_API_KEY: 'sk-fake-0b7e41d2', AWS_SECRET_ACCESS_KEY: 
 const FIXTURE_PORT = '47611';
 
 // This process's copy: its background sleeper is its own (support/hostile-fixture.ts).
-const cases: HostileCase[] = hostileFixtureText().trim().split('\n').map((l) => JSON.parse(l));
+const cases: HostileCase[] = hostileFixtureText()
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l));
 
 /**
  * Both executors, with the same checks (each jest worker process has sandbox uids of its
@@ -87,7 +90,12 @@ describe.each(EXECUTORS)('hostile completions through the $kind executor', ({ ki
       const snippet = findSnippet(paper, c.snippet);
       candidates.push(candidateFor(c.case, paper, snippet, extractCompletion(c.completion.replaceAll(FIXTURE_PORT, port))));
     }
-    const executor = await createLocalExecutor({ warm, sandbox, jobs: 2, limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 } });
+    const executor = await createLocalExecutor({
+      warm,
+      sandbox,
+      jobs: 2,
+      limits: { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 },
+    });
     try {
       // Act
       results = await executor.run(candidates);

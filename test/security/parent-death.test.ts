@@ -55,14 +55,17 @@ describe.each(CONFIGS)('$executor executor, unsafeNoSandbox $unsafeNoSandbox, as
     const rcb = spawn(
       process.execPath,
       // tsx as a loader in this one process (its cli would leave a child that outlives the kill).
-      ['-r', join(REPO, 'node_modules', 'tsx', 'dist', 'cjs', 'index.cjs'), join(__dirname, 'support', 'die-mid-test.ts'), JSON.stringify({ warm, unsafeNoSandbox })],
+      [
+        '-r',
+        join(REPO, 'node_modules', 'tsx', 'dist', 'cjs', 'index.cjs'),
+        join(__dirname, 'support', 'die-mid-test.ts'),
+        JSON.stringify({ warm, unsafeNoSandbox }),
+      ],
       // The marker travels in the environment, so that only the candidate's processes carry it in argv.
       {
         cwd: REPO,
         stdio: ['ignore', 'ignore', 'pipe'],
-        env: asNobody
-          ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home, RCB_TEST_MARK: mark }
-          : { ...process.env, RCB_TEST_MARK: mark },
+        env: asNobody ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home, RCB_TEST_MARK: mark } : { ...process.env, RCB_TEST_MARK: mark },
         ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}),
       },
     );

@@ -30,7 +30,14 @@ function trialAsNobody(config: TrialConfig): Promise<TrialOutcome> {
     execFile(
       process.execPath,
       [join(REPO, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(__dirname, 'support', 'contain-as-user.ts'), JSON.stringify(config)],
-      { cwd: REPO, uid: NOBODY, gid: NOBODY, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home }, timeout: 180_000, maxBuffer: 64 << 20 },
+      {
+        cwd: REPO,
+        uid: NOBODY,
+        gid: NOBODY,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home },
+        timeout: 180_000,
+        maxBuffer: 64 << 20,
+      },
       (error, stdout, stderr) => {
         rmSync(home, { recursive: true, force: true });
         if (error) return reject(new Error(`${error.message}\n${stderr}`));

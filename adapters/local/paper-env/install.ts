@@ -15,7 +15,18 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, type WriteStream } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  type WriteStream,
+} from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { distributionOfFile, isSdist, normalizeName, type Lock, type LockEntry } from './lock';
 import { ENV_MARKER, envPython, readEnvMarker, type EnvMarker } from './location';
@@ -118,14 +129,19 @@ export async function filesInWheelhouse(wheelhouse: string, entries: LockEntry[]
 
 /** The lines of pip's output that say why it failed, without its progress noise. */
 export function pipFailure(output: string): string {
-  const lines = output.split('\n').map((l) => l.trimEnd()).filter(Boolean);
+  const lines = output
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter(Boolean);
   const errors = lines.filter((l) => /^(ERROR|error):|Error\b|[Ee]rrno|Could not|No matching|unreachable|timed out|HTTPS?Connection|SSL/.test(l.trim()));
   return (errors.length ? errors : lines).slice(-6).join('\n');
 }
 
 /** True when pip's failure is the index not answering (DNS, refused, timeout, TLS), not a wrong pin. */
 export function isNetworkFailure(output: string): boolean {
-  return /NewConnectionError|Name or service not known|Temporary failure in name resolution|Connection refused|Max retries exceeded|timed out|Network is unreachable|SSLError|ProxyError|No route to host/.test(output);
+  return /NewConnectionError|Name or service not known|Temporary failure in name resolution|Connection refused|Max retries exceeded|timed out|Network is unreachable|SSLError|ProxyError|No route to host/.test(
+    output,
+  );
 }
 
 function pipArgs(dir: string): { python: string; pip: string[] } {
@@ -134,7 +150,10 @@ function pipArgs(dir: string): { python: string; pip: string[] } {
 
 async function checkBase(basePython: string, log: WriteStream): Promise<void> {
   const r = await run(basePython, ['-c', 'import sys, venv; print("%d.%d" % sys.version_info[:2])'], log).catch((e: Error) => ({ code: 1, output: e.message }));
-  if (r.code !== 0) throw new EnvInstallError(`cannot run the base interpreter ${basePython} with its venv module: ${pipFailure(r.output)} (Debian: apt-get install python3.11-venv; or pass --base-python)`);
+  if (r.code !== 0)
+    throw new EnvInstallError(
+      `cannot run the base interpreter ${basePython} with its venv module: ${pipFailure(r.output)} (Debian: apt-get install python3.11-venv; or pass --base-python)`,
+    );
   const version = r.output.trim().split('\n').pop();
   if (version !== '3.11') throw new EnvInstallError(`the lock is for Python 3.11; ${basePython} is ${version} (pass --base-python PATH to a 3.11 interpreter)`);
 }
@@ -161,8 +180,12 @@ async function download(opts: InstallOptions, entries: LockEntry[], log: WriteSt
     const batch = entries.slice(i, i + size);
     opts.progress(`downloading [${Math.min(i + size, entries.length)}/${entries.length}] ${batch.map((e) => `${e.name}==${e.version}`).join(' ')}`);
     const reqFile = join(tmp, 'batch.txt');
-    writeFileSync(reqFile, batch.map((e) => e.requirement).join('\n') + '\n');
-    const r = await run(python, [...pip, 'download', '--no-deps', '--require-hashes', '--progress-bar', 'off', ...extra, '-d', opts.wheelhouse, '-r', reqFile], log);
+    writeFileSync(reqFile, `${batch.map((e) => e.requirement).join('\n')}\n`);
+    const r = await run(
+      python,
+      [...pip, 'download', '--no-deps', '--require-hashes', '--progress-bar', 'off', ...extra, '-d', opts.wheelhouse, '-r', reqFile],
+      log,
+    );
     if (r.code !== 0) {
       const names = batch.map((e) => `${e.name}==${e.version}`).join(', ');
       if (isNetworkFailure(r.output)) {
@@ -202,7 +225,7 @@ async function buildSdist(opts: InstallOptions, entry: LockEntry, sdist: string,
     const { file, dir, note } = recipe.placeholderTar;
     const stage = join(work, 'placeholder');
     mkdirSync(join(stage, dir), { recursive: true });
-    writeFileSync(join(stage, dir, 'NOT_INCLUDED'), note + '\n');
+    writeFileSync(join(stage, dir, 'NOT_INCLUDED'), `${note}\n`);
     const tar = await run('tar', ['-czf', join(work, file), '-C', stage, dir], log);
     if (tar.code !== 0) throw new EnvInstallError(`cannot write ${file} for ${sdist}: ${pipFailure(tar.output)}`);
     env.TMPDIR = work;
@@ -210,7 +233,18 @@ async function buildSdist(opts: InstallOptions, entry: LockEntry, sdist: string,
   const { python, pip } = pipArgs(opts.dir);
   const r = await run(
     python,
-    [...pip, 'wheel', '--no-deps', '--no-index', '--find-links', opts.wheelhouse, ...(recipe?.noBuildIsolation ? ['--no-build-isolation'] : []), '-w', work, `${entry.name}==${entry.version}`],
+    [
+      ...pip,
+      'wheel',
+      '--no-deps',
+      '--no-index',
+      '--find-links',
+      opts.wheelhouse,
+      ...(recipe?.noBuildIsolation ? ['--no-build-isolation'] : []),
+      '-w',
+      work,
+      `${entry.name}==${entry.version}`,
+    ],
     log,
     env,
   );
@@ -256,7 +290,9 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
     const first = entries.filter((e) => !needsEnv(e));
     const missingFirst = first.filter((e) => !have.has(e.name));
     if (missingFirst.length && opts.offline) {
-      throw new EnvInstallError(`offline, and the wheelhouse ${opts.wheelhouse} lacks ${missingFirst.length} locked file(s): ${missingFirst.map((e) => `${e.name}==${e.version}`).join(', ')}`);
+      throw new EnvInstallError(
+        `offline, and the wheelhouse ${opts.wheelhouse} lacks ${missingFirst.length} locked file(s): ${missingFirst.map((e) => `${e.name}==${e.version}`).join(', ')}`,
+      );
     }
     opts.progress(`${entries.length} locked packages; ${entries.length - missingFirst.length} already in ${opts.wheelhouse}`);
     if (missingFirst.length) await download(opts, missingFirst, log);
@@ -271,8 +307,12 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
       if (wheels.length) {
         const reqFile = join(opts.wheelhouse, '.partial', 'install.txt');
         mkdirSync(dirname(reqFile), { recursive: true });
-        writeFileSync(reqFile, wheels.map((e) => e.requirement).join('\n') + '\n');
-        const r = await run(python, [...pip, 'install', '--no-index', '--find-links', opts.wheelhouse, '--no-deps', '--require-hashes', '--progress-bar', 'off', '-r', reqFile], log);
+        writeFileSync(reqFile, `${wheels.map((e) => e.requirement).join('\n')}\n`);
+        const r = await run(
+          python,
+          [...pip, 'install', '--no-index', '--find-links', opts.wheelhouse, '--no-deps', '--require-hashes', '--progress-bar', 'off', '-r', reqFile],
+          log,
+        );
         if (r.code !== 0) throw new EnvInstallError(`pip install from ${opts.wheelhouse} failed (log: ${logPath(opts)}):\n${pipFailure(r.output)}`);
       }
       if (built.length) {
@@ -285,7 +325,8 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
     const second = entries.filter(needsEnv);
     if (second.length) {
       const missing = second.filter((e) => !have.has(e.name));
-      if (missing.length && opts.offline) throw new EnvInstallError(`offline, and the wheelhouse lacks ${missing.map((e) => `${e.name}==${e.version}`).join(', ')}`);
+      if (missing.length && opts.offline)
+        throw new EnvInstallError(`offline, and the wheelhouse lacks ${missing.map((e) => `${e.name}==${e.version}`).join(', ')}`);
       if (missing.length) await download(opts, missing, log, ['--no-build-isolation']);
       have = await filesInWheelhouse(opts.wheelhouse, entries);
       await installWheels(second, 'built against the environment');
@@ -307,7 +348,7 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
     const probe = await run(python, ['-c', 'import numpy, torch'], log);
     if (probe.code !== 0) throw new EnvInstallError(`the installed environment does not import numpy and torch:\n${pipFailure(probe.output)}`);
     const done: EnvMarker = { lockDigest: opts.lock.digest, packages: entries.length, python, installedAt: new Date().toISOString() };
-    writeFileSync(join(opts.dir, ENV_MARKER), JSON.stringify(done, null, 2) + '\n');
+    writeFileSync(join(opts.dir, ENV_MARKER), `${JSON.stringify(done, null, 2)}\n`);
     return { python, upToDate: false, packages: entries.length, log: logPath(opts) };
   } finally {
     log.end();
@@ -317,5 +358,9 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
 export function readRecipes(file: string): BuildRecipes {
   if (!existsSync(file)) return {};
   const raw = JSON.parse(readFileSync(file, 'utf8')) as Record<string, BuildRecipe>;
-  return Object.fromEntries(Object.entries(raw).filter(([k]) => !k.startsWith('$')).map(([k, v]) => [normalizeName(k), v]));
+  return Object.fromEntries(
+    Object.entries(raw)
+      .filter(([k]) => !k.startsWith('$'))
+      .map(([k, v]) => [normalizeName(k), v]),
+  );
 }

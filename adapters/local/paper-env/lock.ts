@@ -42,11 +42,12 @@ export function parseLock(text: string, file = 'requirements.txt'): Lock {
     const start = i + 1;
     let logical = lines[i]!.replace(/(^|\s)#.*$/, '');
     while (logical.trimEnd().endsWith('\\') && i + 1 < lines.length) {
-      logical = logical.trimEnd().slice(0, -1) + ' ' + lines[++i]!.replace(/(^|\s)#.*$/, '');
+      logical = `${logical.trimEnd().slice(0, -1)} ${lines[++i]!.replace(/(^|\s)#.*$/, '')}`;
     }
     logical = logical.trim();
     if (!logical) continue;
-    if (logical.startsWith('-')) throw new LockError(file, start, `options are not allowed in the lock (${logical.split(/\s/)[0]}): every file comes from the one configured index`);
+    if (logical.startsWith('-'))
+      throw new LockError(file, start, `options are not allowed in the lock (${logical.split(/\s/)[0]}): every file comes from the one configured index`);
     const m = /^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;]+)\s*(.*)$/.exec(logical);
     if (!m) throw new LockError(file, start, `not a pinned requirement (name==version --hash=sha256:...): ${logical.slice(0, 80)}`);
     const hashes = [...m[4]!.matchAll(/--hash=sha256:([0-9a-f]{64})/g)].map((h) => h[1]!);

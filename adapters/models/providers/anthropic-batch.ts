@@ -40,7 +40,10 @@ export class AnthropicBatchClient implements BatchClient {
 
   async submit(requests: BatchRequest[], signal?: AbortSignal): Promise<string> {
     const batch = await this.call(() =>
-      this.sdk.messages.batches.create({ requests: requests.map((r) => ({ custom_id: r.customId, params: this.interactive.body(asModelRequest(r)) as never })) }, { signal }),
+      this.sdk.messages.batches.create(
+        { requests: requests.map((r) => ({ custom_id: r.customId, params: this.interactive.body(asModelRequest(r)) as never })) },
+        { signal },
+      ),
     );
     return batch.id;
   }

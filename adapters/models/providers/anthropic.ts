@@ -66,7 +66,12 @@ export function parseMessage(raw: unknown): ModelResponse {
     .filter((b) => b?.type === 'text' && typeof b.text === 'string')
     .map((b) => b!.text as string)
     .join('');
-  return { text, finishReason: stopReason(res.stop_reason), usage: messageUsage(res.usage), providerModel: typeof res.model === 'string' ? res.model : undefined };
+  return {
+    text,
+    finishReason: stopReason(res.stop_reason),
+    usage: messageUsage(res.usage),
+    providerModel: typeof res.model === 'string' ? res.model : undefined,
+  };
 }
 
 function stopReason(reason: unknown): FinishReason {
@@ -75,7 +80,12 @@ function stopReason(reason: unknown): FinishReason {
 
 function messageUsage(u: unknown): BilledUsage {
   const usage = asRecord(u) ?? {};
-  return usageWithCacheApart({ input: usage.input_tokens, cacheRead: usage.cache_read_input_tokens, cacheWrite: usage.cache_creation_input_tokens, output: usage.output_tokens });
+  return usageWithCacheApart({
+    input: usage.input_tokens,
+    cacheRead: usage.cache_read_input_tokens,
+    cacheWrite: usage.cache_creation_input_tokens,
+    output: usage.output_tokens,
+  });
 }
 
 /** Anthropic's Messages API; npm has no offline Claude tokenizer, so estimates approximate. */

@@ -6,7 +6,13 @@
  * output prefix, one line per record with its `modelOutput` or its `error`. Records the job
  * did not write (it expired or was stopped first) are open again.
  */
-import { BedrockClient as BedrockControlClient, CreateModelInvocationJobCommand, GetModelInvocationJobCommand, ListModelInvocationJobsCommand, StopModelInvocationJobCommand } from '@aws-sdk/client-bedrock';
+import {
+  BedrockClient as BedrockControlClient,
+  CreateModelInvocationJobCommand,
+  GetModelInvocationJobCommand,
+  ListModelInvocationJobsCommand,
+  StopModelInvocationJobCommand,
+} from '@aws-sdk/client-bedrock';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { BatchClient, BatchItemResult, BatchLimits, BatchRequest, BatchStatus } from '../../../core/batch';
 import { ModelError, type ModelErrorKind } from '../../../core/model';
@@ -66,22 +72,28 @@ export class BedrockBatchClient implements BatchClient {
     this.limits = bedrockBatchLimits(opts);
     const region = opts.aws?.region ?? entry.region;
     this.control = new BedrockControlClient({ region, endpoint: entry.base_url, credentials: opts.aws?.credentials });
-    this.s3 = new S3Client({ region, credentials: opts.aws?.credentials, ...(opts.aws?.s3Endpoint ? { endpoint: opts.aws.s3Endpoint, forcePathStyle: true } : {}) });
+    this.s3 = new S3Client({
+      region,
+      credentials: opts.aws?.credentials,
+      ...(opts.aws?.s3Endpoint ? { endpoint: opts.aws.s3Endpoint, forcePathStyle: true } : {}),
+    });
     this.interactive = new BedrockClient({ ...entry, prompt_cache: false }, undefined, opts);
   }
 
   async submit(requests: BatchRequest[], signal?: AbortSignal, intentId?: string): Promise<string> {
     // The job's name is rcb's intent id when there is one: findByIntent looks the job up by it.
     const jobName = intentId ? jobNameOf(intentId) : `rcb-${this.entry.id.replace(/[^a-zA-Z0-9-]/g, '-')}-${Date.now()}-${++this.seq}`.slice(0, 63);
-    const key = `${this.location.prefix ? this.location.prefix + '/' : ''}${jobName}/input.jsonl`;
-    const body = requests
+    const key = `${this.location.prefix ? `${this.location.prefix}/` : ''}${jobName}/input.jsonl`;
+    const body = `${requests
       .map((r) => {
         const { modelId: _modelId, ...modelInput } = this.interactive.input(asModelRequest(r));
         return JSON.stringify({ recordId: r.customId, modelInput });
       })
-      .join('\n') + '\n';
+      .join('\n')}\n`;
     return this.call(async () => {
-      await this.s3.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: key, Body: body, ContentType: 'application/jsonl' }), { abortSignal: signal });
+      await this.s3.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: key, Body: body, ContentType: 'application/jsonl' }), {
+        abortSignal: signal,
+      });
       const job = await this.control.send(
         new CreateModelInvocationJobCommand({
           jobName,
@@ -102,7 +114,9 @@ export class BedrockBatchClient implements BatchClient {
   /** The job named after the intent id (ListModelInvocationJobs by name). */
   async findByIntent(intentId: string, signal?: AbortSignal): Promise<string | null> {
     const name = jobNameOf(intentId);
-    const listed = await this.call(() => this.control.send(new ListModelInvocationJobsCommand({ nameContains: name, maxResults: 100 }), { abortSignal: signal }));
+    const listed = await this.call(() =>
+      this.control.send(new ListModelInvocationJobsCommand({ nameContains: name, maxResults: 100 }), { abortSignal: signal }),
+    );
     return listed.invocationJobSummaries?.find((j) => j.jobName === name)?.jobArn ?? null;
   }
 
@@ -121,7 +135,9 @@ export class BedrockBatchClient implements BatchClient {
     const results: BatchItemResult[] = [];
     for (const o of listed.Contents ?? []) {
       if (!o.Key?.endsWith('.jsonl.out')) continue; // manifest.json.out and the like
-      const text = await this.call(async () => (await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key }), { abortSignal: signal })).Body!.transformToString());
+      const text = await this.call(async () =>
+        (await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key }), { abortSignal: signal })).Body!.transformToString(),
+      );
       for (const line of text.split('\n')) if (line.trim()) results.push(item(JSON.parse(line)));
     }
     return results;
@@ -148,7 +164,12 @@ function item(line: unknown): BatchItemResult {
   const l = asRecord(line) ?? {};
   const customId = String(l.recordId);
   const error = asRecord(l.error);
-  if (error) return { customId, outcome: 'errored', error: { kind: kindOf(error.errorCode), message: `${PROVIDER}: ${String(error.errorCode ?? '')}: ${String(error.errorMessage ?? '')}` } };
+  if (error)
+    return {
+      customId,
+      outcome: 'errored',
+      error: { kind: kindOf(error.errorCode), message: `${PROVIDER}: ${String(error.errorCode ?? '')}: ${String(error.errorMessage ?? '')}` },
+    };
   try {
     return { customId, outcome: 'succeeded', response: parseConverse(l.modelOutput) };
   } catch (e) {

@@ -101,7 +101,7 @@ function bedrockError(err: unknown): ModelError {
       retryAfterMs: retryAfterMs(response?.headers as HeadersLike | undefined),
     });
   }
-  return new ModelError('other', `${PROVIDER}: ${name ? name + ': ' : ''}${message}`);
+  return new ModelError('other', `${PROVIDER}: ${name ? `${name}: ` : ''}${message}`);
 }
 
 /** Map a Converse response into a ModelResponse. */
@@ -123,7 +123,12 @@ function stopReason(reason: unknown): FinishReason {
 
 function converseUsage(u: unknown): BilledUsage {
   const usage = asRecord(u) ?? {};
-  return usageWithCacheApart({ input: usage.inputTokens, cacheRead: usage.cacheReadInputTokens, cacheWrite: usage.cacheWriteInputTokens, output: usage.outputTokens });
+  return usageWithCacheApart({
+    input: usage.inputTokens,
+    cacheRead: usage.cacheReadInputTokens,
+    cacheWrite: usage.cacheWriteInputTokens,
+    output: usage.outputTokens,
+  });
 }
 
 /**
@@ -141,7 +146,10 @@ export const bedrockProvider: ProviderModule = {
   cacheMode: (entry) => (entry.prompt_cache ? 'explicit' : 'none'),
   refusesTemperature: () => false,
   createClient: (entry, key, opts) => new BedrockClient(entry, key, opts),
-  batchRequirement: (entry) => (entry.batch_s3_uri && entry.batch_role_arn ? undefined : 'Bedrock batch inference needs batch_s3_uri and batch_role_arn on the entry (set them in your --models-file)'),
+  batchRequirement: (entry) =>
+    entry.batch_s3_uri && entry.batch_role_arn
+      ? undefined
+      : 'Bedrock batch inference needs batch_s3_uri and batch_role_arn on the entry (set them in your --models-file)',
   batchLimits: (_entry, opts) => bedrockBatchLimits(opts),
   // Batch jobs are signed by the AWS credential chain; a Bedrock API key does not reach the control plane.
   createBatchClient: (entry, _key, opts) => new BedrockBatchClient(entry, opts),

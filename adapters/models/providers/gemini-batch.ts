@@ -17,7 +17,16 @@ const PROVIDER = 'gemini batch';
 const ENDED = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_CANCELLED', 'JOB_STATE_EXPIRED']);
 
 /** google.rpc.Code of a failed request, as the port's kinds. */
-const KIND_BY_RPC_CODE: Record<number, ModelErrorKind> = { 3: 'bad_request', 4: 'timeout', 7: 'auth', 8: 'rate_limit', 11: 'context_length', 13: 'server', 14: 'server', 16: 'auth' };
+const KIND_BY_RPC_CODE: Record<number, ModelErrorKind> = {
+  3: 'bad_request',
+  4: 'timeout',
+  7: 'auth',
+  8: 'rate_limit',
+  11: 'context_length',
+  13: 'server',
+  14: 'server',
+  16: 'auth',
+};
 
 /** Inlined requests of one Gemini batch at most (its request-size cap, as prompt characters). */
 export const GEMINI_BATCH_LIMITS: BatchLimits = { maxRequests: 10_000, maxPromptChars: 8_000_000 };
@@ -45,7 +54,11 @@ export class GeminiBatchClient implements BatchClient {
     const job = await this.call(() =>
       this.sdk.batches.create({
         model: this.entry.model,
-        src: requests.map((r) => ({ contents: [{ role: 'user', parts: [{ text: r.prompt.text }] }], config: this.interactive.config(), metadata: { key: r.customId } })) as never,
+        src: requests.map((r) => ({
+          contents: [{ role: 'user', parts: [{ text: r.prompt.text }] }],
+          config: this.interactive.config(),
+          metadata: { key: r.customId },
+        })) as never,
         // rcb's intent id names the batch, so findByIntent can find it after a crash.
         config: { displayName: intentId ?? `rcb-${this.entry.id}-${requests.length}` },
       }),

@@ -45,9 +45,9 @@ export class OpenAIBatchClient implements BatchClient {
 
   /** The JSONL input file: one request per line, named by its task id. */
   inputFile(requests: BatchRequest[]): string {
-    return requests
+    return `${requests
       .map((r) => JSON.stringify({ custom_id: r.customId, method: 'POST', url: this.endpoint, body: this.body(asModelRequest(r)) }))
-      .join('\n') + '\n';
+      .join('\n')}\n`;
   }
 
   async submit(requests: BatchRequest[], signal?: AbortSignal, intentId?: string): Promise<string> {

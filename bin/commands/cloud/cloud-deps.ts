@@ -68,10 +68,13 @@ export async function findStackOutputs(cfn: CloudFormationClient, stackName: str
     ({ Stacks: stacks } = await cfn.send(new DescribeStacksCommand({ StackName: stackName })));
   } catch (e) {
     const err = e as Error;
-    if (/does not exist/.test(err.message)) throw new UsageError(`stack ${stackName} does not exist in this account and region; deploy it (npx cdk deploy) or pass --stack-name/--region`);
+    if (/does not exist/.test(err.message))
+      throw new UsageError(`stack ${stackName} does not exist in this account and region; deploy it (npx cdk deploy) or pass --stack-name/--region`);
     // No region anywhere (flag, AWS_REGION, profile): the usual case of a machine that only ever emulated.
     if (/Region is missing/i.test(err.message)) {
-      throw new UsageError('no AWS region: pass --region or set AWS_REGION (or a profile region) to reach a deployed stack; for a run of `rcb cloud run --emulate`, add --emulate');
+      throw new UsageError(
+        'no AWS region: pass --region or set AWS_REGION (or a profile region) to reach a deployed stack; for a run of `rcb cloud run --emulate`, add --emulate',
+      );
     }
     throw new UsageError(`cannot describe stack ${stackName}: ${err.message}`);
   }
@@ -92,7 +95,10 @@ export function executionArn(stateMachineArn: string, name: string): string {
 }
 
 /** The stack's run store (with its counters) and bucket. */
-export function stackAdapters(deps: CloudDeps, outputs: StackOutputs): { store: RunStore; counters: RunCounters; blobs: BlobStore; environments: EnvironmentChecks } {
+export function stackAdapters(
+  deps: CloudDeps,
+  outputs: StackOutputs,
+): { store: RunStore; counters: RunCounters; blobs: BlobStore; environments: EnvironmentChecks } {
   const blobs = new S3BlobStore(deps.s3, { bucket: outputs.bucket });
   const store = new DynamoRunStore(deps.doc, { tableName: outputs.table, blobs });
   return { store, counters: store, blobs, environments: new DynamoEnvironmentChecks(deps.doc, { tableName: outputs.table }) };

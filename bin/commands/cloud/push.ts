@@ -17,6 +17,8 @@ export async function cloudPush(opts: PushOptions, deps: CloudDeps): Promise<num
   const { blobs } = stackAdapters(deps, outputs);
   const psetKey = await uploadPsetBundle(blobs, pset);
   const templateKey = await uploadPromptTemplate(blobs, template.text);
-  deps.out(`pset: s3://${outputs.bucket}/${psetKey} (${pset.papers.length} paper(s), digest ${pset.digest})\nprompt template: s3://${outputs.bucket}/${templateKey}\n`);
+  deps.out(
+    `pset: s3://${outputs.bucket}/${psetKey} (${pset.papers.length} paper(s), digest ${pset.digest})\nprompt template: s3://${outputs.bucket}/${templateKey}\n`,
+  );
   return 0;
 }

@@ -32,11 +32,9 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
   const stackFlags = (c: Command): Command =>
     c
       .option('--stack-name <name>', 'CloudFormation stack of rcb', DEFAULT_STACK_NAME)
-      .option('--region <region>', 'AWS region (default: the SDK\'s: AWS_REGION, your profile)');
+      .option('--region <region>', "AWS region (default: the SDK's: AWS_REGION, your profile)");
   const emulateFlags = (c: Command, what: string): Command =>
-    c
-      .option('--emulate', what)
-      .option('--state-dir <dir>', 'folder of the emulated cloud\'s table, bucket and executions (--emulate; default ~/.rcb/emulator)');
+    c.option('--emulate', what).option('--state-dir <dir>', "folder of the emulated cloud's table, bucket and executions (--emulate; default ~/.rcb/emulator)");
   const deps = async (o: StackFlags & { emulate?: boolean }): Promise<CloudDeps> => {
     const { consoleOutput, defaultCloudDeps }: typeof CloudDepsModule = require('./cloud-deps');
     return o.emulate ? localOnlyDeps(consoleOutput()) : defaultCloudDeps(o.region);
@@ -48,12 +46,18 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
     .action(async (o) => onExit(await loadPush().cloudPush(o, await deps(o))));
 
-  const run = addRunSpecOptions(stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')), {
-    model: 'model: oracle, empty or a registry id (repeatable)',
-    budget: 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)',
-  })
+  const run = addRunSpecOptions(
+    stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')),
+    {
+      model: 'model: oracle, empty or a registry id (repeatable)',
+      budget: 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)',
+    },
+  )
     .option('--force', 'start even when the cost estimate exceeds the budget (spend stays capped)')
-    .option('--batch', "every registry model through its provider's batch API, in the workflow's batch lane: half price, answers within the providers' 24 h window")
+    .option(
+      '--batch',
+      "every registry model through its provider's batch API, in the workflow's batch lane: half price, answers within the providers' 24 h window",
+    )
     .option('--detach', 'print the run id and return once the execution has started')
     .option('--out <dir>', 'also write leaderboard.txt and overall_stats.json here (--emulate)')
     .option('--jobs <n>', 'tests at once per shard container (--emulate only)')
@@ -62,7 +66,10 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--models-file <file>', 'registry entries merged over the shipped ones (--emulate; the cloud uses the deployed registry)')
     .option('--executor <kind>', 'ignored: shard containers use the warm executor', 'warm')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (--emulate only)'));
-  emulateFlags(run, 'run the cloud flow on this machine: local DynamoDB and S3, the synthesized state machine, the container from the image layout; no AWS account')
+  emulateFlags(
+    run,
+    'run the cloud flow on this machine: local DynamoDB and S3, the synthesized state machine, the container from the image layout; no AWS account',
+  )
     .addOption(new Option('--emulate-deliver-twice', 'emulator fault: deliver every SQS message twice').hideHelp())
     .addOption(new Option('--emulate-fail-shard-once', 'emulator fault: the first shard container exits non-zero once').hideHelp())
     .action(async (o) => {
@@ -72,22 +79,34 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
       else onExit(await loadRun().cloudRun(o, hosted, await deps(o)));
     });
 
-  emulateFlags(stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
-    .action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
+  emulateFlags(
+    stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')),
+    'a run of `rcb cloud run --emulate`, from its state folder',
+  ).action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
 
-  emulateFlags(stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id')), 'a run of `rcb cloud run --emulate`, from its state folder')
+  emulateFlags(
+    stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id')),
+    'a run of `rcb cloud run --emulate`, from its state folder',
+  )
     .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for --format official)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .action(async (id, o) => onExit(await loadResults().cloudResults(id, o, await deps(o))));
 
-  stackFlags(cloud.command('cancel').description('stop a run\'s model calls; what is answered is still evaluated and reported').argument('<run>', 'run id'))
+  stackFlags(cloud.command('cancel').description("stop a run's model calls; what is answered is still evaluated and reported").argument('<run>', 'run id'))
     .option('--now', 'also stop the execution at once (no evaluation or reports of what finished)')
     .action(async (id, o) => onExit(await loadCancel().cloudCancel(id, o, await deps(o))));
 }
 
 /** The emulator talks to no AWS service: only the output functions of CloudDeps are used. */
 function localOnlyDeps(output: Pick<CloudDeps, 'out' | 'err' | 'sleep'>): CloudDeps {
-  const unused = new Proxy({}, { get: () => { throw new Error('the emulator uses no AWS client'); } }) as never;
+  const unused = new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('the emulator uses no AWS client');
+      },
+    },
+  ) as never;
   return { cfn: unused, s3: unused, doc: unused, sfn: unused, ...output, pollMs: 0 };
 }

@@ -55,10 +55,15 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
     if (run.succeeded) {
       const dir = opts.out ? resolve(opts.out) : undefined;
       if (dir) mkdirSync(dir, { recursive: true });
-      const texts = await writeRunOutputs(run.store, run.runId, (output, text) => {
-        if (dir) writeFileSync(join(dir, output.file), text);
-      }, dir ? RUN_OUTPUTS : [LEADERBOARD]);
-      deps.out('\n' + texts.get(LEADERBOARD.file));
+      const texts = await writeRunOutputs(
+        run.store,
+        run.runId,
+        (output, text) => {
+          if (dir) writeFileSync(join(dir, output.file), text);
+        },
+        dir ? RUN_OUTPUTS : [LEADERBOARD],
+      );
+      deps.out(`\n${texts.get(LEADERBOARD.file)}`);
     }
     const l = run.lanes;
     const failedShards = run.shardRuns.filter((s) => s.code !== 0).length;
@@ -70,7 +75,9 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
         (run.error ? `\nexecution failed: ${run.error.name}: ${run.error.message}` : '') +
         '\n',
     );
-    deps.err(`read it again with \`rcb cloud status ${runId} --emulate\` or \`rcb cloud results ${runId} --emulate\`${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`);
+    deps.err(
+      `read it again with \`rcb cloud status ${runId} --emulate\` or \`rcb cloud results ${runId} --emulate\`${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`,
+    );
     return exitCodeOf(run.succeeded ? 'SUCCEEDED' : 'FAILED', runRecord?.status);
   } finally {
     await run.close();
@@ -91,7 +98,9 @@ function environmentSummary(shardRuns: Array<{ evaluated?: ShardEvaluatedLog }>)
   }
   return (
     `\nenvironment checks: ${ran} run, ${checks.length - ran} answered by the image's stored checks` +
-    [...broken].map(([paper, b]) => `\nenv_broken: ${paper} (${b.reason ?? 'its oracle fails in the image'}): ${b.tasks} task(s) untested, out of the scores`).join('')
+    [...broken]
+      .map(([paper, b]) => `\nenv_broken: ${paper} (${b.reason ?? 'its oracle fails in the image'}): ${b.tasks} task(s) untested, out of the scores`)
+      .join('')
   );
 }
 

@@ -31,12 +31,18 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { blobs, store, counters } = stackAdapters(deps, outputs);
   const { runId, input } = await uploadRunInputs(blobs, { pset, templateText: template.text, spec, models: models.info, force: opts.force, batch });
-  const executions = stackExecutions(deps, outputs, (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }));
+  const executions = stackExecutions(
+    deps,
+    outputs,
+    (name) => new StartExecutionCommand({ stateMachineArn: outputs.stateMachineArn, name, input: JSON.stringify(input) }),
+  );
   // A succeeded run whose failed tasks a new attempt would ask again is started again, as `rcb run` resumes one.
   const attempt = await startOrFollow(executions, runId, { restartSucceeded: async () => (await retryableFailedTasks(store, runId)).length > 0 });
   if (attempt.started) {
     const again = attempt.earlier.length ? ` again (attempt ${attempt.attempt}; earlier: ${attempt.earlier.join(', ')}), resuming from what is stored` : '';
-    deps.err(`run ${runId} started${again}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${executionArn(outputs.stateMachineArn, attempt.name)}\n`);
+    deps.err(
+      `run ${runId} started${again}: ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s)\nexecution ${executionArn(outputs.stateMachineArn, attempt.name)}\n`,
+    );
   } else {
     deps.err(`run ${runId} was started before (execution ${attempt.name}); watching it\n`);
   }

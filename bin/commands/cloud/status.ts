@@ -9,7 +9,7 @@ export async function cloudStatus(runId: string, opts: StackFlags & EmulateFlags
   const report = async (ports: Parameters<typeof describeRunStatus>[0], where: string): Promise<number> => {
     const lines = await describeRunStatus(ports, runId);
     if (!lines) throw new UsageError(`no run ${runId} in ${where}`);
-    deps.out(lines.join('\n') + '\n');
+    deps.out(`${lines.join('\n')}\n`);
     return 0;
   };
   if (opts.emulate) return withEmulatedStack(opts, (stack, where) => report(stack, where));

@@ -7,9 +7,11 @@ import { REPO } from '../../helpers/cli';
 const H1 = 'a'.repeat(64);
 const H2 = 'b'.repeat(64);
 
-describe('the papers\' Python lock', () => {
+describe("the papers' Python lock", () => {
   it('reads pins with their hashes across continuation lines, comments and via notes', () => {
-    const lock = parseLock(`# header\nTorch==2.5.1 \\\n    --hash=sha256:${H1} \\\n    --hash=sha256:${H2}\n    # via -r requirements.in\ntyping_extensions==4.1 --hash=sha256:${H1}  # via x\n`);
+    const lock = parseLock(
+      `# header\nTorch==2.5.1 \\\n    --hash=sha256:${H1} \\\n    --hash=sha256:${H2}\n    # via -r requirements.in\ntyping_extensions==4.1 --hash=sha256:${H1}  # via x\n`,
+    );
     expect(lock.entries.map((e) => [e.name, e.version, e.hashes.length, e.line])).toEqual([
       ['torch', '2.5.1', 2, 2],
       ['typing-extensions', '4.1', 1, 6],
@@ -32,10 +34,40 @@ describe('the papers\' Python lock', () => {
     expect(names.get('numpy')).toBe('1.26.4');
     expect(names.get('torch')).toBe('2.5.1');
     expect(names.get('timm')).toBe('0.9.12');
-    for (const n of ['jax', 'flax', 'ml-collections', 'hydra-core', 'torchrl', 'tensordict', 'dm-meltingpot', 'tensorflow-cpu', 'mmcv-full', 'mmgen', 'diffusers', 'pyarrow', 'pandas', 'openai-clip', 'ipython']) {
+    for (const n of [
+      'jax',
+      'flax',
+      'ml-collections',
+      'hydra-core',
+      'torchrl',
+      'tensordict',
+      'dm-meltingpot',
+      'tensorflow-cpu',
+      'mmcv-full',
+      'mmgen',
+      'diffusers',
+      'pyarrow',
+      'pandas',
+      'openai-clip',
+      'ipython',
+    ]) {
       expect(names.has(n)).toBe(true);
     }
-    for (const n of ['triton', 'tensorflow', 'keras', 'tensorboard', 'pygame', 'pygame-ce', 'opencv-python', 'apex', 'bitsandbytes', 'torchsde', 'gdown', 'openai', 'google-genai']) {
+    for (const n of [
+      'triton',
+      'tensorflow',
+      'keras',
+      'tensorboard',
+      'pygame',
+      'pygame-ce',
+      'opencv-python',
+      'apex',
+      'bitsandbytes',
+      'torchsde',
+      'gdown',
+      'openai',
+      'google-genai',
+    ]) {
       expect(names.has(n)).toBe(false);
     }
   });
@@ -47,8 +79,9 @@ describe('the papers\' Python lock', () => {
     expect(distributionOfFile('batch.txt')).toBeNull();
   });
 
-  it('tells an unreachable index from a wrong pin in pip\'s output', () => {
-    const down = "WARNING: Retrying ... NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection>: Failed to establish a new connection: [Errno -2] Name or service not known')\nERROR: Could not find a version that satisfies the requirement torch==2.5.1 (from versions: none)";
+  it("tells an unreachable index from a wrong pin in pip's output", () => {
+    const down =
+      "WARNING: Retrying ... NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection>: Failed to establish a new connection: [Errno -2] Name or service not known')\nERROR: Could not find a version that satisfies the requirement torch==2.5.1 (from versions: none)";
     expect(installIsNetworkFailure(down)).toBe(true);
     expect(installIsNetworkFailure('ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE.')).toBe(false);
     expect(installPipFailure(`Collecting a\n  Downloading a.whl\n${down}`)).toContain('Could not find a version');

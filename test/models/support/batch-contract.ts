@@ -7,11 +7,10 @@
  * again; a cancel; a budget that caps what is submitted.
  */
 import { join } from 'node:path';
-import type { Pset } from '../../../core/types';
 import type { RunSpec, TaskRecord } from '../../../core/records';
 import { loadPset } from '../../../core/pset/read-pset';
-import { loadTemplate, buildPrompt, type PromptTemplate } from '../../../core/prompt/template';
-import { findSnippet, originalBody } from '../../../core/prompt/mask';
+import { loadTemplate, buildPrompt } from '../../../core/prompt/template';
+import { findSnippet } from '../../../core/prompt/mask';
 import { planTasks } from '../../../core/run/plan';
 import { generateBatches, type BatchEvent, type BatchGenerateInput } from '../../../core/run/generate-batch';
 import { staticKeySource } from '../../../core/keys';
@@ -64,14 +63,42 @@ export function batchContract(f: BatchFixture): void {
       const hosted = new HostedModels([entry], staticKeySource(f.keys ?? {}), f.clientOptions as never);
       const resolved = hosted.resolve(entry.id)!;
       const batch = hosted.resolveBatch(entry.id)!;
-      const spec: RunSpec = { psetDigest: pset.digest, psetRoot: '', models: [{ id: entry.id, params: resolved.client.params }], samples: f.samples ?? 2, withPaper: true, papers: [PAPER], promptTemplateDigest: template.digest, timeoutSec: 60, budgetUsd };
+      const spec: RunSpec = {
+        psetDigest: pset.digest,
+        psetRoot: '',
+        models: [{ id: entry.id, params: resolved.client.params }],
+        samples: f.samples ?? 2,
+        withPaper: true,
+        papers: [PAPER],
+        promptTemplateDigest: template.digest,
+        timeoutSec: 60,
+        budgetUsd,
+      };
       const tasks = planTasks(pset, spec).filter((t) => t.paper === PAPER);
       const store = new SqliteRunStore(file);
       const ledger = new SqliteBatchLedger(file);
       const stamp = new Date().toISOString();
-      await store.createRun({ runId: 'r', spec, source: 'rcb', papers: [], models: {}, status: 'generating', createdAt: stamp, updatedAt: stamp, spentUsd: 0, reservedUsd: 0 });
+      await store.createRun({
+        runId: 'r',
+        spec,
+        source: 'rcb',
+        papers: [],
+        models: {},
+        status: 'generating',
+        createdAt: stamp,
+        updatedAt: stamp,
+        spentUsd: 0,
+        reservedUsd: 0,
+      });
       const events: BatchEvent[] = [];
-      const deps = { store, ledger, batchClients: new Map([[entry.id, batch.client]]), batchCosts: new Map([[entry.id, batch.cost]]), sleep: async () => undefined, onEvent: ((e: BatchEvent) => void events.push(e)) as (e: BatchEvent) => void };
+      const deps = {
+        store,
+        ledger,
+        batchClients: new Map([[entry.id, batch.client]]),
+        batchCosts: new Map([[entry.id, batch.cost]]),
+        sleep: async () => undefined,
+        onEvent: ((e: BatchEvent) => void events.push(e)) as (e: BatchEvent) => void,
+      };
       const input: BatchGenerateInput = { runId: 'r', pset, template, withPaper: true, tasks, pollMs: 0 };
       const close = async () => {
         await store.close();
@@ -80,7 +107,7 @@ export function batchContract(f: BatchFixture): void {
       return { file, store, ledger, deps, input, tasks, events, batch, close };
     }
 
-    const billedPerAnswer = () => entry.prices.batch!.input * FAKE_USAGE.input / 1e6 + entry.prices.batch!.output * FAKE_USAGE.output / 1e6;
+    const billedPerAnswer = () => (entry.prices.batch!.input * FAKE_USAGE.input) / 1e6 + (entry.prices.batch!.output * FAKE_USAGE.output) / 1e6;
 
     test('the tasks go as one batch; answers are stored with their usage and settled at the batch price', async () => {
       const s = await setup();
@@ -171,35 +198,36 @@ export function batchContract(f: BatchFixture): void {
       }
     });
 
-    if (f.findsByIntent) test('a crash between the provider accepting a batch and the ledger recording it: the restart finds the batch by its intent id and pays nothing twice', async () => {
-      // Prepare: the ledger's write of the accepted batch never happens (rcb killed there).
-      const first = await setup();
-      const ledger = first.deps.ledger;
-      const crashing = {
-        putBatch: async (b: import('../../../core/batch').BatchRecord) => {
-          if (b.state === 'pending') throw new Error('crash');
-          return ledger.putBatch(b);
-        },
-        listBatches: (runId: string) => ledger.listBatches(runId),
-      };
-      try {
-        await expect(generateBatches({ ...first.deps, ledger: crashing }, first.input)).rejects.toThrow('crash');
-        expect((await ledger.listBatches('r')).map((b) => b.state)).toEqual(['submitting']);
-        await first.store.clearReservations('r');
+    if (f.findsByIntent)
+      test('a crash between the provider accepting a batch and the ledger recording it: the restart finds the batch by its intent id and pays nothing twice', async () => {
+        // Prepare: the ledger's write of the accepted batch never happens (rcb killed there).
+        const first = await setup();
+        const ledger = first.deps.ledger;
+        const crashing = {
+          putBatch: async (b: import('../../../core/batch').BatchRecord) => {
+            if (b.state === 'pending') throw new Error('crash');
+            return ledger.putBatch(b);
+          },
+          listBatches: (runId: string) => ledger.listBatches(runId),
+        };
+        try {
+          await expect(generateBatches({ ...first.deps, ledger: crashing }, first.input)).rejects.toThrow('crash');
+          expect((await ledger.listBatches('r')).map((b) => b.state)).toEqual(['submitting']);
+          await first.store.clearReservations('r');
 
-        // Act: a new rcb on the same run directory.
-        const result = await generateBatches(first.deps, { ...first.input, reservationsCleared: true });
+          // Act: a new rcb on the same run directory.
+          const result = await generateBatches(first.deps, { ...first.input, reservationsCleared: true });
 
-        // Assess
-        expect(server.backend.batches).toHaveLength(1);
-        expect(result).toMatchObject({ submitted: 0, answered: first.tasks.length, open: 0 });
-        const run = (await first.store.getRun('r'))!;
-        expect(run.spentUsd).toBeCloseTo(first.tasks.length * billedPerAnswer(), 9);
-        expect(run.reservedUsd).toBeCloseTo(0, 9);
-      } finally {
-        await first.close();
-      }
-    });
+          // Assess
+          expect(server.backend.batches).toHaveLength(1);
+          expect(result).toMatchObject({ submitted: 0, answered: first.tasks.length, open: 0 });
+          const run = (await first.store.getRun('r'))!;
+          expect(run.spentUsd).toBeCloseTo(first.tasks.length * billedPerAnswer(), 9);
+          expect(run.reservedUsd).toBeCloseTo(0, 9);
+        } finally {
+          await first.close();
+        }
+      });
 
     test('a cancel stops the pending batch; what it answered is stored and billed, the rest stays open', async () => {
       server.backend.plans = [{ hold: true }];
@@ -255,7 +283,8 @@ export function batchContract(f: BatchFixture): void {
       const s = await setup(budget);
       const overBudget: number[] = [];
       s.deps.onEvent = (e) => {
-        if (e.type === 'submitted' || e.type === 'ingested') void s.store.getRun('r').then((r) => r!.spentUsd + r!.reservedUsd > budget + 1e-9 && overBudget.push(r!.spentUsd + r!.reservedUsd));
+        if (e.type === 'submitted' || e.type === 'ingested')
+          void s.store.getRun('r').then((r) => r!.spentUsd + r!.reservedUsd > budget + 1e-9 && overBudget.push(r!.spentUsd + r!.reservedUsd));
       };
       try {
         const result = await generateBatches(s.deps, s.input);

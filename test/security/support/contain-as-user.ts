@@ -6,7 +6,7 @@ import { runContainmentTrial, type TrialConfig } from './containment-trial';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as TrialConfig;
 runContainmentTrial(config).then(
-  (outcome) => process.stdout.write(JSON.stringify(outcome) + '\n'),
+  (outcome) => process.stdout.write(`${JSON.stringify(outcome)}\n`),
   (error: unknown) => {
     process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
     process.exit(1);

@@ -12,8 +12,20 @@ import { join } from 'node:path';
 
 /** Docker's and containerd's default capability set: what a task's root has. */
 export const CONTAINER_DEFAULT_CAPS = [
-  'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETGID',
-  'CAP_SETUID', 'CAP_SETFCAP', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE', 'CAP_SYS_CHROOT', 'CAP_KILL', 'CAP_AUDIT_WRITE',
+  'CAP_CHOWN',
+  'CAP_DAC_OVERRIDE',
+  'CAP_FSETID',
+  'CAP_FOWNER',
+  'CAP_MKNOD',
+  'CAP_NET_RAW',
+  'CAP_SETGID',
+  'CAP_SETUID',
+  'CAP_SETFCAP',
+  'CAP_SETPCAP',
+  'CAP_NET_BIND_SERVICE',
+  'CAP_SYS_CHROOT',
+  'CAP_KILL',
+  'CAP_AUDIT_WRITE',
 ];
 
 const CLONE_NEWUSER = 0x10000000;
@@ -28,8 +40,12 @@ export function userNamespaceRefusingFilter(): Buffer {
   const column = arch() === 'arm64' ? 1 : 0;
   const auditArch = AUDIT_ARCH[arch()];
   if (auditArch === undefined) throw new Error(`no Fargate-like filter for ${arch()}`);
-  const LD = 0x20, JEQ = 0x15, JSET = 0x45, RET = 0x06;
-  const ALLOW = 0x7fff0000, ERRNO = 0x00050000;
+  const LD = 0x20,
+    JEQ = 0x15,
+    JSET = 0x45,
+    RET = 0x06;
+  const ALLOW = 0x7fff0000,
+    ERRNO = 0x00050000;
   const insns: [number, number, number, number][] = [
     [LD, 0, 0, 4], // arch
     [JEQ, 1, 0, auditArch],
@@ -59,16 +75,26 @@ export function fargateLikeHost(scratch: string, command: readonly string[]): { 
   const seccompFd = openSync(filter, 'r');
   rmSync(dir, { recursive: true, force: true });
   const args = [
-    '--ro-bind', '/', '/',
-    '--dev', '/dev',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
     '--unshare-pid',
-    '--proc', '/proc',
-    '--bind', scratch, scratch,
+    '--proc',
+    '/proc',
+    '--bind',
+    scratch,
+    scratch,
     '--die-with-parent',
-    '--cap-drop', 'ALL',
+    '--cap-drop',
+    'ALL',
     ...CONTAINER_DEFAULT_CAPS.flatMap((cap) => ['--cap-add', cap]),
-    '--seccomp', '3',
-    '--setenv', 'TMPDIR', scratch,
+    '--seccomp',
+    '3',
+    '--setenv',
+    'TMPDIR',
+    scratch,
     '--',
     ...command,
   ];

@@ -30,7 +30,12 @@ async function main(): Promise<void> {
     .map((l) => JSON.parse(l) as { snippet: string; completion: string; case: string });
   const paper = loadPset(join(repo, 'examples', 'pset-mini'), { papers: ['smoothfocal'] }).papers[0];
   const candidates = cases.map((c) =>
-    candidateFor(c.case, paper, findSnippet(paper, c.snippet), extractCompletion(c.completion.replace(/47611/g, String(config.port)).replace(/\/tmp\/rcb-hostile-sentinel/g, config.privateDir))),
+    candidateFor(
+      c.case,
+      paper,
+      findSnippet(paper, c.snippet),
+      extractCompletion(c.completion.replace(/47611/g, String(config.port)).replace(/\/tmp\/rcb-hostile-sentinel/g, config.privateDir)),
+    ),
   );
   const warnings: string[] = [];
   const executor = await createLocalExecutor({
@@ -66,7 +71,7 @@ async function main(): Promise<void> {
       }
     })
     .filter(Boolean);
-  process.stdout.write(JSON.stringify({ results, left, warnings }) + '\n');
+  process.stdout.write(`${JSON.stringify({ results, left, warnings })}\n`);
 }
 
 main().catch((error: unknown) => {
