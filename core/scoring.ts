@@ -231,7 +231,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       if (!v) g.classes.add('untested');
       else if (!passed(v, input.judge)) g.classes.add(v.failureClass ?? 'integrity');
       samples = Math.max(samples, t.sample + 1);
-      if (v?.flags.includes(FLAKY_REFERENCE)) flaky++;
+      if (v?.flags?.includes(FLAKY_REFERENCE)) flaky++;
       if (!v) pending++;
       else if (!passed(v, input.judge)) {
         // An official failure carries its class; a task failing only the strict judge is 'integrity'.
@@ -334,7 +334,7 @@ export const FLAKY_REFERENCE = 'flaky_reference';
 /** `paper/file/snippet` of the snippets whose verdicts carry the flaky_reference flag. */
 function flakySnippets(input: ScoreInput): string[] {
   const out = new Set<string>();
-  for (const t of input.tasks) if (input.verdicts.get(t.taskId)?.flags.includes(FLAKY_REFERENCE)) out.add(`${t.paper}/${t.file}/${t.snippet}`);
+  for (const t of input.tasks) if (input.verdicts.get(t.taskId)?.flags?.includes(FLAKY_REFERENCE)) out.add(`${t.paper}/${t.file}/${t.snippet}`);
   return [...out].sort();
 }
 
