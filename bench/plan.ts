@@ -27,7 +27,7 @@ import { HostedModels, costModelFor } from '../adapters/models/hosted-models';
 import { loadRegistry } from '../adapters/models/registry';
 import { PromptTokenCache, runModelCosts } from '../app/models';
 
-const REAL_SET = resolve(__dirname, '..', '..', 'shared', 'data', 'researchcodebench', 'pset');
+const REAL_SET = process.env.RCB_REAL_PSET ? resolve(process.env.RCB_REAL_PSET) : resolve(__dirname, '..', '..', 'shared', 'data', 'researchcodebench', 'pset');
 /** Four OpenAI models (tiktoken, the slow count) and six others (characters / 2): the mix of a sweep. */
 const DEFAULT_MODELS = [
   'gpt-5.4',

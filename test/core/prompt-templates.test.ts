@@ -6,7 +6,7 @@ import { findSnippet } from '../../core/prompt/mask';
 import { buildPrompt, loadTemplate, parseTemplate, SHIPPED_TEMPLATES } from '../../core/prompt/template';
 import { resourcePath } from '../../core/util/package-root';
 
-import { ORIGINAL_PROMPTS, REAL_PSET } from '../helpers/shared-data';
+import { describeWithRealPset, ORIGINAL_PROMPTS, REAL_PSET } from '../helpers/shared-data';
 const ROOT = join(__dirname, '..', '..');
 
 interface FixtureEntry {
@@ -17,7 +17,7 @@ interface FixtureEntry {
   bytes: number;
 }
 
-describe('the shipped "original" template', () => {
+describeWithRealPset('the shipped "original" template', () => {
   const { pset, problems } = readPset(REAL_PSET);
   const template = loadTemplate(resourcePath(SHIPPED_TEMPLATES.original));
   const index = JSON.parse(readFileSync(join(ORIGINAL_PROMPTS, 'index.json'), 'utf8')) as FixtureEntry[];

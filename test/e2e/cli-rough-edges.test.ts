@@ -9,14 +9,14 @@ import Database from 'better-sqlite3';
 import { loadPset } from '../../core/pset/read-pset';
 import { originalBody } from '../../core/prompt/mask';
 import { PSET_MINI, rcb, rcbAsync, REPO, tempDir } from '../helpers/cli';
+import { describeWithRealPset, REAL_PSET } from '../helpers/shared-data';
 
 jest.setTimeout(180_000);
 
-const REAL_PSET = join(REPO, '..', 'shared', 'data', 'researchcodebench', 'pset');
 const TSX = require.resolve('tsx/cjs');
 const ENTRY = join(REPO, 'bin', 'rcb.ts');
 
-describe('output into a pipe the reader closes early', () => {
+describeWithRealPset('output into a pipe the reader closes early', () => {
   it('`rcb prompt ... | head -c 10` ends quietly with exit 0, not "Error: write EPIPE"', () => {
     // Prepare: the real set's longest paper makes a prompt (~140 kB) larger than a pipe's buffer.
     const snippet = (JSON.parse(rcb(['tasks', '--pset', REAL_PSET, '--papers', 'eomt', '--json']).stdout) as { snippet: string }[])[0].snippet;
@@ -35,7 +35,7 @@ describe('output into a pipe the reader closes early', () => {
   });
 });
 
-describe('rcb tasks table', () => {
+describeWithRealPset('rcb tasks table', () => {
   it('fits the real set in 150 columns, nesting shown by indentation instead of a parent column', () => {
     const r = rcb(['tasks', '--pset', REAL_PSET]);
     expect(r.status).toBe(0);

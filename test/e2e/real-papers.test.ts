@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { rcb, tempDir } from '../helpers/cli';
-import { REAL_PSET } from '../helpers/shared-data';
+import { describeWithRealPset, REAL_PSET } from '../helpers/shared-data';
 
 /** The papers whose tests run on Debian's Python with the packages of scripts/system-packages.sh. */
 const RUNNABLE = ['Diff-Transformer', 'DiffusionDPO', 'GPS', 'LEN', 'minp', 'OptimalSteps', 'SISS', 'TabDiff', 'Tanh-Init'];
@@ -28,7 +28,7 @@ interface JsonReport {
   }[];
 }
 
-describe('the public pset on this machine', () => {
+describeWithRealPset('the public pset on this machine', () => {
   const cache = tempDir('rcb-real-cache-');
   const env = { RCB_CACHE_DIR: cache };
   let doctor: { status: number | null; papers: { paper: string; runs: boolean; reason: string | null }[] };
