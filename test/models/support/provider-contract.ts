@@ -219,7 +219,14 @@ export function providerContract(f: ProviderFixture): void {
       const { rc } = resilient();
 
       const p = rc.complete(request(abort.signal));
-      setTimeout(() => abort.abort(), 50);
+      // Abort once the call is in flight (the server has it), not after a fixed delay: on a
+      // loaded machine an SDK can take longer than any fixed delay to send its request.
+      const settled = p.then(
+        () => undefined,
+        () => undefined,
+      );
+      while (server.requests.length === 0 && !(await Promise.race([settled.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 10))]))) {}
+      abort.abort();
 
       await expect(p).rejects.not.toBeInstanceOf(ModelError);
       expect(server.requests).toHaveLength(1);
