@@ -214,7 +214,7 @@ export function formatCsv(report: ScoreReport): string {
     // An env_broken paper: no score cells (not 0), its task samples in env_broken.
     for (const [paper, n] of Object.entries(m.envBrokenByPaper).sort(([a], [b]) => a.localeCompare(b))) {
       out.push(
-        [report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n)]
+        [report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n), '']
           .map(csvCell)
           .join(','),
       );

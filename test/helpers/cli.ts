@@ -24,10 +24,16 @@ export function tempDir(prefix = 'rcb-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/**
+ * The tests' rcb sees no `rcb env install` environment left on the machine (its interpreter
+ * would replace /usr/bin/python3 as the default): a test that wants one names it.
+ */
+const NO_INSTALLED_ENV = { RCB_ENV_DIR: join(tmpdir(), 'rcb-tests-no-installed-env') };
+
 export function rcb(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
   const r = spawnSync(process.execPath, ['-r', TSX, ENTRY, ...args], {
     cwd: opts.cwd ?? REPO,
-    env: { ...process.env, ...opts.env },
+    env: { ...process.env, ...NO_INSTALLED_ENV, ...opts.env },
     encoding: 'utf8',
     // The deadline of a hang, not a bound on speed: a run that takes 30 s alone takes minutes on a loaded machine.
     timeout: opts.timeoutMs ?? 600_000,
@@ -44,7 +50,7 @@ export function rcb(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEn
  */
 export function rcbAsync(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcess {
   const command = [process.execPath, '-r', TSX, ENTRY, ...args];
-  const env = { ...process.env, ...opts.env };
+  const env = { ...process.env, ...NO_INSTALLED_ENV, ...opts.env };
   if (process.env.RCB_TEST_HOST === 'fargate-like') {
     const host = fargateLikeHost(tmpdir(), command);
     const child = spawn(findBwrap() ?? 'bwrap', host.args, {
