@@ -51,7 +51,7 @@ export function droppedCapabilities(): ecs.Capability[] {
 /**
  * Paths kept out of the Docker build context. Besides size, each one would change the
  * asset hash (and force an image rebuild) without changing the image. Nothing entry.ts
- * compiles from may be here (core/, adapters/, container/, tsconfig.json, package files):
+ * compiles from may be here (core/, app/, adapters/, container/, tsconfig.json, package files):
  * test/infra/container-build-context.test.ts compiles the staged context as the image does.
  */
 export const CONTAINER_ASSET_EXCLUDES = [

@@ -1,7 +1,8 @@
 /**
  * `rcb sweep run FILE [--emulate | --cloud]`: the sweep's run on this machine (resumable:
  * the same command goes on where it stopped), through the emulated cloud, or in the
- * deployed stack.
+ * deployed stack. rcb.ts loads this module when `rcb sweep run` is given, so its imports
+ * (the emulator, the cloud command) are plain ones.
  */
 import { runLocally } from '../../app/local-run';
 import { LEADERBOARD } from '../../core/run/run-outputs';
@@ -12,9 +13,9 @@ import type { RunRecord } from '../../core/records';
 import type { BatchSettings } from '../../core/cloud/payloads';
 import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
 import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';
-import type * as EmulatedRunModule from '../../emulator/emulated-run';
-import type * as CloudRunModule from './cloud/run';
-import type * as CloudDepsModule from './cloud/cloud-deps';
+import { emulateCloudRun } from '../../emulator/emulated-run';
+import { defaultCloudDeps } from '../../app/deployed-stack';
+import { cloudRun } from './cloud/run';
 
 export interface SweepRunOptions {
   emulate?: boolean;
@@ -91,7 +92,6 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
   }
   if (problems.length) throw new UsageError(problems.join('\n'));
   if (opts.emulate) return emulatedSweep(loaded, opts);
-  const cloud: typeof CloudRunModule & typeof CloudDepsModule = { ...require('./cloud/run'), ...require('./cloud/cloud-deps') };
   const flags = {
     ...sweepRunFlags(sweep),
     jobs: opts.jobs,
@@ -103,7 +103,7 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
     region: opts.region,
     batchSettings: sweepBatchSettings(loaded),
   };
-  return cloud.cloudRun(flags, loaded.hosted, cloud.defaultCloudDeps(opts.region));
+  return cloudRun(flags, loaded.hosted, defaultCloudDeps(opts.region));
 }
 
 /** The workflow input's batch settings of the sweep's batch-mode models, if it has any. */
@@ -118,8 +118,6 @@ function sweepBatchSettings(loaded: LoadedSweep): BatchSettings | undefined {
  * report` read it like a local run.
  */
 async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<number> {
-  // Loaded on use: the emulator brings its local servers and the CDK synthesis.
-  const { emulateCloudRun }: typeof EmulatedRunModule = require('../../emulator/emulated-run');
   const { pset, template, spec, models, runId } = loaded.run;
   const started = Date.now();
   const batch = sweepBatchSettings(loaded);

@@ -21,7 +21,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
 import { envKeySource } from '../../core/keys';
 import { UsageError } from '../../bin/commands/common';
-import { executionArn, type CloudDeps } from '../../bin/commands/cloud/cloud-deps';
+import { executionArn, type CloudDeps } from '../../app/deployed-stack';
 import { cloudPush } from '../../bin/commands/cloud/push';
 import { cloudRun } from '../../bin/commands/cloud/run';
 import type { CloudRunOptions } from '../../bin/commands/cloud/cloud-run-flags';

@@ -1,6 +1,6 @@
 /** `rcb cloud cancel RUN [--now]`: stop a run's model calls (core/cloud/cancel-run.ts). */
 import { UsageError } from '../common';
-import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps } from './cloud-deps';
+import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps } from '../../../app/deployed-stack';
 import type { StackFlags } from './stack-flags';
 import { cancelRun } from '../../../core/cloud/cancel-run';
 

@@ -1,6 +1,6 @@
 /** `rcb cloud push`: upload a pset as a content-addressed bundle and the prompt template to the stack's bucket. */
 import { loadPromptTemplate, loadPsetOrFail, parseList } from '../common';
-import { findStackOutputs, stackAdapters, type CloudDeps } from './cloud-deps';
+import { findStackOutputs, stackAdapters, type CloudDeps } from '../../../app/deployed-stack';
 import type { StackFlags } from './stack-flags';
 import { uploadPsetBundle, uploadPromptTemplate } from '../../../core/cloud/pset-bundle';
 

@@ -6,10 +6,10 @@
  */
 import { Option, type Command } from 'commander';
 import { addRunSpecOptions } from '../run-options';
-import type { CloudDeps } from './cloud-deps';
+import type { CloudDeps } from '../../../app/deployed-stack';
 import { DEFAULT_STACK_NAME, type StackFlags } from './stack-flags';
 import type * as ModelsModule from '../../../app/models';
-import type * as CloudDepsModule from './cloud-deps';
+import type * as CloudDepsModule from '../../../app/deployed-stack';
 import type * as RunEmulatedModule from './run-emulated';
 import type * as RunModule from './run';
 import type * as CancelModule from './cancel';
@@ -36,7 +36,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
   const emulateFlags = (c: Command, what: string): Command =>
     c.option('--emulate', what).option('--state-dir <dir>', "folder of the emulated cloud's table, bucket and executions (--emulate; default ~/.rcb/emulator)");
   const deps = async (o: StackFlags & { emulate?: boolean }): Promise<CloudDeps> => {
-    const { consoleOutput, defaultCloudDeps }: typeof CloudDepsModule = require('./cloud-deps');
+    const { consoleOutput, defaultCloudDeps }: typeof CloudDepsModule = require('../../../app/deployed-stack');
     return o.emulate ? localOnlyDeps(consoleOutput()) : defaultCloudDeps(o.region);
   };
 

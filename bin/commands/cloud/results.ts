@@ -1,6 +1,6 @@
 /** `rcb cloud results RUN [--emulate]`: scores of a run, in the report formats of `rcb report`. */
 import { parseReportFlags, UsageError } from '../common';
-import { findStackOutputs, stackAdapters, type CloudDeps } from './cloud-deps';
+import { findStackOutputs, stackAdapters, type CloudDeps } from '../../../app/deployed-stack';
 import type { StackFlags } from './stack-flags';
 import { withEmulatedStack, type EmulateFlags } from './emulated-stack-flags';
 import { readRunResults } from '../../../core/cloud/run-results';

@@ -13,7 +13,7 @@ import { exitCodeOf } from '../../../core/cloud/run-progress';
 import { LEADERBOARD, RUN_OUTPUTS, writeRunOutputs } from '../../../core/run/run-outputs';
 import { cloudBatchSettings } from '../../../app/cloud-run';
 import { defaultPython, parsePositiveInt, UsageError } from '../common';
-import type { CloudDeps } from './cloud-deps';
+import type { CloudDeps } from '../../../app/deployed-stack';
 import type { ShardEvaluatedLog } from '../../../emulator/shard-container';
 import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
 import { emulatorStateDir } from './emulated-stack-flags';

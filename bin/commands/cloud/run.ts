@@ -10,7 +10,7 @@ import { watchRun } from '../../../core/cloud/watch-run';
 import { retryableFailedTasks } from '../../../core/cloud/failed-tasks';
 import { cloudBatchSettings, uploadRunInputs } from '../../../app/cloud-run';
 import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
-import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps } from './cloud-deps';
+import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps } from '../../../app/deployed-stack';
 
 /** Flags of `rcb run` that only this machine's evaluation reads. */
 const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [

@@ -1,6 +1,6 @@
 /** `rcb cloud status RUN [--emulate]`: the run's latest execution and its progress. */
 import { UsageError } from '../common';
-import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps } from './cloud-deps';
+import { findStackOutputs, stackAdapters, stackExecutions, type CloudDeps } from '../../../app/deployed-stack';
 import type { StackFlags } from './stack-flags';
 import { withEmulatedStack, type EmulateFlags } from './emulated-stack-flags';
 import { describeRunStatus } from '../../../core/cloud/run-status';

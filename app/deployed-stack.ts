@@ -2,7 +2,7 @@
  * What every `rcb cloud` command needs of a deployed stack: the SDK clients, the stack's
  * outputs (bucket, table, state machine) from CloudFormation by stack name, the AWS
  * adapters over them, and the run's executions through Step Functions. The commands load
- * this module on use (register-cloud-commands.ts): registering them costs `rcb validate`
+ * this module on use (bin/commands/cloud/register-cloud-commands.ts): registering them costs `rcb validate`
  * no SDK.
  */
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
@@ -10,13 +10,13 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, SFNClient, StopExecutionCommand, type StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoRunStore } from '../../../adapters/aws/dynamo-run-store';
-import { S3BlobStore } from '../../../adapters/aws/s3-blob-store';
-import { DynamoEnvironmentChecks } from '../../../adapters/aws/dynamo-environment-checks';
-import type { BlobStore, RunStore } from '../../../core/store';
-import type { EnvironmentChecks, RunCounters } from '../../../core/cloud/ports';
-import type { ExecutionStatus, RunExecutions } from '../../../core/cloud/execution-attempts';
-import { UsageError } from '../common';
+import { DynamoRunStore } from '../adapters/aws/dynamo-run-store';
+import { S3BlobStore } from '../adapters/aws/s3-blob-store';
+import { DynamoEnvironmentChecks } from '../adapters/aws/dynamo-environment-checks';
+import type { BlobStore, RunStore } from '../core/store';
+import type { EnvironmentChecks, RunCounters } from '../core/cloud/ports';
+import type { ExecutionStatus, RunExecutions } from '../core/cloud/execution-attempts';
+import { UsageError } from './local-machine';
 
 /** The stack outputs the commands need (infra/rcb-stack.ts CfnOutputs). */
 export interface StackOutputs {
