@@ -12,8 +12,8 @@
  */
 import { join } from 'node:path';
 import { loadPset } from '../core/pset/read-pset';
-import { loadTemplate } from '../core/prompt/template';
-import { planTasks } from '../core/run/plan';
+import { buildPrompt, loadTemplate } from '../core/prompt/template';
+import { openRun, planTasks } from '../core/run/plan';
 import { generate } from '../core/run/generate';
 import { generateBatches } from '../core/run/generate-batch';
 import type { BatchLedger } from '../core/batch';
@@ -94,9 +94,7 @@ export async function benchSweep(args: string[]): Promise<void> {
     };
     const tasks = planTasks(pset, spec);
     const groups = pset.papers.map((paper) => {
-      const prompts = paper.snippets.map(
-        (s) => require('../core/prompt/template').buildPrompt(template, paper, s, true) as { text: string; sharedPrefixChars: number },
-      );
+      const prompts = paper.snippets.map((s) => buildPrompt(template, paper, s, true));
       return {
         prefix: prompts[0].text.slice(0, prompts[0].sharedPrefixChars),
         suffixes: prompts.flatMap((p) => Array.from({ length: samples }, () => p.text.slice(p.sharedPrefixChars))),
@@ -108,19 +106,7 @@ export async function benchSweep(args: string[]): Promise<void> {
     const newRun = async (name: string) => {
       const file = join(dir, `${name}.sqlite`);
       const store = new SqliteRunStore(file);
-      const stamp = new Date().toISOString();
-      await store.createRun({
-        runId: 'r',
-        spec,
-        source: 'rcb',
-        papers: [],
-        models: {},
-        status: 'generating',
-        createdAt: stamp,
-        updatedAt: stamp,
-        spentUsd: 0,
-        reservedUsd: 0,
-      });
+      await openRun(store, { runId: 'r', spec, pset, models: {} });
       return { file, store };
     };
 

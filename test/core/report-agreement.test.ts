@@ -90,6 +90,15 @@ interface Figures {
   [model: string]: Record<string, number>;
 }
 
+/** The headline figures of a model from the four cells that print them: scaled ± std, its interval, pass@1 ± std, its interval. */
+function headline(scaledCell: string, scaledCi: string, pass1Cell: string, pass1Ci: string): Record<string, number> {
+  const [scaled, scaledStd] = numbers(scaledCell);
+  const [scaledLow, scaledHigh] = numbers(scaledCi);
+  const [pass1, pass1Std] = numbers(pass1Cell);
+  const [pass1Low, pass1High] = numbers(pass1Ci);
+  return { scaled, scaledStd, scaledLow, scaledHigh, pass1, pass1Std, pass1Low, pass1High };
+}
+
 /** The reference: the JSON report's figures, rounded as the text formats print them. */
 function fromJson(text: string): { figures: Figures; envBroken: Record<string, number>; json: any } {
   const json = JSON.parse(text);
@@ -219,20 +228,9 @@ function fromMarkdown(text: string): { figures: Figures; envBroken: Record<strin
   const figures: Figures = {};
   for (const m of MODELS) {
     const c = cells(lines.find((l) => l.startsWith(`| ${m} |`))!);
-    const [scaled, scaledStd] = numbers(c[1]);
-    const [scaledLow, scaledHigh] = numbers(c[2]);
-    const [pass1, pass1Std] = numbers(c[3]);
-    const [pass1Low, pass1High] = numbers(c[4]);
     const pending = /\(pending (\d+)\)/.exec(c[7]);
     const f: Record<string, number> = {
-      scaled,
-      scaledStd,
-      scaledLow,
-      scaledHigh,
-      pass1,
-      pass1Std,
-      pass1Low,
-      pass1High,
+      ...headline(c[1], c[2], c[3], c[4]),
       tasks: num(c[5]),
       samples: num(c[6]),
       untested: pending ? num(pending[1]) : 0,
@@ -265,19 +263,8 @@ function fromHtml(text: string): { figures: Figures; envBroken: Record<string, n
   const figures: Figures = {};
   for (const [, model, row] of text.matchAll(/<tr class="model-row" data-model="([^"]+)">(.*?)<\/tr>/g)) {
     const cell = (metric: string) => new RegExp(`data-metric="${metric}">(.*?)</td>`).exec(row)![1];
-    const [scaled, scaledStd] = numbers(cell('scaled'));
-    const [scaledLow, scaledHigh] = numbers(cell('scaled-ci'));
-    const [pass1, pass1Std] = numbers(cell('pass1'));
-    const [pass1Low, pass1High] = numbers(cell('pass1-ci'));
     const f: Record<string, number> = {
-      scaled,
-      scaledStd,
-      scaledLow,
-      scaledHigh,
-      pass1,
-      pass1Std,
-      pass1Low,
-      pass1High,
+      ...headline(cell('scaled'), cell('scaled-ci'), cell('pass1'), cell('pass1-ci')),
       tasks: num(cell('tasks')),
       samples: num(cell('samples')),
       untested: num(cell('untested')),
