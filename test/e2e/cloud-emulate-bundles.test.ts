@@ -13,7 +13,7 @@ import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { BUNDLED_RESOURCES, DEPLOYED_MODELS_FILE } from '../../core/cloud/bundle-resources';
 import { CONTEXT_KEYS } from '../../infra/config';
-import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
+import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
 import { emulateCloudRun } from '../../emulator/emulated-run';
 import { resolveRun } from '../../bin/commands/resolve-run';
 import { hostedModels } from '../../app/models';
@@ -22,6 +22,7 @@ import { FakeChatEndpoint, promptKey } from '../reliability/fake-chat-endpoint';
 import { CLAIM_LEASE_MARGIN_MS } from '../../app/stages/generate';
 import { PSET_MINI, REPO, rcbAsync, tempDir } from '../helpers/cli';
 import { fakeModelsYaml } from '../helpers/fake-models-file';
+import { boundAfter, timed } from '../helpers/machine-speed';
 
 const KEY_ENV = 'RCB_BUNDLE_TEST_KEY';
 
@@ -73,6 +74,46 @@ class FlakyProxy {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** The environment a deployed function reads, for calls that use none of its values (an event no handler accepts, an empty batch). */
+const STANDALONE_ENV = {
+  RCB_TABLE: 't',
+  RCB_BUCKET: 'b',
+  RCB_KEYS_SECRET_ARN: 'arn:s',
+  RCB_LANE_QUEUES: '{"openai":"http://127.0.0.1:9/q"}',
+  RCB_EVALUATION_READY: 'true',
+  RCB_GENERATION_TIMEOUT_SEC: '60',
+  AWS_REGION: 'us-east-1',
+};
+
+/** The shortest and longest generator timeouts the stack admits (rcb:generatorTimeoutSec), s. */
+const MIN_GENERATOR_TIMEOUT_SEC = 10;
+const MAX_GENERATOR_TIMEOUT_SEC = 900;
+
+/**
+ * A generator timeout that holds on this machine now: at least the stack's minimum, and
+ * LOAD_SLACK times what a generator instance of the deployed bundle takes to start and
+ * answer an empty batch (a machine slowed k times slows that k times too).
+ */
+async function generatorTimeoutFor(deployed: DeployedFunction[]): Promise<number> {
+  const fn = deployed.find((f) => /^GenerationGeneratorFunction/.test(f.logicalId))!;
+  const processes = new FunctionProcesses({ fn, root: join(work, 'reference'), env: STANDALONE_ENV });
+  try {
+    const reference = await timed(() => processes.invoke({ Records: [] }));
+    return Math.min(MAX_GENERATOR_TIMEOUT_SEC, Math.max(MIN_GENERATOR_TIMEOUT_SEC, Math.ceil(boundAfter(0, reference.ms) / 1000)));
+  } finally {
+    await processes.close();
+  }
+}
+
+/** Batch sizes of the generator's lane event source mappings (queues with a redrive policy), deduplicated. */
+function laneBatchSizes(template: CfnTemplate): number[] {
+  const queueOf = (r: CfnTemplate['Resources'][string]) => (r.Properties?.EventSourceArn as { 'Fn::GetAtt'?: string[] } | undefined)?.['Fn::GetAtt']?.[0] ?? '';
+  const sizes = Object.values(template.Resources)
+    .filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping' && template.Resources[queueOf(r)]?.Properties?.RedrivePolicy)
+    .map((r) => Number(r.Properties?.BatchSize ?? 10));
+  return [...new Set(sizes)];
 }
 
 function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -130,19 +171,10 @@ describe('the deployed Lambda bundles', () => {
   });
 
   it('each load and answer from a folder that holds only the bundle, with the template environment and nothing of the checkout', async () => {
-    // Prepare: the environment a deployed function reads (its values are not used by these calls).
-    const env = {
-      RCB_TABLE: 't',
-      RCB_BUCKET: 'b',
-      RCB_KEYS_SECRET_ARN: 'arn:s',
-      RCB_LANE_QUEUES: '{"openai":"http://127.0.0.1:9/q"}',
-      RCB_EVALUATION_READY: 'true',
-      RCB_GENERATION_TIMEOUT_SEC: '60',
-      AWS_REGION: 'us-east-1',
-    };
+    // Prepare: the environment a deployed function reads (STANDALONE_ENV).
     for (const fn of functions) {
       const root = join(work, 'staged', fn.logicalId);
-      const processes = new FunctionProcesses({ fn, root, env });
+      const processes = new FunctionProcesses({ fn, root, env: STANDALONE_ENV });
       try {
         // Act: an event no handler accepts (the SQS consumers: an empty batch, which they answer).
         const sqsConsumer = /^Generation(Generator|DeadLetter)/.test(fn.logicalId);
@@ -192,7 +224,7 @@ describe('rcb cloud run --emulate with a hosted model', () => {
 
 describe('a generation message dead-lettered in the emulated cloud', () => {
   it('settles its task as a failed completion, so the run goes on to evaluation and succeeds instead of waiting for its deadline; started again, the run asks for that task only, once', async () => {
-    // Prepare: one prompt is never answered; the generator times out (10 s) on each delivery.
+    // Prepare: one prompt is never answered; the generator times out on each delivery.
     const paper = pset.papers[0];
     const stuck = paper.snippets[0];
     proxy.hang = `Implement block \\"${stuck.name}\\"`;
@@ -201,11 +233,21 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
     const hung = proxy.hung;
     const hosted = hostedModels(modelsFile);
     const resolved = resolveRun({ model: ['fake'], samples: '1', paper: true, papers: paper.meta.id, timeout: '60', budget: '100' }, hosted);
+    // The generator's timeout is short, so that the hanging call is stopped soon, but its
+    // batch-mates on the lane must still be answered within it: on a loaded machine a normal
+    // generation takes many times its quiet time, and one that outlives the timeout is killed
+    // with its claim held, failed again on each redelivery and dead-lettered too. So the
+    // timeout is a multiple of a reference measured here, just before (test/helpers/machine-speed.ts):
+    // a generator instance of the deployed bundle started and answering an empty batch.
+    const timeoutSec = await generatorTimeoutFor(functions);
     const short = await synthesizeWorkflow({
       bundle: true,
       outdir: join(work, 'cdk.out-short'),
-      context: { [CONTEXT_KEYS.modelsFile]: modelsFile, [CONTEXT_KEYS.generatorTimeoutSec]: 10 },
+      context: { [CONTEXT_KEYS.modelsFile]: modelsFile, [CONTEXT_KEYS.generatorTimeoutSec]: timeoutSec },
     });
+    // Each message has an invocation of its own (the lanes' batch size is 1): the hanging call
+    // shares its invocation's time with no other message.
+    expect(laneBatchSizes(short.deployment!.template)).toEqual([1]);
 
     // Act
     const run = await emulateCloudRun(
@@ -234,8 +276,8 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
       // is its remaining time plus a margin; SQS's visibility timeout outlasts that lease, the
       // emulated lanes' does not wait in time: the restart comes once the lease has run out.
       // Every claim was taken before the first execution ended, with a lease of at most the
-      // generator's 10 s plus the margin.
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstEnded + 10_000 + CLAIM_LEASE_MARGIN_MS + 1_000 - Date.now())));
+      // generator's timeout plus the margin.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstEnded + timeoutSec * 1000 + CLAIM_LEASE_MARGIN_MS + 1_000 - Date.now())));
       const judgedBefore = new Map(verdicts.map((v) => [v.taskId, v.createdAt]));
       endpoint.reset();
       const again = await run.runAgain();
