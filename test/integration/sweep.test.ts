@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { parseSweep, SweepFileError } from '../../core/sweep/sweep-file';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
-import { planTasks } from '../../core/run/plan';
+import { openRun, planTasks } from '../../core/run/plan';
 import { generate } from '../../core/run/generate';
 import { openBudgetAccounts, budgetAccountId } from '../../core/run/budget';
 import { staticKeySource } from '../../core/keys';
@@ -204,19 +204,7 @@ describe('per-model budgets', () => {
     const billed = a.cost.billed({ inputTokens: 1000, cachedInputTokens: 0, outputTokens: 100, reasoningTokens: 0 });
     const budgetA = billed * 9;
     const store = new SqliteRunStore(':memory:');
-    const stamp = new Date().toISOString();
-    await store.createRun({
-      runId: 'r',
-      spec,
-      source: 'rcb',
-      papers: [],
-      models: {},
-      status: 'generating',
-      createdAt: stamp,
-      updatedAt: stamp,
-      spentUsd: 0,
-      reservedUsd: 0,
-    });
+    await openRun(store, { runId: 'r', spec, pset, models: {} });
     try {
       const cappedModels = await openBudgetAccounts(store, 'r', spec, { a: budgetA });
 
@@ -260,19 +248,31 @@ describe('per-model budgets', () => {
   });
 });
 
+/** A local endpoint answering pset-mini's prompts, and a models file at `file` naming it `fake-chat`. */
+async function fakeChatModel(pset: ReturnType<typeof loadPset>, file: string): Promise<FakeChatEndpoint> {
+  const endpoint = new FakeChatEndpoint(pset, loadTemplate(join(REPO, 'resources', 'prompt-template.txt')), true);
+  await endpoint.start();
+  const entry = {
+    id: 'fake-chat',
+    provider: 'openai-compatible',
+    model: 'fake',
+    base_url: endpoint.url,
+    params: { max_output_tokens: 500, temperature: 0 },
+    prices: { input: 1, cached_input: 0.5, output: 2, as_of: '2026-12-01' },
+    knowledge_cutoff: '2024-01',
+    context_window: 100000,
+  };
+  writeFileSync(file, `models:\n  - ${JSON.stringify(entry)}\n`);
+  return endpoint;
+}
+
 describe('rcb sweep run, status and report', () => {
   it('runs a sweep of 3 models x 2 samples, resumes it without a call, and reports it in every format', async () => {
     // Prepare: the oracle and two variants of a model served by a local endpoint.
     const pset = loadPset(PSET_MINI);
-    const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
-    const endpoint = new FakeChatEndpoint(pset, template, true);
-    await endpoint.start();
     const dir = tempDir('rcb-sweep-run-');
     mkdirSync(join(dir, 'conf'));
-    writeFileSync(
-      join(dir, 'conf', 'models.yaml'),
-      `models:\n  - ${JSON.stringify({ id: 'fake-chat', provider: 'openai-compatible', model: 'fake', base_url: endpoint.url, params: { max_output_tokens: 500, temperature: 0 }, prices: { input: 1, cached_input: 0.5, output: 2, as_of: '2026-12-01' }, knowledge_cutoff: '2024-01', context_window: 100000 })}\n`,
-    );
+    const endpoint = await fakeChatModel(pset, join(dir, 'conf', 'models.yaml'));
     const file = join(dir, 'conf', 'sweep.yaml');
     writeFileSync(
       file,
@@ -318,14 +318,8 @@ describe('rcb sweep run, status and report', () => {
   it('gives the same scores through the emulated cloud as on this machine', async () => {
     // Prepare: one sweep, written twice with different directories.
     const pset = loadPset(PSET_MINI);
-    const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
-    const endpoint = new FakeChatEndpoint(pset, template, true);
-    await endpoint.start();
     const dir = tempDir('rcb-sweep-emulate-');
-    writeFileSync(
-      join(dir, 'models.yaml'),
-      `models:\n  - ${JSON.stringify({ id: 'fake-chat', provider: 'openai-compatible', model: 'fake', base_url: endpoint.url, params: { max_output_tokens: 500, temperature: 0 }, prices: { input: 1, cached_input: 0.5, output: 2, as_of: '2026-12-01' }, knowledge_cutoff: '2024-01', context_window: 100000 })}\n`,
-    );
+    const endpoint = await fakeChatModel(pset, join(dir, 'models.yaml'));
     const body = `pset: ${PSET_MINI}\nsamples: 2\npapers: [adamlite]\nbudget_usd: 1\nmodels_file: models.yaml\nmodels:\n  - id: oracle\n  - id: empty\n  - id: fake-chat\n`;
     writeFileSync(join(dir, 'local.yaml'), body);
     writeFileSync(join(dir, 'emulated.yaml'), body);
@@ -336,9 +330,12 @@ describe('rcb sweep run, status and report', () => {
         (m: { model: string; scaled: unknown; pass1: unknown; failures: unknown }) => [m.model, m.scaled, m.pass1, m.failures],
       );
     try {
-      // Act
-      const local = await cli('sweep', 'run', join(dir, 'local.yaml'), '--jobs', '2', '--executor', 'cold');
-      const emulated = await cli('sweep', 'run', join(dir, 'emulated.yaml'), '--emulate', '--jobs', '2');
+      // Act: the two runs share nothing but the cache folder (whose files are written whole
+      // and renamed), so they run side by side.
+      const [local, emulated] = await Promise.all([
+        cli('sweep', 'run', join(dir, 'local.yaml'), '--jobs', '2', '--executor', 'cold'),
+        cli('sweep', 'run', join(dir, 'emulated.yaml'), '--emulate', '--jobs', '2'),
+      ]);
 
       // Assess
       expect(local.status).toBe(0);
