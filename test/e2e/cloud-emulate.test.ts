@@ -18,7 +18,9 @@ import { buildReport } from '../../core/report/build-report';
 import { cloudKeys } from '../../core/cloud/payloads';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
 import { emulateCloudRun, type EmulatedRun, type EmulatorOptions } from '../../emulator/emulated-run';
+import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
 import { rcb, PSET_MINI, tempDir } from '../helpers/cli';
+import { startRcb } from '../reliability/run-cli';
 import { counting } from '../cloud/cloud-fixture';
 
 interface Reference {
@@ -38,6 +40,11 @@ function scores(text: string): unknown {
 }
 
 let reference: Reference;
+/**
+ * The stack synthesized once (no bundling) for the file's in-process emulated runs: both take
+ * the same definition, as `emulateCloudRun` would synthesize it for each.
+ */
+let workflow: SynthesizedWorkflow;
 /** The emulated cloud's state folder of the CLI tests. */
 const stateDir = tempDir('rcb-emulate-state-');
 
@@ -79,6 +86,7 @@ function emulateReference(pset: Pset, clients: { oracle: ModelClient; empty: Mod
       python: '/usr/bin/python3',
       // In-process handlers: the test hands in clients that count (and slow) the model calls.
       functions: 'source',
+      workflow,
       ...options,
       clients: new Map([
         ['oracle', clients.oracle],
@@ -88,21 +96,25 @@ function emulateReference(pset: Pset, clients: { oracle: ModelClient; empty: Mod
   );
 }
 
-beforeAll(() => {
-  // The local run of the same flags: the reference the cloud flow must reproduce.
+beforeAll(async () => {
+  // The local run of the same flags: the reference the cloud flow must reproduce. Its own
+  // process runs while this one synthesizes the stack.
   const dir = tempDir('rcb-emulate-ref-');
-  const r = rcb(['run', '--model', 'oracle', '--model', 'empty', '--out', dir]);
-  expect(r.status).toBe(0);
+  const local = startRcb(['run', '--model', 'oracle', '--model', 'empty', '--out', dir]).done;
+  workflow = await synthesizeWorkflow();
+  const r = await local;
+  expect([r.status, r.stderr.slice(-1500)]).toEqual([0, expect.any(String)]);
   const runId = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')).runId as string;
   const db = new Database(join(dir, 'rcb.sqlite'), { readonly: true });
   const rows = db.prepare('SELECT task_id, record FROM verdicts').all() as { task_id: string; record: string }[];
   db.close();
+  const judges = ['strict', 'official'];
+  const reports = await Promise.all(judges.map((judge) => startRcb(['report', dir, '--format', 'json', '--judge', judge]).done));
   const json: Record<string, unknown> = {};
-  for (const judge of ['strict', 'official']) {
-    const rep = rcb(['report', dir, '--format', 'json', '--judge', judge]);
-    expect(rep.status).toBe(0);
-    json[judge] = scores(rep.stdout);
-  }
+  judges.forEach((judge, i) => {
+    expect([judge, reports[i].status]).toEqual([judge, 0]);
+    json[judge] = scores(reports[i].stdout);
+  });
   reference = { dir, runId, verdicts: new Map(rows.map((row) => [row.task_id, judgement(JSON.parse(row.record) as Verdict)])), json };
 }, 900_000);
 
