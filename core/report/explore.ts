@@ -15,41 +15,15 @@ import type { TaskDetail } from './task-detail';
 import { describeVerdict, detailStatus } from './task-detail';
 
 /** Bytes of task text (answers, diffs, logs) the page keeps, shared by its tasks. */
-export const TASK_TEXT_BUDGET = 1_600_000;
+export const TASK_TEXT_BUDGET = 900_000;
 /** Bytes of prompt text (each snippet's prompt after the shared prefix), shared by the snippets. */
-export const PROMPT_TEXT_BUDGET = 300_000;
+export const PROMPT_TEXT_BUDGET = 250_000;
 /** Bytes of the papers' shared prompt prefixes (instructions and paper text), shared by the papers. */
-export const PREFIX_TEXT_BUDGET = 300_000;
+export const PREFIX_TEXT_BUDGET = 200_000;
 /** Test logs are kept head and tail in the store; a page with room keeps the last part of each. */
 export const LOG_TAIL_CHARS = 6000;
 /** Per-task text budget from which the page keeps whole answers, diffs and raw answers. */
 const FULL_TASK_CHARS = 14_000;
-
-/** A shell word, quoted only when it must be. */
-export function shellWord(s: string): string {
-  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The command that prints a task whole: answer, diff, verdict and both logs (and its prompt with --prompt). */
-export function showCommand(runLabel: string, d: TaskDetail, prompt = false): string {
-  const t = d.task;
-  return [
-    'rcb',
-    'show',
-    runLabel,
-    '--paper',
-    t.paper,
-    '--snippet',
-    t.snippet,
-    '--model',
-    t.model,
-    '--sample',
-    String(t.sample),
-    ...(prompt ? ['--prompt'] : []),
-  ]
-    .map((w, i) => (i < 2 ? w : shellWord(w)))
-    .join(' ');
-}
 
 /** One snippet of one run: the rows of the side-by-side matrix. */
 export interface ExploreSnippet {
@@ -65,47 +39,41 @@ export interface ExploreSnippet {
   prefixChars?: number;
 }
 
-/** One task sample, with its text cut to the page's budget. */
+/**
+ * One task sample as a positional row (a 32 x 212 sweep has 6,784 of them: field names would
+ * weigh more than the text): snippet, model, sample, status, class, verdict, seconds, answer
+ * line, answer, answer length, raw answer, diff, stdout, stdout bytes, stderr, stderr bytes,
+ * logs cut in the store, notes. Strings that repeat (classes, verdicts, finish reasons,
+ * notes) are indices into `strings`; trailing empty fields are dropped. The page's script
+ * reads it back with its field names (EXPLORE_SCRIPT, `row`).
+ */
+export type ExploreRow = (number | string | number[] | 0)[];
+
+/** A task row read back with names (what the page's script makes of a row). */
 export interface ExploreTask {
-  /** Snippet index, model (entry) index, sample. */
   s: number;
   m: number;
   k: number;
   st: 'pass' | 'fail' | 'untested' | 'env_broken';
-  /** Failure class ('' when none). */
   c: string;
-  /** The verdict in one line. */
   v: string;
-  /** Answer line: tokens, cost, finish; or why there is none. */
-  al: string;
-  /** The answer's code, perhaps cut at its end; its full length. */
-  a?: string;
-  an?: number;
-  /** The raw answer, when it differs from the code and the page has room. */
-  raw?: string;
-  /** The diff of the spliced file, when the page has room. */
-  d?: string;
-  /** stdout and stderr tails, and their stored sizes. */
-  o?: string;
-  ob?: number;
-  e?: string;
-  eb?: number;
-  /** Log text kept by the store was already cut in the middle. */
-  lc?: boolean;
-  /** Note indices. */
-  n?: number[];
-  /** The `rcb show` command. */
-  cmd: string;
-  cost: number;
+  answer: string | null;
+  answerChars: number;
+  stdout: string | null;
+  stderr: string | null;
 }
+
+export const STATUSES = ['pass', 'fail', 'untested', 'env_broken'] as const;
 
 export interface ExploreData {
   runs: string[];
+  /** Entry names (the page's models) and the model id each stands for. */
   models: string[];
+  modelIds: string[];
   judge: Judge;
   snippets: ExploreSnippet[];
-  tasks: ExploreTask[];
-  notes: string[];
+  tasks: ExploreRow[];
+  strings: string[];
   /** True when long text was cut to keep the page small. */
   cut: boolean;
 }
@@ -121,18 +89,27 @@ export interface ExploreRun {
 }
 
 /** The data block of the page, with every task's text cut to its share of the budget. */
-export function exploreData(runs: ExploreRun[], models: string[], judge: Judge): ExploreData {
+export function exploreData(runs: ExploreRun[], models: string[], judge: Judge, modelIds: string[] = models): ExploreData {
   const total = runs.reduce((a, r) => a + r.details.length, 0) || 1;
   const perTask = TASK_TEXT_BUDGET / total;
   const full = perTask >= FULL_TASK_CHARS;
-  const answerCap = full ? 20_000 : Math.floor(perTask * 0.45);
-  const stderrCap = full ? LOG_TAIL_CHARS : Math.floor(perTask * 0.35);
-  const stdoutCap = full ? LOG_TAIL_CHARS : Math.floor(perTask * 0.2);
+  const answerCap = full ? 20_000 : Math.floor(perTask * 0.6);
+  const stderrCap = full ? LOG_TAIL_CHARS : Math.floor(perTask * 0.3);
+  const stdoutCap = full ? LOG_TAIL_CHARS : Math.floor(perTask * 0.1);
   const snippets: ExploreSnippet[] = [];
   const snippetIndex = new Map<string, number>();
-  const notes: string[] = [];
-  const noteIndex = new Map<string, number>();
-  const tasks: ExploreTask[] = [];
+  const strings: string[] = [];
+  const stringIndex = new Map<string, number>();
+  const str = (x: string) => {
+    let i = stringIndex.get(x);
+    if (i === undefined) {
+      i = strings.length;
+      stringIndex.set(x, i);
+      strings.push(x);
+    }
+    return i;
+  };
+  const tasks: ExploreRow[] = [];
   let cut = false;
   const distinctSnippets = new Set(runs.flatMap((r, ri) => r.details.map((d) => `${ri}\0${d.task.paper}\0${d.task.file}\0${d.task.snippet}`))).size || 1;
   const promptCap = Math.min(40_000, Math.floor(PROMPT_TEXT_BUDGET / distinctSnippets));
@@ -153,56 +130,75 @@ export function exploreData(runs: ExploreRun[], models: string[], judge: Judge):
         snip.prefixChars = d.promptPrefixChars;
         cut ||= snip.prompt.length < d.promptTail.length;
       }
-      const status = detailStatus(d);
-      const task: ExploreTask = {
+      // The verdict line without its duration repeats across tasks: kept once, the seconds apart.
+      const line = d.envBroken ? `env_broken: ${t.paper} cannot run here (${d.envBroken}); not run, out of the scores` : describeVerdict(d.verdict, judge);
+      const seconds = / after (\d+\.\d\d)s /.exec(line);
+      const row: ExploreRow = [
         s,
-        m: run.modelIndex(t.model),
-        k: t.sample,
-        st: status,
-        c: d.verdict?.failureClass ?? (d.passed || !d.verdict ? '' : 'integrity'),
-        v: d.envBroken ? `env_broken: ${t.paper} cannot run here (${d.envBroken}); not run, out of the scores` : describeVerdict(d.verdict, judge),
-        al: '',
-        cmd: showCommand(run.label, d),
-        cost: d.completion?.costUsd ?? 0,
-      };
+        run.modelIndex(t.model),
+        t.sample,
+        STATUSES.indexOf(detailStatus(d)),
+        str(d.verdict?.failureClass ?? (d.passed || !d.verdict ? '' : 'integrity')),
+        str(seconds ? line.replace(seconds[0], ' after {s}s ') : line),
+        seconds ? seconds[1] : 0,
+      ];
       const c = d.completion;
-      if (!c) task.al = d.verdict ? 'answer not recorded (imported results keep no answers)' : 'no answer yet (not generated)';
-      else if (c.error) task.al = `the model call failed: ${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`;
+      let answer: string | 0 = 0;
+      let answerChars = 0;
+      let raw: string | 0 = 0;
+      if (!c) row.push(str(d.verdict ? 'answer not recorded (imported results keep no answers)' : 'no answer yet (not generated)'));
+      else if (c.error) row.push(str(`the model call failed: ${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`));
       else {
-        task.al = `${c.usage.inputTokens} input, ${c.usage.outputTokens} output tokens, $${c.costUsd.toFixed(4)}, finish ${c.finishReason}`;
+        row.push([c.usage.inputTokens, c.usage.outputTokens, Number(c.costUsd.toFixed(6)), str(c.finishReason)]);
         if (d.answer) {
-          task.a = headCut(d.answer, answerCap);
-          task.an = d.answer.length;
-          cut ||= task.a.length < d.answer.length;
-        } else task.al += '; no ```python block: the completion is empty';
-        if (full && d.answer !== c.text.trim() && c.text.trim()) task.raw = headCut(c.text, 20_000);
+          answer = headCut(d.answer, answerCap);
+          answerChars = d.answer.length;
+          cut ||= answer.length < d.answer.length;
+        }
+        if (full && d.answer !== c.text.trim() && c.text.trim()) raw = headCut(c.text, 20_000);
       }
+      row.push(answer, answerChars, raw);
+      let diff: string | 0 = 0;
       if (d.diff) {
-        if (full) task.d = d.diff;
+        if (full) diff = d.diff;
         else cut = true;
       }
+      row.push(diff);
       const v = d.verdict;
       if (v && v.executor !== 'none') {
-        task.o = tailCut(v.stdout.text, stdoutCap);
-        task.ob = v.stdout.totalBytes;
-        task.e = tailCut(v.stderr.text, stderrCap);
-        task.eb = v.stderr.totalBytes;
-        if (v.stdout.truncated || v.stderr.truncated) task.lc = true;
-        cut ||= task.o.length < v.stdout.text.length || task.e.length < v.stderr.text.length;
-      }
-      for (const n of d.notes) {
-        let i = noteIndex.get(n);
-        if (i === undefined) {
-          i = notes.length;
-          noteIndex.set(n, i);
-          notes.push(n);
-        }
-        (task.n ??= []).push(i);
-      }
-      tasks.push(task);
+        const o = tailCut(v.stdout.text, stdoutCap);
+        const e = tailCut(v.stderr.text, stderrCap);
+        row.push(o, v.stdout.totalBytes, e, v.stderr.totalBytes, v.stdout.truncated || v.stderr.truncated ? 1 : 0);
+        cut ||= o.length < v.stdout.text.length || e.length < v.stderr.text.length;
+      } else row.push(0, 0, 0, 0, 0);
+      row.push(d.notes.length ? d.notes.map(str) : 0);
+      while (row.length && row[row.length - 1] === 0) row.pop();
+      tasks.push(row);
     }
   });
-  return { runs: runs.map((r) => r.label), models, judge, snippets, tasks, notes, cut };
+  return { runs: runs.map((r) => r.label), models, modelIds, judge, snippets, tasks, strings, cut };
+}
+
+/** A row read back with names: what the page shows of a task (the tests read the data this way). */
+export function readRow(data: ExploreData, row: ExploreRow): ExploreTask {
+  const at = (i: number) => row[i] ?? 0;
+  return {
+    s: at(0) as number,
+    m: at(1) as number,
+    k: at(2) as number,
+    st: STATUSES[at(3) as number],
+    c: data.strings[at(4) as number],
+    v: data.strings[at(5) as number].replace('{s}', String(at(6))),
+    answer: at(8) === 0 ? null : (at(8) as string),
+    answerChars: at(9) as number,
+    stdout: at(12) === 0 && at(13) === 0 ? null : ((at(12) || '') as string),
+    stderr: at(12) === 0 && at(13) === 0 ? null : ((at(14) || '') as string),
+  };
+}
+
+/** The failure classes the tasks hold. */
+export function dataClasses(data: ExploreData): string[] {
+  return [...new Set(data.tasks.map((r) => data.strings[(r[4] ?? 0) as number]).filter(Boolean))];
 }
 
 /** The data as a non-executed script block: `<` escaped so no text can close it. */
@@ -248,7 +244,18 @@ export const EXPLORE_SCRIPT = `
 (function(){
 'use strict';
 var D=JSON.parse(document.getElementById('rcb-data').textContent);
-var PAGE=200;
+var PAGE=200,STATUS=['pass','fail','untested','env_broken'];
+function word(w){return /^[\\w@%+=:,.\\/-]+$/.test(w)?w:"'"+w.replace(/'/g,"'\\\\''")+"'";}
+function row(r){var g=function(i){return r[i]===undefined?0:r[i];};var sn=D.snippets[g(0)],u=g(7);
+  var t={s:g(0),m:g(1),k:g(2),st:STATUS[g(3)],c:D.strings[g(4)],v:D.strings[g(5)].replace('{s}',String(g(6)))};
+  t.al=typeof u==='number'?D.strings[u]:u[0]+' input, '+u[1]+' output tokens, $'+u[2].toFixed(4)+', finish '+D.strings[u[3]];
+  if(g(8)!==0){t.a=g(8);t.an=g(9);}else if(typeof u!=='number')t.al+='; no \u0060\u0060\u0060python block: the completion is empty';
+  if(g(10)!==0)t.raw=g(10);if(g(11)!==0)t.d=g(11);
+  if(g(12)!==0||g(13)!==0){t.o=g(12)||'';t.ob=g(13);t.e=g(14)||'';t.eb=g(15);t.lc=!!g(16);}
+  t.n=g(17)||[];
+  t.cmd=['rcb','show',word(D.runs[sn.r]),'--paper',word(sn.paper),'--snippet',word(sn.snippet),'--model',word(D.modelIds[t.m]),'--sample',String(t.k)].join(' ');
+  return t;}
+D.tasks=D.tasks.map(row);
 function $(id){return document.getElementById(id);}
 function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!==undefined&&text!==null)e.textContent=String(text);return e;}
 function cmpText(a,b){return a.localeCompare(b,'en',{sensitivity:'base',numeric:true})||(a<b?-1:a>b?1:0);}
@@ -294,7 +301,7 @@ function detailBody(t,box){
     pd.appendChild(pre('prompt-tail',s.prompt));
     if(s.promptChars>s.prompt.length)pd.appendChild(el('p','note cut','prompt: '+s.prompt.length+' of '+s.promptChars+' characters shown; the whole with: '+t.cmd+' --prompt'));
     box.appendChild(pd);}
-  (t.n||[]).forEach(function(i){box.appendChild(el('p','note',D.notes[i]));});
+  t.n.forEach(function(i){box.appendChild(el('p','note',D.strings[i]));});
 }
 function taskNode(t){
   var s=D.snippets[t.s],d=el('details','task '+t.st);

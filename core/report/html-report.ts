@@ -20,7 +20,7 @@ import type { TaskSources } from './task-detail';
 import { promptPrefixes, taskDetails } from './task-detail';
 import { INTERVAL_METHOD } from './bootstrap';
 import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
-import { byName, cutPrefix, dataBlock, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
+import { byName, cutPrefix, dataBlock, dataClasses, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
 
 export interface HtmlRunInput {
   /** How the reader knows the run (its directory, or its id in the cloud). */
@@ -517,17 +517,21 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
   }));
   // A task of a model outside the scores (none in scope) still lists, under its own id.
   const names = entries.map((e) => e.name);
+  const ids = entries.map((e) => e.score.model);
   for (const [ri, r] of exploreRuns.entries()) {
     const extra = new Map<string, number>();
     const base = r.modelIndex;
     r.modelIndex = (model: string) => {
       const i = base(model);
       if (i >= 0) return i;
-      if (!extra.has(model)) extra.set(model, names.push(inputs.length > 1 ? `${model} @ ${inputs[ri].label}` : model) - 1);
+      if (!extra.has(model)) {
+        ids.push(model);
+        extra.set(model, names.push(inputs.length > 1 ? `${model} @ ${inputs[ri].label}` : model) - 1);
+      }
       return extra.get(model)!;
     };
   }
-  const data = exploreData(exploreRuns, names, judge);
+  const data = exploreData(exploreRuns, names, judge, ids);
   const prefixList = inputs.flatMap((r, runIndex) => [...promptPrefixes(r.loaded.run, r.sources)].map(([paper, prefix]) => ({ r, runIndex, paper, prefix })));
   const prefixSections = prefixList
     .sort((a, b) => byName(a.paper, b.paper) || a.runIndex - b.runIndex)
@@ -543,7 +547,7 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
   const stamp = (opts.now ?? new Date()).toISOString().slice(0, 16).replace('T', ' ');
   const papers = [...new Set(data.snippets.map((s) => s.paper))].sort(byName);
   const snippetNames = [...new Set(data.snippets.map((s) => s.snippet))].sort(byName);
-  const classes = [...new Set(data.tasks.map((t) => t.c).filter(Boolean))].sort(byName);
+  const classes = dataClasses(data).sort(byName);
   const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src ${cspHash(EXPLORE_SCRIPT)}; img-src data:; base-uri 'none'; form-action 'none'`;
   const cutNote = data.cut
     ? '<p class="note" id="cut-note">This page keeps a part of each long answer, log and prompt to stay one small file; each cut names the <code>rcb show</code> command that prints it whole.</p>'
