@@ -23,7 +23,7 @@ export const PREFIX_TEXT_BUDGET = 200_000;
 /** Test logs are kept head and tail in the store; a page with room keeps the last part of each. */
 export const LOG_TAIL_CHARS = 6000;
 /** Per-task text budget from which the page keeps whole answers, diffs and raw answers. */
-const FULL_TASK_CHARS = 14_000;
+export const FULL_TASK_CHARS = 14_000;
 
 /** One snippet of one run: the rows of the side-by-side matrix. */
 export interface ExploreSnippet {
