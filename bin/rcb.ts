@@ -217,6 +217,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .option('--pset <dir>', 'html: the pset for the diffs and prompts (default: where the run read it)')
     .option('--prompt-template <file>', "html: the run's prompt template, if not a shipped one")
+    .option('--baseline <file|dir>', "html: published scores beside the runs' (an overall_stats.json, or the run directory rcb import-official made of one)")
     .action(async (dirs: string[], o) => {
       code = await reportCommand(dirs, o);
     });

@@ -4,6 +4,7 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { ZodType, ZodTypeDef } from 'zod';
 import type { BlobStore } from '../../core/store';
 
@@ -45,6 +46,14 @@ export class S3BlobStore implements BlobStore {
         ContentType: contentType ?? (typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream'),
       }),
     );
+  }
+
+  /**
+   * A presigned GET URL of the key, valid `expiresInSec` seconds: anyone holding it reads the
+   * object without AWS credentials of their own (a browser opens the cloud's report.html).
+   */
+  async presignGet(key: string, expiresInSec: number): Promise<string> {
+    return getSignedUrl(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), { expiresIn: expiresInSec });
   }
 
   /** The object's bytes, or null when there is no object under the key. */

@@ -1,9 +1,9 @@
 /** `rcb report` and `rcb import-official`. */
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildReport } from '../../core/report/build-report';
-import { buildHtmlReport, type HtmlRunInput } from '../../core/report/html-report';
-import { loadRun } from '../../core/report/loaded-run';
+import { buildHtmlReport, publishedBaseline, type HtmlBaseline, type HtmlRunInput } from '../../core/report/html-report';
+import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
 import { importOverallStats } from '../../core/report/official';
 import { openRunDir, parseReportFlags, UsageError, writeRunId } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';
@@ -12,6 +12,29 @@ export interface ReportCommandOptions extends TaskSourceFlags {
   format: string;
   judge?: string;
   subset: string;
+  /** html: published scores to show beside the runs' (an overall_stats.json, or the run directory `rcb import-official` made of one). */
+  baseline?: string;
+}
+
+/** The published results --baseline names: an overall_stats.json file, or a run directory. */
+async function readBaseline(path: string): Promise<LoadedRun> {
+  const full = resolve(path);
+  if (!existsSync(full)) throw new UsageError(`--baseline ${path}: ${full} does not exist`);
+  if (statSync(full).isFile()) {
+    try {
+      const imported = importOverallStats(readFileSync(full, 'utf8'), full);
+      return { run: imported.run, tasks: imported.tasks, verdicts: new Map(imported.verdicts.map((v) => [v.taskId, v])), completions: new Map() };
+    } catch (e) {
+      throw new UsageError(`--baseline ${path}: ${(e as Error).message}`);
+    }
+  }
+  const { store, runId } = openRunDir(full, false);
+  try {
+    if (!runId) throw new UsageError(`--baseline ${path}: ${full} has no run.json (give an overall_stats.json or a run directory)`);
+    return await loadRun(store, runId);
+  } finally {
+    await store.close();
+  }
 }
 
 /** The formats a reader reads one run after another; the others are one file per run. */
@@ -19,6 +42,8 @@ const STACKABLE = new Set(['table', 'markdown']);
 
 export async function reportCommand(runDirs: string[], opts: ReportCommandOptions): Promise<number> {
   const flags = parseReportFlags(opts);
+  if (opts.baseline !== undefined && flags.format !== 'html')
+    throw new UsageError(`--baseline puts published scores on the html page; it does not apply to --format ${flags.format}`);
   if (runDirs.length > 1 && flags.format !== 'html' && !STACKABLE.has(flags.format)) {
     throw new UsageError(`--format ${flags.format} takes one run directory (got ${runDirs.length}); --format html puts several runs on one page`);
   }
@@ -34,8 +59,13 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
         await store.close();
       }
     }
+    let baseline: HtmlBaseline | undefined;
+    if (opts.baseline !== undefined) {
+      const published = await readBaseline(opts.baseline);
+      baseline = publishedBaseline(published, opts.baseline, [...new Set(inputs.flatMap((r) => r.loaded.tasks.map((t) => t.paper)))]);
+    }
     try {
-      process.stdout.write(buildHtmlReport(inputs, { judge: flags.judge, subset: flags.subset }));
+      process.stdout.write(buildHtmlReport(inputs, { judge: flags.judge, subset: flags.subset, baseline }));
     } catch (e) {
       throw new UsageError((e as Error).message);
     }

@@ -1,7 +1,7 @@
 /**
  * Aggregate: score the run, write its reports to the blob store and set its final status.
  * The reports are the ones `rcb run` writes (strict leaderboard, official overall_stats.json)
- * plus JSON, CSV and markdown, so a cloud run reads like a local one.
+ * plus JSON, CSV, markdown and the HTML page, so a cloud run reads like a local one.
  *
  * The environment checks the run's shards made (core/cloud/shard-environment.ts) become the
  * run's environment first, as a local run records its own: the tasks of a paper that cannot
@@ -16,12 +16,17 @@ import { cloudKeys, type AggregateResult } from './payloads';
 import type { EnvironmentChecks } from './ports';
 import { RunInputError } from './pset-bundle';
 
+/** The explorable page, `rcb cloud results RUN --format html --out FILE` (or `--url`). */
+export const HTML_REPORT: RunOutput = { file: 'report.html', format: 'html', judge: 'strict', contentType: 'text/html; charset=utf-8' };
+
 /** Report files written under `runs/<runId>/reports/`. */
 export const CLOUD_REPORTS: RunOutput[] = [
   LEADERBOARD,
   { file: 'report.json', format: 'json', judge: 'strict', contentType: 'application/json' },
   { file: 'report.csv', format: 'csv', judge: 'strict', contentType: 'text/csv' },
   { file: 'report.md', format: 'markdown', judge: 'strict', contentType: 'text/markdown' },
+  // The page of `rcb report --format html`, from the store alone (answers, verdicts, logs; no pset for diffs).
+  HTML_REPORT,
   OFFICIAL_STATS,
 ];
 

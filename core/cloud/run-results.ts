@@ -21,15 +21,22 @@ export interface RunResults {
   note?: string;
 }
 
+/** The bucket key of the report Aggregate stored for these flags, or null when none fits them. */
+export function storedReportKey(runId: string, opts: { format: ReportFormat; judge?: Judge; subset: Subset }): string | null {
+  const stored = CLOUD_REPORTS.find((r) => r.format === opts.format);
+  if (!stored || opts.subset !== 'all' || (opts.judge !== undefined && opts.judge !== stored.judge)) return null;
+  return cloudKeys.reportPrefix(runId) + stored.file;
+}
+
 /** The report, or null when the run does not exist. Errors of the report itself (a judge a run lacks) are thrown. */
 export async function readRunResults(
   deps: RunResultsDeps,
   runId: string,
   opts: { format: ReportFormat; judge?: Judge; subset: Subset },
 ): Promise<RunResults | null> {
-  const stored = CLOUD_REPORTS.find((r) => r.format === opts.format);
-  if (stored && opts.subset === 'all' && (opts.judge === undefined || opts.judge === stored.judge)) {
-    const body = await deps.blobs.get(cloudKeys.reportPrefix(runId) + stored.file);
+  const key = storedReportKey(runId, opts);
+  if (key) {
+    const body = await deps.blobs.get(key);
     if (body) return { text: body.toString('utf8') };
   }
   const run = await deps.store.getRun(runId);

@@ -16,10 +16,11 @@ import type { ModelScore, ScoreReport, Subset } from '../scoring';
 import { scoreStoredRun } from '../scoring';
 import { describeScope, emptySubsetNotes } from './format';
 import type { LoadedRun } from './loaded-run';
-import type { TaskDetail, TaskSources } from './task-detail';
-import { describeVerdict, detailStatus, promptPrefixes, taskDetails } from './task-detail';
+import type { TaskSources } from './task-detail';
+import { promptPrefixes, taskDetails } from './task-detail';
 import { INTERVAL_METHOD } from './bootstrap';
-import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, stackedBarChart } from './svg-charts';
+import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
+import { byName, cutPrefix, dataBlock, dataClasses, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
 
 export interface HtmlRunInput {
   /** How the reader knows the run (its directory, or its id in the cloud). */
@@ -35,10 +36,18 @@ export interface HtmlReportOptions {
   subset?: Subset;
   /** Stamp printed in the header (tests pass a fixed one). */
   now?: Date;
+  /** Published scores to show beside the run's (`--baseline`: an overall_stats.json or an imported run). */
+  baseline?: HtmlBaseline;
 }
 
-/** Test logs are kept head and tail in the store; the page keeps the last part of each. */
-export const LOG_TAIL_CHARS = 6000;
+/** Published scores, scored under the official rule (all the original harness records). */
+export interface HtmlBaseline {
+  /** Where they come from (the file or run directory given). */
+  label: string;
+  report: ScoreReport;
+}
+
+export { LOG_TAIL_CHARS } from './explore';
 
 const pct = (x: number) => x.toFixed(2);
 const LOC_BINS: [number, number, string][] = [
@@ -73,12 +82,20 @@ interface Entry {
   color: string;
   run: HtmlRunInput;
   score: ModelScore;
+  /** The published score of the same model, when a baseline is given and names it. */
+  published: ModelScore | null;
 }
 
 const CSS = `
 :root{--fg:#1b1b1b;--muted:#666;--line:#e3e3e3;--pass:#1a7f37;--fail:#c62828}
 *{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);margin:0 auto;max-width:1180px;padding:16px 24px 48px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);margin:0 auto;max-width:1600px;padding:16px 24px 48px}
+.scroll{overflow-x:auto;max-width:100%}
+th.sort{cursor:pointer;user-select:none}th.sort[aria-sort=ascending]::after{content:" \\25B2";font-size:9px}th.sort[aria-sort=descending]::after{content:" \\25BC";font-size:9px}
+a.go{cursor:pointer}table.matrix td.mx{cursor:pointer;font-size:12px;padding:1px 4px}
+td.mx.pass{background:#dff3e4}td.mx.fail{background:#fbe4e4}td.mx.part{background:#fff4cc}td.mx.untested{background:#f3f3f3}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:8px}.card{border:1px solid var(--line);border-radius:6px;padding:6px}.card pre{max-height:260px}
+.filters select,.filters input{font:inherit}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
 h3{font-size:15px;margin:16px 0 6px}
 .muted,.note{color:var(--muted)}.note{font-size:12.5px}
@@ -90,7 +107,7 @@ td.name{white-space:nowrap}
 .chart{max-width:100%;height:auto;display:block;margin:6px 0 2px}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:baseline}
 .legend span{margin-right:14px;font-size:12.5px;white-space:nowrap}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:8px 28px}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(520px,100%),1fr));gap:8px 28px}.grid>section{min-width:0}
 details.task{border:1px solid var(--line);border-radius:6px;margin:4px 0;padding:0 10px}
 details.task>summary{cursor:pointer;padding:5px 0;list-style-position:inside}
 details.task[open]>summary{border-bottom:1px solid var(--line);margin-bottom:6px}
@@ -100,8 +117,6 @@ pre{background:#f6f8fa;border:1px solid var(--line);border-radius:4px;padding:8p
 pre.diff .add{background:#e6ffec;display:block}pre.diff .del{background:#ffebe9;display:block}pre.diff .hunk{color:#6f42c1;display:block}
 .filters{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid var(--line);z-index:1}
 .filters label{margin-right:14px}
-body.failed-only details.task.pass{display:none}
-details.task.hidden-model{display:none}
 nav a{margin-right:12px}
 @media print{
   body{max-width:none;padding:0;font-size:11px}
@@ -110,20 +125,6 @@ nav a{margin-right:12px}
   pre{max-height:none;white-space:pre-wrap}
   details.task{break-inside:avoid}
 }`;
-
-/** The page's only script: the task filters. Allowed by its hash in the content policy. */
-const SCRIPT = `
-(function(){
-  var body=document.body;
-  var failed=document.getElementById('failed-only');
-  var model=document.getElementById('model-filter');
-  function apply(){
-    body.classList.toggle('failed-only',failed.checked);
-    var m=model.value;
-    document.querySelectorAll('details.task').forEach(function(d){d.classList.toggle('hidden-model',m!==''&&d.getAttribute('data-model')!==m);});
-  }
-  failed.addEventListener('change',apply);model.addEventListener('change',apply);apply();
-})();`;
 
 function cspHash(script: string): string {
   return `'sha256-${createHash('sha256').update(script).digest('base64')}'`;
@@ -145,7 +146,16 @@ function failureText(f: ModelScore['failures']): string {
   return parts.length ? parts.map(([k, n]) => `${esc(k)} ${n}`).join(', ') : '–';
 }
 
-function leaderboard(entries: Entry[]): string {
+/** A published score in one cell: mean [interval], or why there is none. */
+function publishedCell(m: ModelScore | null, metric: string): string {
+  if (!m || !m.tasks) return `<td class="num" data-metric="${metric}" data-v="-1">${m ? 'n/a' : '–'}</td>`;
+  return `<td class="num" data-metric="${metric}" data-v="${m.scaled.mean.toFixed(4)}">${pct(m.scaled.mean)} <span class="muted">${ci(m.scaled.ci)}</span></td>`;
+}
+
+/** Tables sit in a scroller: a wide one scrolls, it is never clipped. */
+const scroll = (html: string) => `<div class="scroll">${html}</div>`;
+
+function leaderboard(entries: Entry[], baseline: HtmlBaseline | undefined): string {
   const withK = entries.some((e) => e.score.samples > 1);
   const rows = entries.map((e, i) => {
     const k = withK
@@ -156,12 +166,14 @@ function leaderboard(entries: Entry[]): string {
       scoreCells(e.score, 'scaled') +
       scoreCells(e.score, 'pass1') +
       k +
+      (baseline ? publishedCell(e.published, 'published') : '') +
       `<td class="num" data-metric="tasks">${e.score.tasks}</td><td class="num" data-metric="samples">${e.score.samples}</td><td class="num" data-metric="untested">${e.score.pending}</td><td class="num" data-metric="env-broken">${e.score.envBroken}</td><td>${failureText(e.score.failures)}</td></tr>`
     );
   });
   const head =
     '<tr><th class="num">#</th><th>model</th><th class="num">scaled pass@1 %</th><th class="num">95% CI</th><th class="num">pass@1 %</th><th class="num">95% CI</th>' +
     (withK ? '<th class="num">pass@k % (unbiased) [95% CI]</th>' : '') +
+    (baseline ? '<th class="num">published scaled pass@1 % [95% CI]</th>' : '') +
     '<th class="num">tasks</th><th class="num">samples</th><th class="num">untested</th><th class="num">env_broken</th><th>failures by class</th></tr>';
   const chart = intervalBarChart(
     'leaderboard-chart',
@@ -175,7 +187,29 @@ function leaderboard(entries: Entry[]): string {
       title: `${e.name}: scaled pass@1 ${pct(e.score.scaled.mean)}% ${ci(e.score.scaled.ci)} over ${e.score.tasks} task(s)`,
     })),
   );
-  return `<table id="leaderboard"><thead>${head}</thead><tbody>${rows.join('')}</tbody></table>${chart}`;
+  return `${scroll(`<table id="leaderboard" class="sortable"><thead>${head}</thead><tbody>${rows.join('')}</tbody></table>`)}${chart}${baseline ? publishedTable(entries, baseline) : ''}`;
+}
+
+/** Every model of the published results, with the run's score of the same model beside it. */
+function publishedTable(entries: Entry[], baseline: HtmlBaseline): string {
+  const mine = new Map(entries.filter((e) => e.published).map((e) => [e.published!.model, e]));
+  const rows = baseline.report.models
+    .map((m) => {
+      const e = mine.get(m.model);
+      const delta = e && e.score.tasks && m.tasks ? e.score.scaled.mean - m.scaled.mean : null;
+      return (
+        `<tr data-model="${esc(m.model)}"><td class="name">${esc(m.model)}</td>${publishedCell(m, 'published')}<td class="num" data-v="${m.pass1.mean.toFixed(4)}">${m.tasks ? pct(m.pass1.mean) : 'n/a'}</td><td class="num">${m.tasks}</td>` +
+        `<td>${e ? esc(e.name) : '<span class="muted">not in this page</span>'}</td>${e ? publishedCell(e.score, 'mine') : '<td class="num" data-v="-1">–</td>'}` +
+        `<td class="num" data-v="${delta === null ? '' : delta.toFixed(4)}">${delta === null ? '–' : `${delta >= 0 ? '+' : ''}${pct(delta)}`}</td></tr>`
+      );
+    })
+    .join('');
+  return (
+    `<h3>Published scores</h3><p class="note">From ${esc(baseline.label)}, scored by rcb under the official rule (all the original harness records), over the papers it holds; ${esc(baseline.report.interval)}.</p>` +
+    scroll(
+      `<table id="published" class="sortable"><thead><tr><th>published model</th><th class="num">scaled pass@1 % [95% CI]</th><th class="num">pass@1 %</th><th class="num">tasks</th><th>model here</th><th class="num">here: scaled pass@1 % [95% CI]</th><th class="num">here - published</th></tr></thead><tbody>${rows}</tbody></table>`,
+    )
+  );
 }
 
 /** The score's own notes (untested and env_broken tasks, how they are treated), per run. */
@@ -186,7 +220,7 @@ function scoreNotes(inputs: HtmlRunInput[], reports: ScoreReport[]): string {
 
 function paperHeatmap(entries: Entry[], reports: ScoreReport[]): string {
   const broken = new Map(reports.flatMap((r) => r.envBroken.map((p) => [p.paper, p.reason ?? 'its oracle fails here'] as const)));
-  const papers = [...new Set([...entries.flatMap((e) => e.score.papers.map((p) => p.paper)), ...broken.keys()])].sort();
+  const papers = [...new Set([...entries.flatMap((e) => e.score.papers.map((p) => p.paper)), ...broken.keys()])].sort(byName);
   if (!papers.length) return '<p class="note">no paper in scope</p>';
   return heatmap(
     'paper-heatmap',
@@ -203,9 +237,38 @@ function paperHeatmap(entries: Entry[], reports: ScoreReport[]): string {
           title: `${entries[i].name} / ${papers[j]}: env_broken, cannot run here (${broken.get(papers[j])}); ${n} task sample(s) not scored`,
         };
       if (!p) return { value: null, title: `${entries[i].name} / ${papers[j]}: not in the run` };
-      return { value: p.scaled.mean, title: `${entries[i].name} / ${papers[j]}: ${pct(p.scaled.mean)}% ${ci(p.scaled.ci)}, ${p.tasks} task(s), ${p.loc} LoC` };
+      return {
+        value: p.scaled.mean,
+        title: `${entries[i].name} / ${papers[j]}: ${pct(p.scaled.mean)}% ${ci(p.scaled.ci)}, ${p.tasks} task(s), ${p.loc} LoC; click for its tasks`,
+        go: { model: entries[i].name, paper: papers[j] },
+      };
     },
   );
+}
+
+/** Per paper and model: the score with its interval in plain view, and the published one beside it. */
+function paperTable(entries: Entry[], baseline: HtmlBaseline | undefined): string {
+  const rows: { paper: string; html: string }[] = [];
+  for (const e of entries) {
+    for (const p of e.score.papers) {
+      const pub = e.published?.papers.find((q) => q.paper === p.paper) ?? null;
+      rows.push({
+        paper: p.paper,
+        html:
+          `<tr data-model="${esc(e.name)}" data-paper="${esc(p.paper)}"><td>${esc(p.paper)}</td><td class="name">${esc(e.name)}</td>` +
+          `<td class="num" data-metric="scaled">${pct(p.scaled.mean)}</td><td class="num" data-metric="scaled-ci" data-v="${p.scaled.ci ? p.scaled.ci.low.toFixed(4) : '-1'}">${ci(p.scaled.ci)}</td>` +
+          `<td class="num">${pct(p.pass1.mean)}</td><td class="num">${p.tasks}</td><td class="num">${p.loc}</td>` +
+          (baseline
+            ? `<td class="num" data-metric="published" data-v="${pub ? pub.scaled.mean.toFixed(4) : '-1'}">${pub ? `${pct(pub.scaled.mean)} <span class="muted">${ci(pub.scaled.ci)}</span>` : '–'}</td>`
+            : '') +
+          `<td><a class="go" href="#s-tasks" data-go="" data-f-model="${esc(e.name)}" data-f-paper="${esc(p.paper)}">tasks</a></td></tr>`,
+      });
+    }
+  }
+  // Stable: within a paper, the leaderboard's order.
+  rows.sort((a, b) => byName(a.paper, b.paper));
+  const head = `<tr><th>paper</th><th>model</th><th class="num">scaled pass@1 %</th><th class="num">95% CI</th><th class="num">pass@1 %</th><th class="num">tasks</th><th class="num">LoC</th>${baseline ? '<th class="num">published scaled pass@1 % [95% CI]</th>' : ''}<th></th></tr>`;
+  return scroll(`<table id="paper-table" class="sortable"><thead>${head}</thead><tbody>${rows.map((r) => r.html).join('')}</tbody></table>`);
 }
 
 /** Pass rate (task-weighted, over samples) of each snippet-length bin, per model. */
@@ -240,19 +303,19 @@ function lengthChart(entries: Entry[], judge: Judge): string {
       }),
     })),
   );
-  const head = `<tr><th>model</th>${cols.map((i) => `<th class="num">${LOC_BINS[i][2]} LoC</th>`).join('')}</tr>`;
+  const head = `<thead><tr><th>model</th>${cols.map((i) => `<th class="num">${LOC_BINS[i][2]} LoC</th>`).join('')}</tr></thead>`;
   const rows = entries
     .map(
       (e, k) =>
         `<tr><td>${esc(e.name)}</td>${cols
           .map((i) => {
             const b = stats[k][i];
-            return `<td class="num">${b.total ? `${pct((100 * b.passed) / b.total)} <span class="muted">(${b.passed}/${b.total})</span>` : '–'}</td>`;
+            return `<td class="num" data-v="${b.total ? ((100 * b.passed) / b.total).toFixed(4) : '-1'}">${b.total ? `${pct((100 * b.passed) / b.total)} <span class="muted">(${b.passed}/${b.total})</span>` : '–'}</td>`;
           })
           .join('')}</tr>`,
     )
     .join('');
-  return `${legend(entries)}${chart}<table>${head}${rows}</table>`;
+  return `${legend(entries)}${chart}${scroll(`<table id="length-table" class="sortable">${head}<tbody>${rows}</tbody></table>`)}`;
 }
 
 /** The env_broken papers under the heatmap: their cells are empty, and this says why. */
@@ -277,10 +340,13 @@ function failureChart(entries: Entry[]): string {
   const chart = stackedBarChart(
     'failure-chart',
     'failure classes per model',
-    entries.map((e) => ({ label: e.name, parts: classes.map((c, i) => ({ key: c, value: e.score.failures[c] ?? 0, color: color(c, i) })) })),
+    entries.map((e) => ({
+      label: e.name,
+      parts: classes.map((c, i) => ({ key: c, value: e.score.failures[c] ?? 0, color: color(c, i), go: { model: e.name, class: c } })),
+    })),
   );
   const key = `<div class="legend">${classes.map((c, i) => `<span><span class="swatch" style="background:${color(c, i)}"></span>${esc(c)}</span>`).join('')}</div>`;
-  return `${classes.length ? key : ''}${chart}<p class="note">Failed task samples under the judge, by class (SPEC 10); integrity: passes only the official rule.</p>`;
+  return `${classes.length ? key : ''}${chart}<p class="note">Failed task samples under the judge, by class (SPEC 10); integrity: passes only the official rule. Click a bar's part for its tasks.</p>`;
 }
 
 function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, allReports: Map<HtmlRunInput, ScoreReport>): string {
@@ -306,9 +372,10 @@ function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, al
     return [common, ...emptySubsetNotes(rep['safe-per-model'], r.loaded.run).map(esc)];
   });
   return (
-    '<table id="subsets"><tr><th>model</th><th>knowledge cutoff</th><th class="num">all papers</th><th class="num">safe, common cutoff</th><th class="num">safe, own cutoff</th></tr>' +
-    rows.join('') +
-    `</table><p class="note">Scaled pass@1 % [95% CI]. A paper is safe for a model when its code was first committed after the first day of the model's cutoff month (SPEC 9); the common subset uses the latest cutoff among a run's models. ${notes.join('; ')}</p>`
+    scroll(
+      `<table id="subsets" class="sortable"><thead><tr><th>model</th><th>knowledge cutoff</th><th class="num">all papers</th><th class="num">safe, common cutoff</th><th class="num">safe, own cutoff</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
+    ) +
+    `<p class="note">Scaled pass@1 % [95% CI]. A paper is safe for a model when its code was first committed after the first day of the model's cutoff month (SPEC 9); the common subset uses the latest cutoff among a run's models. ${notes.join('; ')}</p>`
   );
 }
 
@@ -342,7 +409,7 @@ function costTable(entries: Entry[]): string {
   const body = rows
     .map(
       (r) =>
-        `<tr data-model="${esc(r.e.name)}"><td>${esc(r.e.name)}</td><td class="num">${r.calls}</td><td class="num">${r.errors}</td><td class="num">${r.input}</td><td class="num">${r.cached}</td><td class="num">${r.output}</td><td class="num">${r.reasoning}</td><td class="num" data-metric="cost">$${r.cost.toFixed(4)}</td><td class="num">${r.median === null ? '–' : `${(r.median / 1000).toFixed(2)}s`}</td></tr>`,
+        `<tr data-model="${esc(r.e.name)}"><td class="name">${esc(r.e.name)}</td><td class="num">${r.calls}</td><td class="num">${r.errors}</td><td class="num">${r.input}</td><td class="num">${r.cached}</td><td class="num">${r.output}</td><td class="num">${r.reasoning}</td><td class="num" data-metric="cost">$${r.cost.toFixed(4)}</td><td class="num">${r.median === null ? '–' : `${(r.median / 1000).toFixed(2)}s`}</td></tr>`,
     )
     .join('');
   const max = Math.max(0, ...rows.map((r) => r.cost));
@@ -361,64 +428,52 @@ function costTable(entries: Entry[]): string {
           })),
         )
       : '<p class="note">No model call cost anything (offline models, or answers reused from the cache).</p>';
-  return (
-    '<table id="costs"><tr><th>model</th><th class="num">answers</th><th class="num">failed calls</th><th class="num">input tokens</th><th class="num">cached input</th><th class="num">output tokens</th><th class="num">reasoning</th><th class="num">cost</th><th class="num">median latency</th></tr>' +
-    body +
-    `</table>${chart}`
-  );
-}
-
-function diffHtml(diff: string): string {
-  return diff
-    .replace(/\n$/, '')
-    .split('\n')
-    .map((l) => {
-      const cls = l.startsWith('@@') ? 'hunk' : l.startsWith('+') && !l.startsWith('+++') ? 'add' : l.startsWith('-') && !l.startsWith('---') ? 'del' : '';
-      return cls ? `<span class="${cls}">${esc(l)}</span>` : `${esc(l)}\n`;
-    })
-    .join('');
-}
-
-function logTail(name: string, log: { text: string; totalBytes: number; truncated: boolean }): string {
-  const text = log.text.length > LOG_TAIL_CHARS ? log.text.slice(-LOG_TAIL_CHARS) : log.text;
-  const cut = log.text.length > LOG_TAIL_CHARS || log.truncated;
-  return `<h4>${name} <span class="muted">(${log.totalBytes} bytes${cut ? `; last ${text.length} characters shown, the whole kept log with \`rcb show\`` : ''})</span></h4><pre class="log ${name}">${esc(text) || '<span class="muted">(empty)</span>'}</pre>`;
-}
-
-function taskBlock(d: TaskDetail, entryName: string, judge: Judge, runIndex: number): string {
-  const t = d.task;
-  const status = detailStatus(d);
-  const cls = d.verdict?.failureClass ?? (d.passed || !d.verdict ? '' : 'integrity');
-  const verdict = d.envBroken ? `env_broken: ${t.paper} cannot run here (${d.envBroken}); not run, out of the scores` : describeVerdict(d.verdict, judge);
-  const parts: string[] = [`<p class="verdict">${esc(verdict)}</p>`];
-  const c = d.completion;
-  if (!c) parts.push(`<p class="note">${d.verdict ? 'answer not recorded (imported results keep no answers)' : 'no answer yet (not generated)'}</p>`);
-  else if (c.error)
-    parts.push(`<p class="note">the model call failed: ${esc(`${c.error.kind}${c.error.status ? ` ${c.error.status}` : ''}: ${c.error.message}`)}</p>`);
-  else {
-    parts.push(
-      `<h4>answer <span class="muted">(${c.usage.inputTokens} input, ${c.usage.outputTokens} output tokens, $${c.costUsd.toFixed(4)}, finish ${esc(c.finishReason)})</span></h4>`,
-      d.answer ? `<pre class="answer">${esc(d.answer)}</pre>` : '<p class="note">no ```python block: the completion is empty</p>',
-    );
-    if (d.answer !== c.text.trim() && c.text.trim()) parts.push(`<details><summary>raw answer</summary><pre class="raw">${esc(c.text)}</pre></details>`);
-  }
-  if (d.diff) parts.push(`<h4>diff of the spliced file</h4><pre class="diff">${diffHtml(d.diff)}</pre>`);
-  if (d.verdict && d.verdict.executor !== 'none') parts.push(logTail('stdout', d.verdict.stdout), logTail('stderr', d.verdict.stderr));
-  if (d.promptTail !== null) {
-    parts.push(
-      `<details class="prompt"><summary>prompt</summary><p class="note">The first ${d.promptPrefixChars} characters (instructions and paper) are the paper's shared prefix, shown once under <a href="#prefix-${runIndex}-${esc(t.paper)}">prompt prefixes</a>; then:</p><pre class="prompt-tail">${esc(d.promptTail)}</pre></details>`,
-    );
-  }
-  for (const n of d.notes) parts.push(`<p class="note">${esc(n)}</p>`);
-  return (
-    `<details class="task ${status}" data-model="${esc(entryName)}" data-paper="${esc(t.paper)}" data-snippet="${esc(t.snippet)}" data-sample="${t.sample}" data-status="${status}">` +
-    `<summary><span class="badge ${status}">${status}</span>${esc(t.paper)} / <b>${esc(t.snippet)}</b> <span class="muted">${esc(t.file)}, ${t.loc} LoC</span> · ${esc(entryName)}` +
-    `${t.sample ? ` · sample ${t.sample}` : ''}${cls ? ` · <span class="muted">${esc(cls)}</span>` : ''}</summary>${parts.join('')}</details>`
-  );
+  const scored = rows.filter((r) => r.e.score.tasks);
+  const scatter = scored.length
+    ? scatterChart(
+        'cost-score-chart',
+        'scaled pass@1 against model spend, one point per model',
+        'model spend (USD) of the run',
+        scored.map((r) => ({
+          label: r.e.name,
+          x: r.cost,
+          y: r.e.score.scaled.mean,
+          low: r.e.score.scaled.ci?.low ?? null,
+          high: r.e.score.scaled.ci?.high ?? null,
+          color: r.e.color,
+          title: `${r.e.name}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for $${r.cost.toFixed(4)} of model calls`,
+        })),
+      ) +
+      '<p class="note">Model spend is what the run recorded for its model calls (answers reused from the cache cost nothing). rcb records no infrastructure cost for a run (test machines, storage), so none is added here.</p>'
+    : '';
+  return `${scroll(
+    `<table id="costs" class="sortable"><thead><tr><th>model</th><th class="num">answers</th><th class="num">failed calls</th><th class="num">input tokens</th><th class="num">cached input</th><th class="num">output tokens</th><th class="num">reasoning</th><th class="num">cost</th><th class="num">median latency</th></tr></thead><tbody>${body}</tbody></table>`,
+  )}${chart}<h3>Score against cost</h3>${scatter}`;
 }
 
 function scoreOf(r: HtmlRunInput, judge: Judge, subset: Subset): ScoreReport {
   return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset);
+}
+
+/**
+ * Published results (an imported overall_stats.json) as the page's baseline, scored under
+ * the official rule over the papers the page's runs hold (all its papers when none is shared).
+ */
+export function publishedBaseline(published: LoadedRun, label: string, papers: string[]): HtmlBaseline {
+  const held = new Set(published.tasks.map((t) => t.paper));
+  const shared = papers.filter((p) => held.has(p));
+  const keep = new Set(shared.length ? shared : held);
+  const tasks = published.tasks.filter((t) => keep.has(t.paper));
+  const run = { ...published.run, papers: published.run.papers.filter((p) => keep.has(p.id)) };
+  const scope = shared.length ? `its ${keep.size} paper(s) that the runs here also hold` : `all its ${keep.size} paper(s) (none is in the runs here)`;
+  return { label: `${label}, over ${scope}`, report: scoreStoredRun(run, tasks, published.verdicts, 'official', 'all') };
+}
+
+/** The published model a run's model is: the same id, else the same ignoring case and a provider prefix. */
+function publishedModel(baseline: HtmlBaseline | undefined, model: string): ModelScore | null {
+  if (!baseline) return null;
+  const bare = (id: string) => id.toLowerCase().replace(/^.*\//, '');
+  return baseline.report.models.find((m) => m.model === model) ?? baseline.report.models.find((m) => bare(m.model) === bare(model)) ?? null;
 }
 
 export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions = {}): string {
@@ -435,7 +490,13 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
   const entries: Entry[] = [];
   reports.forEach((rep, i) =>
     rep.models.forEach((m) =>
-      entries.push({ name: counts.get(m.model)! > 1 ? `${m.model} @ ${inputs[i].label}` : m.model, color: '', run: inputs[i], score: m }),
+      entries.push({
+        name: counts.get(m.model)! > 1 ? `${m.model} @ ${inputs[i].label}` : m.model,
+        color: '',
+        run: inputs[i],
+        score: m,
+        published: publishedModel(opts.baseline, m.model),
+      }),
     ),
   );
   entries.sort((a, b) => b.score.scaled.mean - a.score.scaled.mean || a.name.localeCompare(b.name));
@@ -449,36 +510,48 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
     })
     .join('');
 
-  const taskSections: string[] = [];
-  const prefixSections: string[] = [];
-  inputs.forEach((r, runIndex) => {
-    const details = taskDetails(r.loaded, judge, r.sources);
-    const nameOf = (model: string) => entries.find((e) => e.run === r && e.score.model === model)?.name ?? model;
-    const byPaper = new Map<string, TaskDetail[]>();
-    for (const d of details) (byPaper.get(d.task.paper) ?? byPaper.set(d.task.paper, []).get(d.task.paper)!).push(d);
-    for (const [paper, list] of [...byPaper].sort(([a], [b]) => a.localeCompare(b))) {
-      list.sort((a, b) => a.task.snippet.localeCompare(b.task.snippet) || a.task.model.localeCompare(b.task.model) || a.task.sample - b.task.sample);
-      const failed = list.filter((d) => detailStatus(d) === 'fail').length;
-      const untested = list.filter((d) => detailStatus(d) === 'untested').length;
-      const state = list[0].envBroken
-        ? `env_broken: cannot run here (${list[0].envBroken}), not scored`
-        : `${failed} failed${untested ? `, ${untested} untested` : ''}`;
-      taskSections.push(
-        `<h3>${esc(paper)}${inputs.length > 1 ? ` <span class="muted">(${esc(r.label)})</span>` : ''} <span class="muted">${list.length} task sample(s), ${esc(state)}</span></h3>` +
-          list.map((d) => taskBlock(d, nameOf(d.task.model), judge, runIndex)).join(''),
-      );
-    }
-    for (const [paper, prefix] of promptPrefixes(r.loaded.run, r.sources)) {
-      prefixSections.push(
-        `<details id="prefix-${runIndex}-${esc(paper)}" class="prefix"><summary>${esc(paper)}${inputs.length > 1 ? ` (${esc(r.label)})` : ''}: ${prefix.length} characters</summary><pre>${esc(prefix)}</pre></details>`,
-      );
-    }
-  });
+  const exploreRuns = inputs.map((r) => ({
+    label: r.label,
+    details: taskDetails(r.loaded, judge, r.sources),
+    modelIndex: (model: string) => entries.findIndex((e) => e.run === r && e.score.model === model),
+  }));
+  // A task of a model outside the scores (none in scope) still lists, under its own id.
+  const names = entries.map((e) => e.name);
+  const ids = entries.map((e) => e.score.model);
+  for (const [ri, r] of exploreRuns.entries()) {
+    const extra = new Map<string, number>();
+    const base = r.modelIndex;
+    r.modelIndex = (model: string) => {
+      const i = base(model);
+      if (i >= 0) return i;
+      if (!extra.has(model)) {
+        ids.push(model);
+        extra.set(model, names.push(inputs.length > 1 ? `${model} @ ${inputs[ri].label}` : model) - 1);
+      }
+      return extra.get(model)!;
+    };
+  }
+  const data = exploreData(exploreRuns, names, judge, ids);
+  const prefixList = inputs.flatMap((r, runIndex) => [...promptPrefixes(r.loaded.run, r.sources)].map(([paper, prefix]) => ({ r, runIndex, paper, prefix })));
+  const prefixSections = prefixList
+    .sort((a, b) => byName(a.paper, b.paper) || a.runIndex - b.runIndex)
+    .map(({ r, runIndex, paper, prefix }) => {
+      const kept = cutPrefix(prefix, prefixList.length);
+      const cutNote = kept.cut
+        ? `<p class="note cut">${kept.text.length} of ${prefix.length} characters shown; the whole with: rcb show ${esc(r.label)} --paper ${esc(paper)} --prompt</p>`
+        : '';
+      return `<details id="prefix-${runIndex}-${esc(paper)}" class="prefix"><summary>${esc(paper)}${inputs.length > 1 ? ` (${esc(r.label)})` : ''}: ${prefix.length} characters</summary>${cutNote}<pre>${esc(kept.text)}</pre></details>`;
+    });
 
   const scope = describeScope(reports[0]);
   const stamp = (opts.now ?? new Date()).toISOString().slice(0, 16).replace('T', ' ');
-  const models = entries.map((e) => `<option value="${esc(e.name)}">${esc(e.name)}</option>`).join('');
-  const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src ${cspHash(SCRIPT)}; img-src data:; base-uri 'none'; form-action 'none'`;
+  const papers = [...new Set(data.snippets.map((s) => s.paper))].sort(byName);
+  const snippetNames = [...new Set(data.snippets.map((s) => s.snippet))].sort(byName);
+  const classes = dataClasses(data).sort(byName);
+  const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src ${cspHash(EXPLORE_SCRIPT)}; img-src data:; base-uri 'none'; form-action 'none'`;
+  const cutNote = data.cut
+    ? '<p class="note" id="cut-note">This page keeps a part of each long answer, log and prompt to stay one small file; each cut names the <code>rcb show</code> command that prints it whole.</p>'
+    : '';
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
@@ -487,24 +560,28 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
 <style>${CSS}</style></head>
 <body>
 <h1>ResearchCodeBench results</h1>
-<p class="muted">rcb report of ${inputs.length} run(s), made ${esc(stamp)} UTC. ${esc(scope)}. Intervals: ${esc(INTERVAL_METHOD)}.</p>
-<nav><a href="#s-leaderboard">leaderboard</a><a href="#s-papers">papers</a><a href="#s-length">snippet length</a><a href="#s-failures">failures</a><a href="#s-subsets">contamination-safe</a><a href="#s-cost">cost</a><a href="#s-tasks">tasks</a></nav>
-<table id="runs"><tr><th>run</th><th>id</th><th>status</th><th>pset</th><th class="num">samples</th><th>paper</th><th>template</th><th class="num">spend</th><th>created</th></tr>${runRows}</table>
-<section id="s-leaderboard"><h2>Leaderboard</h2>${leaderboard(entries)}${scoreNotes(inputs, reports)}
-<p class="note">Scaled pass@1 weights each task by its lines of code (the benchmark's headline); pass@1 weights tasks equally. [low, high] is the 95% bootstrap interval${entries.some((e) => e.score.samples > 1) ? '; ± the standard deviation over samples' : ''}.</p></section>
+<p class="muted">rcb report of ${inputs.length} run(s), made ${esc(stamp)} UTC. ${esc(scope)}. Intervals: ${esc(INTERVAL_METHOD)}.${opts.baseline ? ` Published scores from ${esc(opts.baseline.label)}.` : ''}</p>
+<nav><a href="#s-leaderboard">leaderboard</a><a href="#s-papers">papers</a><a href="#s-length">snippet length</a><a href="#s-failures">failures</a><a href="#s-subsets">contamination-safe</a><a href="#s-cost">cost</a><a href="#s-matrix">side by side</a><a href="#s-tasks">tasks</a></nav>
+${scroll(`<table id="runs"><tr><th>run</th><th>id</th><th>status</th><th>pset</th><th class="num">samples</th><th>paper</th><th>template</th><th class="num">spend</th><th>created</th></tr>${runRows}</table>`)}
+<section id="s-leaderboard"><h2>Leaderboard</h2>${leaderboard(entries, opts.baseline)}${scoreNotes(inputs, reports)}
+<p class="note">Scaled pass@1 weights each task by its lines of code (the benchmark's headline); pass@1 weights tasks equally. [low, high] is the 95% bootstrap interval${entries.some((e) => e.score.samples > 1) ? '; ± the standard deviation over samples' : ''}. Click a column's head to sort.</p></section>
 <div class="grid">
-<section id="s-papers"><h2>Per paper</h2>${paperHeatmap(entries, reports)}<p class="note">Scaled pass@1 % per model and paper; hover a cell for its interval.${envBrokenNote(reports)}</p></section>
+<section id="s-papers"><h2>Per paper</h2>${paperHeatmap(entries, reports)}<p class="note">Scaled pass@1 % per model and paper; click a cell for its tasks.${envBrokenNote(reports)}</p></section>
 <section id="s-length"><h2>Pass rate against snippet length</h2>${lengthChart(entries, judge)}</section>
 </div>
+<section id="s-paper-table"><h3>Per paper, with intervals</h3>${paperTable(entries, opts.baseline)}</section>
 <section id="s-failures"><h2>Failure classes</h2>${failureChart(entries)}</section>
 <section id="s-subsets"><h2>Contamination-safe subsets</h2>${subsetsTable(inputs, entries, judge, new Map(opts.subset && opts.subset !== 'all' ? [] : inputs.map((r, i) => [r, reports[i]])))}</section>
 <section id="s-cost"><h2>Cost and tokens</h2>${costTable(entries)}</section>
-<section id="s-tasks"><h2>Tasks</h2>
-<div class="filters"><label><input type="checkbox" id="failed-only"> only tasks not passing</label><label>model <select id="model-filter"><option value="">all</option>${models}</select></label></div>
-${taskSections.join('\n')}
+<section id="s-matrix"><h2>Models side by side</h2><p class="note">Each snippet's passing samples per model under the ${judge} judge; click a cell for that task, a snippet for every model's answer side by side.</p><div class="scroll" id="task-matrix"></div></section>
+<section id="s-tasks"><h2>Tasks</h2>${cutNote}
+${filterBar(names, papers, snippetNames, classes, esc)}
+<div id="side-by-side"></div>
+<div id="task-list"></div><button type="button" id="task-more" hidden>list more</button>
 ${prefixSections.length ? `<h3>Prompt prefixes</h3><p class="note">Instructions and paper text, the same for every task of a paper.</p>${prefixSections.join('')}` : ''}
 </section>
-<script>${SCRIPT}</script>
+${dataBlock(data)}
+<script>${EXPLORE_SCRIPT}</script>
 </body></html>
 `;
 }

@@ -80,6 +80,17 @@ export function intervalBarChart(id: string, label: string, bars: IntervalBar[])
 export interface HeatCell {
   value: number | null;
   title: string;
+  /** Filters a click on the cell sets (the page's task list): data-f-* attributes. */
+  go?: Record<string, string>;
+}
+
+/** An in-page link that sets the task filters it names (the page's script reads data-go and data-f-*). */
+function goLink(go: Record<string, string> | undefined, inner: string): string {
+  if (!go) return inner;
+  const attrs = Object.entries(go)
+    .map(([k, v]) => ` data-f-${k}="${escapeXml(v)}"`)
+    .join('');
+  return `<a class="go" href="#s-tasks" data-go=""${attrs}>${inner}</a>`;
 }
 
 /** Rows x columns of percent values, coloured from white (0%) to the palette's blue (100%). */
@@ -99,14 +110,17 @@ export function heatmap(id: string, label: string, rows: string[], cols: string[
     const y = top + i * rowH;
     body.push(`<text x="${left - 8}" y="${y + 17}" text-anchor="end">${escapeXml(truncate(r, 26))}</text>`);
     cols.forEach((_, j) => {
-      const { value, title } = cell(i, j);
+      const { value, title, go } = cell(i, j);
       const x = left + j * colW;
       const fill = value === null ? '#f3f3f3' : shade(value);
-      body.push(
-        `<rect class="cell" data-row="${escapeXml(r)}" data-col="${escapeXml(cols[j])}" data-value="${value === null ? '' : value.toFixed(2)}" x="${x + 1}" y="${y + 1}" width="${colW - 2}" height="${rowH - 2}" fill="${fill}"><title>${escapeXml(title)}</title></rect>`,
-      );
       const text = value === null ? '–' : value.toFixed(0);
-      body.push(`<text x="${num(x + colW / 2)}" y="${y + 17}" text-anchor="middle" fill="${value !== null && value > 55 ? '#fff' : '#222'}">${text}</text>`);
+      body.push(
+        goLink(
+          go,
+          `<rect class="cell" data-row="${escapeXml(r)}" data-col="${escapeXml(cols[j])}" data-value="${value === null ? '' : value.toFixed(2)}" x="${x + 1}" y="${y + 1}" width="${colW - 2}" height="${rowH - 2}" fill="${fill}"><title>${escapeXml(title)}</title></rect>` +
+            `<text x="${num(x + colW / 2)}" y="${y + 17}" text-anchor="middle" pointer-events="none" fill="${value !== null && value > 55 ? '#fff' : '#222'}">${text}</text>`,
+        ),
+      );
     });
   });
   return svg(id, width, top + rows.length * rowH + 8, label, body);
@@ -166,6 +180,8 @@ export interface StackPart {
   key: string;
   value: number;
   color: string;
+  /** Filters a click on the segment sets: data-f-* attributes. */
+  go?: Record<string, string>;
 }
 
 /** One bar per row, its parts stacked left to right as shares of the row's total. */
@@ -187,13 +203,68 @@ export function stackedBarChart(id: string, label: string, rows: { label: string
       if (!p.value) continue;
       const w = ((right - left) * p.value) / total;
       body.push(
-        `<rect class="segment" data-row="${escapeXml(r.label)}" data-key="${escapeXml(p.key)}" data-value="${p.value}" x="${num(x)}" y="${y + 4}" width="${num(w)}" height="${rowH - 8}" fill="${p.color}"><title>${escapeXml(`${r.label}: ${p.key} ${p.value} (${((100 * p.value) / total).toFixed(0)}%)`)}</title></rect>`,
+        goLink(
+          p.go,
+          `<rect class="segment" data-row="${escapeXml(r.label)}" data-key="${escapeXml(p.key)}" data-value="${p.value}" x="${num(x)}" y="${y + 4}" width="${num(w)}" height="${rowH - 8}" fill="${p.color}"><title>${escapeXml(`${r.label}: ${p.key} ${p.value} (${((100 * p.value) / total).toFixed(0)}%)`)}</title></rect>` +
+            (w > 28 ? `<text x="${num(x + w / 2)}" y="${y + 17}" text-anchor="middle" pointer-events="none" fill="#fff">${p.value}</text>` : ''),
+        ),
       );
-      if (w > 28) body.push(`<text x="${num(x + w / 2)}" y="${y + 17}" text-anchor="middle" fill="#fff">${p.value}</text>`);
       x += w;
     }
   });
   return svg(id, right + 20, 8 + rows.length * rowH, label, body);
+}
+
+export interface ScatterPoint {
+  label: string;
+  /** USD. */
+  x: number;
+  /** Percent, with its interval when known. */
+  y: number;
+  low: number | null;
+  high: number | null;
+  color: string;
+  title: string;
+}
+
+/** Score (0-100%, with its interval as a vertical whisker) against cost in USD, one labelled point per model. */
+export function scatterChart(id: string, label: string, xLabel: string, points: ScatterPoint[]): string {
+  const left = 56;
+  const right = 660;
+  const top = 10;
+  const bottom = 300;
+  const maxX = Math.max(0, ...points.map((p) => p.x));
+  const span = maxX > 0 ? niceCeil(maxX) : 1;
+  const x = (v: number) => left + ((right - left) * v) / span;
+  const y = (p: number) => bottom - ((bottom - top) * p) / 100;
+  const body: string[] = [];
+  for (let p = 0; p <= 100; p += 25) {
+    body.push(`<line x1="${left}" y1="${num(y(p))}" x2="${right}" y2="${num(y(p))}" stroke="#ddd"/>`);
+    body.push(`<text x="${left - 6}" y="${num(y(p) + 4)}" text-anchor="end" fill="#555">${p}%</text>`);
+  }
+  for (let i = 0; i <= 4; i++) {
+    const v = (span * i) / 4;
+    body.push(`<line x1="${num(x(v))}" y1="${top}" x2="${num(x(v))}" y2="${bottom}" stroke="#eee"/>`);
+    body.push(`<text x="${num(x(v))}" y="${bottom + 16}" text-anchor="middle" fill="#555">$${v < 1 ? v.toFixed(3) : v.toFixed(2)}</text>`);
+  }
+  body.push(`<text x="${(left + right) / 2}" y="${bottom + 34}" text-anchor="middle" fill="#333">${escapeXml(xLabel)}</text>`);
+  for (const p of points) {
+    const cx = x(p.x);
+    if (p.low !== null && p.high !== null)
+      body.push(`<line class="interval" x1="${num(cx)}" y1="${num(y(p.low))}" x2="${num(cx)}" y2="${num(y(p.high))}" stroke="${p.color}" stroke-width="1.5"/>`);
+    body.push(
+      `<circle class="point" data-label="${escapeXml(p.label)}" data-x="${p.x.toFixed(4)}" data-y="${p.y.toFixed(2)}" cx="${num(cx)}" cy="${num(y(p.y))}" r="5" fill="${p.color}"><title>${escapeXml(p.title)}</title></circle>`,
+    );
+    body.push(`<text x="${num(cx + 7)}" y="${num(y(p.y) - 6)}" fill="#333" font-size="11">${escapeXml(truncate(p.label, 22))}</text>`);
+  }
+  return svg(id, right + 90, bottom + 44, label, body);
+}
+
+/** 1, 2 or 5 times a power of ten, at least v. */
+function niceCeil(v: number): number {
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
 }
 
 function truncate(s: string, n: number): string {

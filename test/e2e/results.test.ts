@@ -138,7 +138,9 @@ describe('rcb report --format html, read in headless Chromium', () => {
     // The markup is there, as text, in the answer it came with.
     const answers = await page.$$eval('details.task[data-model="mixed"] pre.answer', (els) => els.map((e) => e.textContent ?? ''));
     expect(answers.some((a) => a.includes(MARKUP))).toBe(true);
-    expect(await page.$$eval('script', (els) => els.length)).toBe(1);
+    // One script runs; the tasks travel as data in a block no browser executes.
+    expect(await page.$$eval('script:not([type="application/json"])', (els) => els.length)).toBe(1);
+    expect(await page.$$eval('script[type="application/json"]', (els) => els.length)).toBe(1);
     // Every link stays on the page.
     const links = await page.$$eval('[src],[href]', (els) => els.map((e) => e.getAttribute('src') ?? e.getAttribute('href')));
     expect(links.filter((l) => !l?.startsWith('#'))).toEqual([]);
@@ -260,12 +262,171 @@ describe('rcb report --format html, read in headless Chromium', () => {
     try {
       const { text } = await buildReport(store, runId, { format: 'html', subset: 'all' });
       expect(text).toMatch(/^<!DOCTYPE html>/);
-      expect(text).toContain('<table id="leaderboard">');
+      expect(text).toContain('<table id="leaderboard" class="sortable">');
       expect(text).toContain('no diff or prompt: the pset is not at hand here');
       expect(text).toContain('SyntaxError');
     } finally {
       await store.close();
     }
+  });
+
+  /** The tasks the list shows, as model|paper|snippet|status|class. */
+  const listed = (page: import('puppeteer-core').Page) =>
+    page.$$eval('#task-list details.task', (els) =>
+      els.map((e) => ['model', 'paper', 'snippet', 'status', 'class'].map((k) => e.getAttribute(`data-${k}`)).join('|')),
+    );
+
+  it('sorts a table by the column clicked, both ways', async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${htmlFile}`);
+    const order = () => page.$$eval('#leaderboard tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-model')));
+    expect(await order()).toEqual(['oracle', 'mixed']);
+    const scaledHead = '#leaderboard thead th:nth-child(3)';
+    await page.click(scaledHead);
+    expect(await order()).toEqual(['mixed', 'oracle']);
+    expect(await page.$eval(scaledHead, (th) => th.getAttribute('aria-sort'))).toBe('ascending');
+    await page.click(scaledHead);
+    expect(await order()).toEqual(['oracle', 'mixed']);
+    // The per-paper table by paper, then by its interval column.
+    await page.click('#paper-table thead th:nth-child(1)');
+    const papers = await page.$$eval('#paper-table tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-paper')!));
+    expect(papers).toEqual([...papers].sort((a, b) => a.localeCompare(b, 'en', { sensitivity: 'base' })));
+    await page.close();
+  });
+
+  it('filters the tasks by paper, snippet, model, failure class and status', async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${htmlFile}`);
+    const all = await listed(page);
+    expect(all).toHaveLength(PLAN_A.length * 2 * 2);
+    await page.select('#f-paper', 'smoothfocal');
+    expect(new Set((await listed(page)).map((l) => l.split('|')[1]))).toEqual(new Set(['smoothfocal']));
+    await page.select('#model-filter', 'mixed');
+    await page.select('#f-class', 'syntax');
+    const syntax = await listed(page);
+    const expected = PLAN_A.filter((p) => p.paper === 'smoothfocal').reduce((a, p) => a + p.samples.filter((o) => o === 'wrong').length, 0);
+    expect(syntax).toHaveLength(expected);
+    expect(syntax.every((l) => /^mixed\|smoothfocal\|[^|]+\|fail\|syntax$/.test(l))).toBe(true);
+    expect(await page.$eval('#f-count', (e) => e.textContent)).toBe(`${expected} of ${all.length} task sample(s)`);
+    await page.click('#f-clear');
+    const target = PLAN_A[2];
+    await page.type('#f-snippet', target.snippet);
+    expect(new Set((await listed(page)).map((l) => l.split('|')[2]))).toEqual(new Set([target.snippet]));
+    await page.click('#f-clear');
+    await page.select('#f-status', 'pass');
+    expect(new Set((await listed(page)).map((l) => l.split('|')[3]))).toEqual(new Set(['pass']));
+    await page.close();
+  });
+
+  it('opens the tasks of a heatmap cell and of a failure bar', async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${htmlFile}`);
+    await page.click('svg#paper-heatmap a.go:has(rect[data-row="mixed"][data-col="adamlite"])');
+    const cell = await listed(page);
+    expect(cell).toHaveLength(PLAN_A.filter((p) => p.paper === 'adamlite').length * 2);
+    expect(cell.every((l) => l.startsWith('mixed|adamlite|'))).toBe(true);
+    await page.click('svg#failure-chart a.go:has(rect[data-row="mixed"][data-key="no_code"])');
+    const bar = await listed(page);
+    const noCode = PLAN_A.reduce((a, p) => a + p.samples.filter((o) => o === 'none').length, 0);
+    expect(bar).toHaveLength(noCode);
+    expect(bar.every((l) => l.startsWith('mixed|') && l.endsWith('|fail|no_code'))).toBe(true);
+    // The per-paper table's link does the same.
+    await page.click('#paper-table tr[data-model="oracle"][data-paper="smoothfocal"] a.go');
+    expect((await listed(page)).every((l) => l.startsWith('oracle|smoothfocal|'))).toBe(true);
+    await page.close();
+  });
+
+  it("shows each paper's interval in plain view, the JSON report's", async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${htmlFile}`);
+    const full = JSON.parse(rcb(['report', dirA, '--format', 'json']).stdout) as {
+      models: { model: string; papers: { paper: string; scaled: { mean: number; ci: { low: number; high: number } } }[] }[];
+    };
+    const rows = await page.$$eval('#paper-table tbody tr', (trs) =>
+      trs.map((tr) => ({
+        key: `${tr.getAttribute('data-model')}/${tr.getAttribute('data-paper')}`,
+        ci: tr.querySelector('[data-metric="scaled-ci"]')!.textContent,
+        shown: (tr as unknown as { offsetHeight: number }).offsetHeight > 0,
+      })),
+    );
+    const fmt = (x: number) => x.toFixed(2);
+    const expected = full.models.flatMap((m) =>
+      m.papers.map((p) => ({ key: `${m.model}/${p.paper}`, ci: `[${fmt(p.scaled.ci.low)}, ${fmt(p.scaled.ci.high)}]`, shown: true })),
+    );
+    expect(rows.sort((a, b) => a.key.localeCompare(b.key))).toEqual(expected.sort((a, b) => a.key.localeCompare(b.key)));
+    await page.close();
+  });
+
+  it("puts the models side by side on one snippet: the matrix, and every model's answer to it", async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${htmlFile}`);
+    const target = PLAN_A.find((p) => p.samples[0] === 'right' && p.samples[1] === 'wrong')!;
+    const row = `#matrix tbody tr:has(a[data-f-snippet="${target.snippet}"][data-f-paper="${target.paper}"])`;
+    const cells = await page.$$eval(`${row} td.mx`, (tds) => tds.map((td) => `${td.getAttribute('data-f-model')}:${td.textContent}`));
+    expect(cells).toEqual(['oracle:2/2', 'mixed:1/2']);
+    await page.click(`${row} a.go`);
+    const cards = await page.$$eval('#side-by-side .card', (els) => els.map((e) => e.getAttribute('data-model')));
+    expect(cards).toEqual(['oracle', 'oracle', 'mixed', 'mixed']);
+    expect(await page.$eval('#side-by-side h3', (e) => e.textContent)).toContain(`${target.paper} / ${target.snippet}`);
+    // A cell narrows to that model.
+    await page.click(`${row} td.mx[data-f-model="mixed"]`);
+    expect(await listed(page)).toEqual([`mixed|${target.paper}|${target.snippet}|pass|`, `mixed|${target.paper}|${target.snippet}|fail|syntax`]);
+    await page.close();
+  });
+
+  it('clips no table: each sits in a scroller as wide as the page, on a narrow screen too', async () => {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 700, height: 900 });
+    await page.goto(`file://${htmlFile}`);
+    const tables = await page.$$eval('table', (ts) =>
+      ts.map((t) => {
+        const parent = t.parentElement!;
+        const style = getComputedStyle(parent) as unknown as { overflowX: string };
+        return { id: t.id, scroller: parent.classList.contains('scroll') && style.overflowX === 'auto', fits: t.scrollWidth <= parent.scrollWidth };
+      }),
+    );
+    expect(tables.length).toBeGreaterThan(5);
+    expect(tables.filter((t) => !t.scroller || !t.fits)).toEqual([]);
+    await page.close();
+  });
+
+  it('draws score against cost, one point per model', async () => {
+    const page = await browser.newPage();
+    await page.goto(`file://${htmlFile}`);
+    const points = await page.$$eval('svg#cost-score-chart circle.point', (els) =>
+      els.map((e) => [e.getAttribute('data-label'), Number(e.getAttribute('data-y'))]),
+    );
+    expect(points).toEqual(json.models.map((m) => [m.model, Number(m.scaled.mean.toFixed(2))]));
+    await page.close();
+  });
+
+  it('shows published scores beside the run with --baseline (an overall_stats.json, or the run import-official makes of it)', async () => {
+    const official = JSON.parse(rcb(['report', dirA, '--format', 'json', '--judge', 'official']).stdout) as { models: JsonModel[] };
+    const imported = join(root, 'published');
+    expect(rcb(['import-official', join(dirA, 'overall_stats.json'), '--out', imported]).status).toBe(0);
+    for (const baseline of [join(dirA, 'overall_stats.json'), imported]) {
+      const r = rcb(['report', dirA, '--format', 'html', '--baseline', baseline]);
+      expect(r.status).toBe(0);
+      const file = join(root, 'baseline.html');
+      writeFileSync(file, r.stdout);
+      const page = await browser.newPage();
+      await page.goto(`file://${file}`);
+      const cells = await page.$$eval('#leaderboard tbody tr', (trs) =>
+        trs.map((tr) => [tr.getAttribute('data-model'), tr.querySelector('[data-metric="published"]')!.textContent]),
+      );
+      const fmt = (x: number) => x.toFixed(2);
+      expect(cells).toEqual(
+        ['oracle', 'mixed'].map((m) => {
+          const o = official.models.find((x) => x.model === m)!;
+          return [m, `${fmt(o.scaled.mean)} [${fmt(o.scaled.ci.low)}, ${fmt(o.scaled.ci.high)}]`];
+        }),
+      );
+      expect(await page.$$eval('#published tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-model')))).toEqual(['oracle', 'mixed']);
+      await page.close();
+    }
+    const bad = rcb(['report', dirA, '--format', 'html', '--baseline', join(root, 'missing.json')]);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain(`--baseline ${join(root, 'missing.json')}`);
   });
 
   it('puts several runs on one page, naming a model two runs share by its run', async () => {

@@ -91,6 +91,8 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for --format official)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .option('--out <file>', 'write the report to this file instead of stdout (the html page: open it in a browser)')
+    .option('--url', 'print a presigned URL of the stored report (e.g. report.html) instead of fetching it; valid one hour (deployed stack only)')
     .action(async (id, o) => onExit(await loadResults().cloudResults(id, o, await deps(o))));
 
   stackFlags(cloud.command('cancel').description("stop a run's model calls; what is answered is still evaluated and reported").argument('<run>', 'run id'))
