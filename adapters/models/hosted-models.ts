@@ -15,7 +15,7 @@ import type { ModelInfo } from '../../core/records';
 import type { TokenUsage } from '../../core/types';
 import { createRunModelClient, keyEnvFor, type RunClientOptions } from './create-model-client';
 import { answerParams } from './provider-common';
-import { supportsBatch, type ModelEntry } from './registry';
+import { longCallPath, supportsBatch, type ModelEntry } from './registry';
 import { promptTokensUpperBound } from './tokens';
 import { providerModule } from './providers';
 
@@ -100,13 +100,17 @@ export class HostedModels {
   }
 
   /**
-   * A slow model's background client (`slow: true` entries), under the batch contract and
-   * priced as interactive calls; undefined for an entry that is not slow.
+   * A slow model's long-call client (`slow: true` entries, registry.ts longCallPath), under
+   * the batch contract: its provider's background mode priced as interactive calls, or else
+   * its batch API at batch prices. Undefined for an entry that is not slow or has neither.
    */
   resolveBackground(id: string, overrides: HostedOverrides = {}): { client: BatchClient; cost: CostModel } | undefined {
     const entry = this.entry(id, overrides);
-    const create = entry?.slow ? providerModule(entry.provider).createBackgroundClient : undefined;
-    if (!entry || !create) return undefined;
+    if (!entry?.slow) return undefined;
+    const path = longCallPath(entry);
+    if (path === 'batch') return this.resolveBatch(id, overrides);
+    const create = path === 'background' ? providerModule(entry.provider).createBackgroundClient : undefined;
+    if (!create) return undefined;
     const build = async (): Promise<BatchClient> => {
       const env = keyEnvFor(entry);
       const key = env ? await this.keys.get(env) : undefined;

@@ -99,20 +99,16 @@ const entrySchema = z
     tokenizer: z.enum(['o200k_base', 'cl100k_base', 'approx']).optional(),
     description: z.string().optional(),
     /**
-     * Long reasoning calls: asked in the provider's background mode (started, then polled)
-     * through the batch lane, never in one long request. Needs a provider with one.
+     * Long calls (ones that may outlast a Lambda): never one long request, but through the
+     * batch lane, where no Lambda waits: the provider's background mode (OpenAI Responses,
+     * interactive prices) or else its batch API (Anthropic, Gemini, Bedrock: batch prices).
      */
     slow: z.boolean().optional(),
   })
   .strict()
   .superRefine((e, ctx) => {
-    if (e.slow && !providerModule(e.provider).createBackgroundClient) {
-      ctx.addIssue({
-        code: z.ZodIssueCode.custom,
-        path: ['slow'],
-        message: `needs a provider with a background mode (openai-responses); ${e.provider} has none`,
-      });
-    }
+    const slowProblem = e.slow ? longCallProblem(e as ModelEntry) : undefined;
+    if (slowProblem) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['slow'], message: slowProblem });
     if (e.provider === 'openai-compatible' && !e.base_url) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['base_url'], message: 'is required for provider openai-compatible' });
     }
@@ -150,7 +146,7 @@ export interface ModelEntry {
   cache_min_tokens?: number;
   tokenizer?: 'o200k_base' | 'cl100k_base' | 'approx';
   description?: string;
-  /** Asked in the provider's background mode through the batch lane (OpenAI Responses `background: true`). */
+  /** Long calls: through the batch lane, in the provider's background mode or its batch API (longCallPath). */
   slow?: boolean;
 }
 
@@ -248,6 +244,26 @@ export function batchProblem(entry: ModelEntry): string | undefined {
   if (provider.batchWindowHours === undefined) return `provider ${entry.provider} has no batch API`;
   if (!entry.prices.batch) return 'no batch prices (prices.batch) in the registry';
   return provider.batchRequirement?.(entry);
+}
+
+/**
+ * How a slow entry's long calls go, by its provider module: `background` (each request
+ * started, then polled: OpenAI Responses, at interactive prices) where the module has a
+ * background client, else `batch` (the provider's batch API at its batch prices: Anthropic
+ * Message Batches, Gemini batch mode, Bedrock batch inference). Both run in the batch lane,
+ * which no Lambda waits on. Undefined when the entry can take neither.
+ */
+export type LongCallPath = 'background' | 'batch';
+
+export function longCallPath(entry: ModelEntry): LongCallPath | undefined {
+  if (providerModule(entry.provider).createBackgroundClient) return 'background';
+  return supportsBatch(entry) ? 'batch' : undefined;
+}
+
+/** Why a `slow: true` entry has no long-call path (the registry's message for `slow`), or undefined. */
+export function longCallProblem(entry: ModelEntry): string | undefined {
+  if (longCallPath(entry)) return undefined;
+  return `needs a provider with a background mode (openai-responses) or a batch API for its long calls; ${entry.provider}: ${batchProblem(entry)}`;
 }
 
 /** How an entry's shared prefix is cached, for `rcb estimate`: the entry's settings over its provider's. */
