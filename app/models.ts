@@ -29,7 +29,7 @@ import { existsSync } from 'node:fs';
 import { promptTokensUpperBound, tokenizerFor } from '../adapters/models/tokens';
 import { batchPricing, worstCaseCost } from '../core/cost';
 import type { BatchClient } from '../core/batch';
-import { batchProblem, loadRegistry, type ModelEntry } from '../adapters/models/registry';
+import { batchProblem, loadRegistry, longCallProblem, type ModelEntry } from '../adapters/models/registry';
 import { resourcePath } from '../core/util/package-root';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 
@@ -68,7 +68,8 @@ export function laneClient(
   if (hit) return hit;
   const entry = hosted.entry(id, { temperature });
   if (!entry) return { problem: 'not in the model registry' };
-  if (lane === 'background') return { problem: 'not slow in the registry: it has no background mode here' };
+  if (lane === 'background')
+    return { problem: entry.slow ? (longCallProblem(entry) ?? 'has no long-call lane') : 'not slow in the registry: it has no background mode here' };
   return { problem: batchProblem(entry) ?? 'cannot be batched' };
 }
 

@@ -11,12 +11,10 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { GenerationMessage } from './messages';
 import { mapLimit } from './map-limit';
-import { laneOfProvider, PROVIDER_LANES } from '../models/provider-lanes';
+import { laneOfProvider, providerLaneNames } from '../models/provider-lanes';
 
-/** Each provider's lane, from the one provider lane table (adapters/models/provider-lanes.ts). */
-export const DEFAULT_PROVIDER_LANES: Readonly<Record<string, string>> = Object.fromEntries(
-  Object.entries(PROVIDER_LANES).flatMap(([provider, entry]) => ('lane' in entry ? [[provider, entry.lane]] : [])),
-);
+/** Each provider's lane, from the provider modules (adapters/models/provider-lanes.ts). */
+export const DEFAULT_PROVIDER_LANES: Readonly<Record<string, string>> = providerLaneNames();
 
 export interface LaneRouting {
   /** Queue URL of each lane, by lane name (RCB_LANE_QUEUES, which OrchestratorConstruct writes from the lanes). */

@@ -8,12 +8,13 @@ import { ModelError, type ModelClient, type ModelRequest } from '../../core/mode
 import type { RateLanes } from '../../core/rate';
 import { providerModule } from './providers';
 import type { ProviderClientOptions } from './provider-common';
+import type { ProviderTable } from './provider-module';
 import type { ModelEntry } from './registry';
 import { ResilientModelClient, type ResilientOptions } from './resilient-client';
 
 /** The name of the variable holding the entry's key, if it needs one: the entry's, else its provider's. */
-export function keyEnvFor(entry: ModelEntry): string | undefined {
-  return entry.api_key_env ?? providerModule(entry.provider).keyEnv;
+export function keyEnvFor(entry: ModelEntry, providers?: ProviderTable): string | undefined {
+  return entry.api_key_env ?? providerModule(entry.provider, providers).keyEnv;
 }
 
 /**
@@ -22,10 +23,10 @@ export function keyEnvFor(entry: ModelEntry): string | undefined {
  * `auth` ModelError naming the variable.
  */
 export async function createModelClient(entry: ModelEntry, keys: KeySource, opts: ProviderClientOptions = {}): Promise<ModelClient> {
-  const env = keyEnvFor(entry);
+  const env = keyEnvFor(entry, opts.providers);
   const key = env ? await keys.get(env) : undefined;
   if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
-  return providerModule(entry.provider).createClient(entry, key, opts);
+  return providerModule(entry.provider, opts.providers).createClient(entry, key, opts);
 }
 
 /** The lane key: calls to the same model at the same endpoint share one rate limit. */

@@ -7,7 +7,6 @@
 import type { KeySource } from '../../core/keys';
 import { batchPricing, costOf, worstCaseCost, type BilledUsage } from '../../core/cost';
 import type { BatchClient, BatchItemResult, BatchLimits, BatchRequest, BatchStatus } from '../../core/batch';
-import { BACKGROUND_LIMITS } from './providers/openai-background';
 import { ModelError, type ModelClient, type ModelRequest, type ModelResponse, type Prompt } from '../../core/model';
 import { RateLanes } from '../../core/rate';
 import type { CostModel } from '../../core/run/generate';
@@ -15,14 +14,15 @@ import type { ModelInfo } from '../../core/records';
 import type { TokenUsage } from '../../core/types';
 import { createRunModelClient, keyEnvFor, type RunClientOptions } from './create-model-client';
 import { answerParams } from './provider-common';
-import { supportsBatch, type ModelEntry } from './registry';
+import { longCallPath, supportsBatch, type ModelEntry } from './registry';
 import { promptTokensUpperBound } from './tokens';
 import { providerModule } from './providers';
+import type { ProviderTable } from './provider-module';
 
 /** Budget pricing of an entry: worst case before the call, billed amount after. */
-export function costModelFor(entry: ModelEntry): CostModel {
+export function costModelFor(entry: ModelEntry, providers?: ProviderTable): CostModel {
   return {
-    worstCase: (prompt: Prompt) => worstCaseCost(promptTokensUpperBound(prompt.text, entry), entry.params.max_output_tokens, entry.prices),
+    worstCase: (prompt: Prompt) => worstCaseCost(promptTokensUpperBound(prompt.text, entry, providers), entry.params.max_output_tokens, entry.prices),
     billed: (usage: TokenUsage) => costOf(usage as BilledUsage, entry.prices),
   };
 }
@@ -62,7 +62,7 @@ export class HostedModels {
   entry(id: string, overrides: HostedOverrides = {}): ModelEntry | undefined {
     const entry = this.byId.get(id);
     if (!entry) return undefined;
-    const refusesTemperature = providerModule(entry.provider).refusesTemperature(entry) || (entry.params.thinking_budget ?? 0) > 0;
+    const refusesTemperature = providerModule(entry.provider, this.opts.providers).refusesTemperature(entry) || (entry.params.thinking_budget ?? 0) > 0;
     if (overrides.temperature === undefined || refusesTemperature) return entry;
     return { ...entry, params: { ...entry.params, temperature: overrides.temperature } };
   }
@@ -74,7 +74,7 @@ export class HostedModels {
     return {
       client: new LazyModelClient(entry, () => createRunModelClient(entry, this.keys, { ...this.opts, lanes: this.lanes })),
       info: { knowledgeCutoff: entry.knowledge_cutoff, config: { name: entry.id, provider: entry.provider, ...answerParams(entry) } },
-      cost: costModelFor(entry),
+      cost: costModelFor(entry, this.opts.providers),
     };
   }
 
@@ -84,36 +84,41 @@ export class HostedModels {
    */
   resolveBatch(id: string, overrides: HostedOverrides = {}): { client: BatchClient; cost: CostModel } | undefined {
     const entry = this.entry(id, overrides);
-    if (!entry || !supportsBatch(entry)) return undefined;
-    const create = providerModule(entry.provider).createBatchClient;
+    if (!entry || !supportsBatch(entry, this.opts.providers)) return undefined;
+    const create = providerModule(entry.provider, this.opts.providers).createBatchClient;
     if (!create) return undefined;
     const build = async (): Promise<BatchClient> => {
-      const env = keyEnvFor(entry);
+      const env = keyEnvFor(entry, this.opts.providers);
       const key = env ? await this.keys.get(env) : undefined;
       if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
       return create(entry, key, this.opts);
     };
     return {
-      client: new LazyBatchClient(entry.id, build, providerModule(entry.provider).batchLimits?.(entry, this.opts)),
-      cost: costModelFor({ ...entry, prices: batchPricing(entry.prices)! }),
+      client: new LazyBatchClient(entry.id, build, providerModule(entry.provider, this.opts.providers).batchLimits?.(entry, this.opts)),
+      cost: costModelFor({ ...entry, prices: batchPricing(entry.prices)! }, this.opts.providers),
     };
   }
 
   /**
-   * A slow model's background client (`slow: true` entries), under the batch contract and
-   * priced as interactive calls; undefined for an entry that is not slow.
+   * A slow model's long-call client (`slow: true` entries, registry.ts longCallPath), under
+   * the batch contract: its provider's background mode priced as interactive calls, or else
+   * its batch API at batch prices. Undefined for an entry that is not slow or has neither.
    */
   resolveBackground(id: string, overrides: HostedOverrides = {}): { client: BatchClient; cost: CostModel } | undefined {
     const entry = this.entry(id, overrides);
-    const create = entry?.slow ? providerModule(entry.provider).createBackgroundClient : undefined;
-    if (!entry || !create) return undefined;
+    if (!entry?.slow) return undefined;
+    const path = longCallPath(entry, this.opts.providers);
+    if (path === 'batch') return this.resolveBatch(id, overrides);
+    const provider = providerModule(entry.provider, this.opts.providers);
+    const create = path === 'background' ? provider.createBackgroundClient : undefined;
+    if (!create) return undefined;
     const build = async (): Promise<BatchClient> => {
-      const env = keyEnvFor(entry);
+      const env = keyEnvFor(entry, this.opts.providers);
       const key = env ? await this.keys.get(env) : undefined;
       if (env && !key) throw new ModelError('auth', `model ${entry.id}: no API key: set ${env}`);
       return create(entry, key, this.opts);
     };
-    return { client: new LazyBatchClient(entry.id, build, BACKGROUND_LIMITS), cost: costModelFor(entry) };
+    return { client: new LazyBatchClient(entry.id, build, provider.backgroundLimits), cost: costModelFor(entry, this.opts.providers) };
   }
 
   /** One message per model among `ids` whose key is missing (`set OPENAI_API_KEY for gpt-5.4`). */
@@ -121,7 +126,7 @@ export class HostedModels {
     const problems: string[] = [];
     for (const id of ids) {
       const entry = this.byId.get(id);
-      const env = entry && keyEnvFor(entry);
+      const env = entry && keyEnvFor(entry, this.opts.providers);
       if (!env) continue; // unknown id, or no key needed (see createModelClient)
       if (!(await this.keys.get(env))) problems.push(`set ${env} for ${id}`);
     }

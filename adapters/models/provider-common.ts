@@ -8,9 +8,12 @@ import { ModelError, type FinishReason, type ModelClient, type ModelRequest, typ
 import type { BilledUsage } from '../../core/cost';
 import { count, deadline, isCallerAbort } from './provider-errors';
 import type { ModelEntry } from './registry';
+import type { ProviderTable } from './provider-module';
 
 /** Options of a provider client. */
 export interface ProviderClientOptions {
+  /** The provider modules clients are built from. @default PROVIDER_MODULES */
+  providers?: ProviderTable;
   /** Limit on one call (one attempt), headers and body. @default 600000 */
   timeoutMs?: number;
   /** A fetch to use instead of the global one (proxies, tests). Not used by Bedrock. */

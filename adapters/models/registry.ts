@@ -11,7 +11,8 @@ import { z } from 'zod';
 import type { CacheMode, ModelPrices } from '../../core/cost';
 import { resourcePath } from '../../core/util/package-root';
 
-import { PROVIDERS, providerModule, type Provider } from './providers';
+import { PROVIDER_MODULES, PROVIDERS, providerModule, type Provider } from './providers';
+import type { ProviderTable } from './provider-module';
 
 export { PROVIDERS, type Provider };
 
@@ -60,69 +61,77 @@ const rateSchema = z
   })
   .strict();
 
-const entrySchema = z
-  .object({
-    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, 'must be letters, digits and . _ : / @ + -'),
-    provider: z.enum(PROVIDERS),
-    /** The model's name in the provider's API. */
-    model: z.string().min(1),
-    base_url: z.string().url().optional(),
-    api_key_env: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
-      .optional(),
-    /** AWS region (Bedrock). */
-    region: z.string().optional(),
-    /** Bedrock batch inference: where its input and output JSONL go (s3://bucket/prefix). */
-    batch_s3_uri: z
-      .string()
-      .regex(/^s3:\/\/[^/]+(\/.*)?$/, 'must be s3://bucket[/prefix]')
-      .optional(),
-    /** Bedrock batch inference: the service role Bedrock assumes to read and write batch_s3_uri. */
-    batch_role_arn: z
-      .string()
-      .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, 'must be an IAM role ARN')
-      .optional(),
-    params: paramsSchema,
-    prices: pricesSchema,
-    knowledge_cutoff: z
-      .string()
-      .regex(/^\d{4}-\d{2}$/, 'must be YYYY-MM')
-      .or(z.date().transform((d) => d.toISOString().slice(0, 7))),
-    context_window: z.number().int().positive(),
-    rate: rateSchema.optional(),
-    /** Mark the shared prefix for caching (Anthropic cache_control, Bedrock cachePoint). Default: on for anthropic, off elsewhere. */
-    prompt_cache: z.boolean().optional(),
-    /** Shortest prefix the provider caches, tokens; default by provider (see cachePlanFor). */
-    cache_min_tokens: z.number().int().nonnegative().optional(),
-    /** Tokenizer for estimates; default by provider (o200k_base for OpenAI, an approximation elsewhere). */
-    tokenizer: z.enum(['o200k_base', 'cl100k_base', 'approx']).optional(),
-    description: z.string().optional(),
-    /**
-     * Long reasoning calls: asked in the provider's background mode (started, then polled)
-     * through the batch lane, never in one long request. Needs a provider with one.
-     */
-    slow: z.boolean().optional(),
-  })
-  .strict()
-  .superRefine((e, ctx) => {
-    if (e.slow && !providerModule(e.provider).createBackgroundClient) {
-      ctx.addIssue({
-        code: z.ZodIssueCode.custom,
-        path: ['slow'],
-        message: `needs a provider with a background mode (openai-responses); ${e.provider} has none`,
-      });
-    }
-    if (e.provider === 'openai-compatible' && !e.base_url) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['base_url'], message: 'is required for provider openai-compatible' });
-    }
-    if ((e.provider === 'anthropic' || e.model.includes('anthropic.')) && (e.params.temperature ?? 0) > 1) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['params', 'temperature'], message: 'must be between 0 and 1 for Claude' });
-    }
-    if (e.params.max_output_tokens >= e.context_window) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['params', 'max_output_tokens'], message: `must be below context_window (${e.context_window})` });
-    }
-  });
+/** The entry schema over a provider table: `provider` must name one of its modules. */
+function makeEntrySchema(providers: ProviderTable) {
+  const names = Object.keys(providers) as [string, ...string[]];
+  return z
+    .object({
+      id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, 'must be letters, digits and . _ : / @ + -'),
+      provider: z.enum(names),
+      /** The model's name in the provider's API. */
+      model: z.string().min(1),
+      base_url: z.string().url().optional(),
+      api_key_env: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+        .optional(),
+      /** AWS region (Bedrock). */
+      region: z.string().optional(),
+      /** Bedrock batch inference: where its input and output JSONL go (s3://bucket/prefix). */
+      batch_s3_uri: z
+        .string()
+        .regex(/^s3:\/\/[^/]+(\/.*)?$/, 'must be s3://bucket[/prefix]')
+        .optional(),
+      /** Bedrock batch inference: the service role Bedrock assumes to read and write batch_s3_uri. */
+      batch_role_arn: z
+        .string()
+        .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, 'must be an IAM role ARN')
+        .optional(),
+      params: paramsSchema,
+      prices: pricesSchema,
+      knowledge_cutoff: z
+        .string()
+        .regex(/^\d{4}-\d{2}$/, 'must be YYYY-MM')
+        .or(z.date().transform((d) => d.toISOString().slice(0, 7))),
+      context_window: z.number().int().positive(),
+      rate: rateSchema.optional(),
+      /** Mark the shared prefix for caching (Anthropic cache_control, Bedrock cachePoint). Default: on for anthropic, off elsewhere. */
+      prompt_cache: z.boolean().optional(),
+      /** Shortest prefix the provider caches, tokens; default by provider (see cachePlanFor). */
+      cache_min_tokens: z.number().int().nonnegative().optional(),
+      /** Tokenizer for estimates; default by provider (o200k_base for OpenAI, an approximation elsewhere). */
+      tokenizer: z.enum(['o200k_base', 'cl100k_base', 'approx']).optional(),
+      description: z.string().optional(),
+      /**
+       * Long calls (ones that may outlast a Lambda): never one long request, but through the
+       * batch lane, where no Lambda waits: the provider's background mode (OpenAI Responses,
+       * interactive prices) or else its batch API (Anthropic, Gemini, Bedrock: batch prices).
+       */
+      slow: z.boolean().optional(),
+    })
+    .strict()
+    .superRefine((e, ctx) => {
+      const slowProblem = e.slow ? longCallProblem(e as ModelEntry, providers) : undefined;
+      if (slowProblem) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['slow'], message: slowProblem });
+      if (e.provider === 'openai-compatible' && !e.base_url) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['base_url'], message: 'is required for provider openai-compatible' });
+      }
+      if ((e.provider === 'anthropic' || e.model.includes('anthropic.')) && (e.params.temperature ?? 0) > 1) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['params', 'temperature'], message: 'must be between 0 and 1 for Claude' });
+      }
+      if (e.params.max_output_tokens >= e.context_window) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['params', 'max_output_tokens'], message: `must be below context_window (${e.context_window})` });
+      }
+    });
+}
+
+const SCHEMAS = new WeakMap<ProviderTable, ReturnType<typeof makeEntrySchema>>();
+
+function entrySchemaFor(providers: ProviderTable = PROVIDER_MODULES): ReturnType<typeof makeEntrySchema> {
+  let schema = SCHEMAS.get(providers);
+  if (!schema) SCHEMAS.set(providers, (schema = makeEntrySchema(providers)));
+  return schema;
+}
 
 export type ModelParams = z.infer<typeof paramsSchema>;
 export type ModelRate = z.infer<typeof rateSchema>;
@@ -131,7 +140,8 @@ export type ModelRate = z.infer<typeof rateSchema>;
 export interface ModelEntry {
   /** rcb's id for the model (what `--models` takes). */
   id: string;
-  provider: Provider;
+  /** A provider of PROVIDER_MODULES (or of the table the entry was validated with). */
+  provider: Provider | (string & {});
   /** The API's name for the model. */
   model: string;
   base_url?: string;
@@ -150,7 +160,7 @@ export interface ModelEntry {
   cache_min_tokens?: number;
   tokenizer?: 'o200k_base' | 'cl100k_base' | 'approx';
   description?: string;
-  /** Asked in the provider's background mode through the batch lane (OpenAI Responses `background: true`). */
+  /** Long calls: through the batch lane, in the provider's background mode or its batch API (longCallPath). */
   slow?: boolean;
 }
 
@@ -167,6 +177,8 @@ export interface LoadRegistryOptions {
   userFile?: string;
   /** The shipped registry. @default resources/models.yaml */
   shippedFile?: string;
+  /** The providers an entry may name. @default PROVIDER_MODULES */
+  providers?: ProviderTable;
 }
 
 /** Load the shipped registry and merge the user's file over it. */
@@ -188,7 +200,7 @@ export function loadRegistry(opts: LoadRegistryOptions = {}): ModelEntry[] {
   const problems: string[] = [];
   const entries: ModelEntry[] = [];
   for (const [id, { raw, origin }] of merged) {
-    const parsed = entrySchema.safeParse(raw);
+    const parsed = entrySchemaFor(opts.providers).safeParse(raw);
     if (parsed.success) entries.push(parsed.data as ModelEntry);
     else problems.push(...parsed.error.issues.map((i) => `${origin} (id "${id}"): ${formatPath(i.path)}${i.message}`));
   }
@@ -197,8 +209,8 @@ export function loadRegistry(opts: LoadRegistryOptions = {}): ModelEntry[] {
 }
 
 /** Validate one entry given in code (tests, programmatic use). */
-export function parseModelEntry(raw: unknown, origin = 'entry'): ModelEntry {
-  const parsed = entrySchema.safeParse(raw);
+export function parseModelEntry(raw: unknown, origin = 'entry', providers?: ProviderTable): ModelEntry {
+  const parsed = entrySchemaFor(providers).safeParse(raw);
   if (!parsed.success) {
     throw new RegistryError(`${origin}: ${parsed.error.issues.map((i) => `${formatPath(i.path)}${i.message}`).join('; ')}`);
   }
@@ -238,21 +250,41 @@ export function formatModelList(entries: ModelEntry[]): string {
 }
 
 /** Whether the entry can go through its provider's batch API: the provider has one and the entry has batch prices. */
-export function supportsBatch(entry: ModelEntry): boolean {
-  return batchProblem(entry) === undefined;
+export function supportsBatch(entry: ModelEntry, providers?: ProviderTable): boolean {
+  return batchProblem(entry, providers) === undefined;
 }
 
 /** Why the entry cannot go through a batch API, or undefined when it can. */
-export function batchProblem(entry: ModelEntry): string | undefined {
-  const provider = providerModule(entry.provider);
+export function batchProblem(entry: ModelEntry, providers?: ProviderTable): string | undefined {
+  const provider = providerModule(entry.provider, providers);
   if (provider.batchWindowHours === undefined) return `provider ${entry.provider} has no batch API`;
   if (!entry.prices.batch) return 'no batch prices (prices.batch) in the registry';
   return provider.batchRequirement?.(entry);
 }
 
+/**
+ * How a slow entry's long calls go, by its provider module: `background` (each request
+ * started, then polled: OpenAI Responses, at interactive prices) where the module has a
+ * background client, else `batch` (the provider's batch API at its batch prices: Anthropic
+ * Message Batches, Gemini batch mode, Bedrock batch inference). Both run in the batch lane,
+ * which no Lambda waits on. Undefined when the entry can take neither.
+ */
+export type LongCallPath = 'background' | 'batch';
+
+export function longCallPath(entry: ModelEntry, providers?: ProviderTable): LongCallPath | undefined {
+  if (providerModule(entry.provider, providers).createBackgroundClient) return 'background';
+  return supportsBatch(entry, providers) ? 'batch' : undefined;
+}
+
+/** Why a `slow: true` entry has no long-call path (the registry's message for `slow`), or undefined. */
+export function longCallProblem(entry: ModelEntry, providers?: ProviderTable): string | undefined {
+  if (longCallPath(entry, providers)) return undefined;
+  return `needs a provider with a background mode (openai-responses) or a batch API for its long calls; ${entry.provider}: ${batchProblem(entry, providers)}`;
+}
+
 /** How an entry's shared prefix is cached, for `rcb estimate`: the entry's settings over its provider's. */
-export function cachePlanFor(entry: ModelEntry): { mode: CacheMode; minTokens: number } {
-  const provider = providerModule(entry.provider);
+export function cachePlanFor(entry: ModelEntry, providers?: ProviderTable): { mode: CacheMode; minTokens: number } {
+  const provider = providerModule(entry.provider, providers);
   return { mode: provider.cacheMode(entry), minTokens: entry.cache_min_tokens ?? provider.cacheMinTokens };
 }
 

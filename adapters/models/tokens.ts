@@ -10,6 +10,7 @@
  */
 import type { ModelEntry } from './registry';
 import { providerModule } from './providers';
+import type { ProviderTable } from './provider-module';
 
 export type TokenCountMethod = 'tiktoken:o200k_base' | 'tiktoken:cl100k_base' | 'approx:chars/3';
 
@@ -64,13 +65,13 @@ function encoder(name: Encoding): Encoder {
 }
 
 /** The tokenizer an entry's estimates use: the entry's, else its provider's. */
-export function tokenizerFor(entry: Pick<ModelEntry, 'provider' | 'model' | 'tokenizer'>): Encoding | 'approx' {
-  return entry.tokenizer ?? providerModule(entry.provider).tokenizer(entry);
+export function tokenizerFor(entry: Pick<ModelEntry, 'provider' | 'model' | 'tokenizer'>, providers?: ProviderTable): Encoding | 'approx' {
+  return entry.tokenizer ?? providerModule(entry.provider, providers).tokenizer(entry);
 }
 
 /** Tokens of `text` for this model, and how they were counted. */
-export function countTokens(text: string, entry: Pick<ModelEntry, 'provider' | 'model' | 'tokenizer'>): TokenCount {
-  const tokenizer = tokenizerFor(entry);
+export function countTokens(text: string, entry: Pick<ModelEntry, 'provider' | 'model' | 'tokenizer'>, providers?: ProviderTable): TokenCount {
+  const tokenizer = tokenizerFor(entry, providers);
   if (tokenizer === 'approx') {
     return { tokens: Math.ceil(text.length / APPROX_CHARS_PER_TOKEN), method: 'approx:chars/3', exact: false };
   }
@@ -82,8 +83,8 @@ export function countTokens(text: string, entry: Pick<ModelEntry, 'provider' | '
  * An upper bound of the prompt tokens a call is billed for, for budget reservations: the
  * exact count plus framing for tiktoken families, else characters / 2 plus framing.
  */
-export function promptTokensUpperBound(text: string, entry: Pick<ModelEntry, 'provider' | 'model' | 'tokenizer'>): number {
-  const c = countTokens(text, entry);
+export function promptTokensUpperBound(text: string, entry: Pick<ModelEntry, 'provider' | 'model' | 'tokenizer'>, providers?: ProviderTable): number {
+  const c = countTokens(text, entry, providers);
   const tokens = c.exact ? c.tokens : Math.ceil(text.length / UPPER_BOUND_CHARS_PER_TOKEN);
   return tokens + MESSAGE_OVERHEAD_TOKENS;
 }

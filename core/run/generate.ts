@@ -70,7 +70,8 @@ export type TaskGeneration =
   | { outcome: 'failed'; completion: CompletionRecord }
   /** No reservation fitted under `scope` (the model's own budget, or the run's); the task stays open. */
   | { outcome: 'budget_exhausted'; scope: BudgetScope }
-  | { outcome: 'aborted' };
+  /** Cut by the signal; `assumedUsd`: what the budget was charged for the cut call (its worst case). */
+  | { outcome: 'aborted'; assumedUsd: number };
 
 /**
  * Answers a task may get in all when the earlier ones were errors: the first, and one on
@@ -166,8 +167,11 @@ export async function generateOne(
     billedUsd = cost ? cost.billed(res.usage) : 0;
   } catch (err) {
     if (input.signal?.aborted) {
-      if (cost) await budget.settle(task.model, reserved, assumedUsd);
-      return { outcome: 'aborted' };
+      // Cut by the deadline (the Lambda's, a local --timeout): the provider may bill the call
+      // it was in, unseen, so it is charged at its worst case (max output at the entry's
+      // price) like a timed-out attempt; a redelivery reserves anew.
+      if (cost) await budget.settle(task.model, reserved, assumedUsd + perAttempt);
+      return { outcome: 'aborted', assumedUsd: cost ? assumedUsd + perAttempt : 0 };
     }
     const e = err instanceof ModelError ? err : new ModelError('other', err instanceof Error ? err.message : String(err));
     if (cost && MAYBE_BILLED.has(e.kind)) assumedUsd += perAttempt;

@@ -33,6 +33,7 @@ import { parseModelEntry } from '../../adapters/models/registry';
 import { answerBook } from '../../fakes/answer-book';
 import { startFakeOpenAI, type FakeServer } from '../../fakes/fake-batch-servers';
 import { actionsOf, flatten, logicalIdStartingWith, resourcesOfType, roleStatements, sharedStack, type Statement } from './helpers';
+import { fakeEntry } from '../helpers/model-fixtures';
 
 /** One AWS call, as IAM sees it. */
 interface Call {
@@ -270,22 +271,7 @@ describe('the batch round role', () => {
     const promptTemplate = loadTemplate(resourcePath('prompt-template.txt'));
     server = await startFakeOpenAI(answerBook(pset, promptTemplate, true));
     server.backend.plans = [{ hold: true }];
-    const entry = parseModelEntry({
-      id: 'fake-gpt',
-      provider: 'openai',
-      model: 'gpt-fake',
-      base_url: `${server.url}/v1`,
-      params: { max_output_tokens: 2000, temperature: 0 },
-      prices: {
-        input: 2,
-        cached_input: 0.5,
-        output: 8,
-        as_of: '2026-12-01',
-        batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' },
-      },
-      knowledge_cutoff: '2024-06',
-      context_window: 1000000,
-    });
+    const entry = parseModelEntry(fakeEntry('openai', server.url));
     const hosted = new HostedModels([entry], staticKeySource({ OPENAI_API_KEY: 'test-key' }));
     const batch = hosted.resolveBatch(entry.id)!;
     const spec: RunSpec = {

@@ -1,34 +1,12 @@
 import { batchContract } from './support/batch-contract';
 import { startFakeAnthropic } from '../../fakes/fake-batch-servers';
+import { FAKE_KEYS, fakeEntry } from '../helpers/model-fixtures';
 
 batchContract({
   name: 'Anthropic Message Batches',
   start: startFakeAnthropic,
-  keys: { ANTHROPIC_API_KEY: 'test-key' },
-  entry: (url) => ({
-    id: 'fake-claude',
-    provider: 'anthropic',
-    model: 'claude-fake',
-    base_url: url,
-    params: { max_output_tokens: 2000, temperature: 0 },
-    prices: {
-      input: 3,
-      cached_input: 0.3,
-      cache_write: 3.75,
-      output: 15,
-      as_of: '2026-12-01',
-      batch: {
-        input: 1.5,
-        cached_input: 0.15,
-        cache_write: 1.875,
-        output: 7.5,
-        as_of: '2026-12-01',
-        source: 'https://platform.claude.com/docs/en/build-with-claude/batch-processing',
-      },
-    },
-    knowledge_cutoff: '2025-08',
-    context_window: 200000,
-  }),
+  keys: FAKE_KEYS.anthropic,
+  entry: (url) => fakeEntry('anthropic', url),
 });
 
 import { AnthropicBatchClient } from '../../adapters/models/providers/anthropic-batch';

@@ -11,9 +11,8 @@ import { loadTemplate } from '../../core/prompt/template';
 import { planTasks } from '../../core/run/plan';
 import { generateBatches } from '../../core/run/generate-batch';
 import type { CostModel } from '../../core/run/generate';
-import { SqliteRunStore } from '../../adapters/local/sqlite-store';
-import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
-import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
+import { PSET_MINI, REPO } from '../helpers/cli';
+import { openLocalRun } from '../helpers/model-fixtures';
 
 class MemoryBatchClient implements BatchClient {
   readonly id = 'm';
@@ -51,22 +50,7 @@ async function run(limits: BatchLimits) {
     budgetUsd: 100,
   };
   const tasks = planTasks(pset, spec);
-  const file = join(tempDir('rcb-batch-limits-'), 'rcb.sqlite');
-  const store = new SqliteRunStore(file);
-  const ledger = new SqliteBatchLedger(file);
-  const stamp = new Date().toISOString();
-  await store.createRun({
-    runId: 'r',
-    spec,
-    source: 'rcb',
-    papers: [],
-    models: {},
-    status: 'generating',
-    createdAt: stamp,
-    updatedAt: stamp,
-    spentUsd: 0,
-    reservedUsd: 0,
-  });
+  const { store, ledger, close } = await openLocalRun(spec, { prefix: 'rcb-batch-limits-' });
   const client = new MemoryBatchClient(limits);
   const cost: CostModel = { worstCase: () => 0.01, billed: () => 0.001 };
   const notes: string[] = [];
@@ -78,8 +62,7 @@ async function run(limits: BatchLimits) {
     );
     return { result, client, tasks, notes, run: (await store.getRun('r'))! };
   } finally {
-    await store.close();
-    ledger.close();
+    await close();
   }
 }
 

@@ -9,20 +9,18 @@
  */
 import { join } from 'node:path';
 import type { BatchLedger, BatchRecord } from '../../core/batch';
-import type { RunSpec } from '../../core/records';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { planTasks } from '../../core/run/plan';
 import { generateBatches } from '../../core/run/generate-batch';
 import { staticKeySource } from '../../core/keys';
-import { SqliteRunStore } from '../../adapters/local/sqlite-store';
-import { SqliteBatchLedger } from '../../adapters/local/sqlite-batch-ledger';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry } from '../../adapters/models/registry';
 import { answerBook } from '../../fakes/answer-book';
 import { FAKE_USAGE } from '../../fakes/fake-batch-backend';
 import { startFakeOpenAI, type FakeServer } from '../../fakes/fake-batch-servers';
-import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
+import { PSET_MINI, REPO } from '../helpers/cli';
+import { fakeEntry, fakeRunSpec, openLocalRun } from '../helpers/model-fixtures';
 
 const pset = loadPset(PSET_MINI, { papers: ['adamlite'] });
 const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
@@ -50,51 +48,11 @@ class CrashOnAccepted implements BatchLedger {
 }
 
 async function setup() {
-  const entry = parseModelEntry({
-    id: 'fake-gpt',
-    provider: 'openai',
-    model: 'gpt-fake',
-    base_url: `${server.url}/v1`,
-    params: { max_output_tokens: 2000, temperature: 0 },
-    prices: {
-      input: 2,
-      cached_input: 0.5,
-      output: 8,
-      as_of: '2026-12-01',
-      batch: { input: 1, cached_input: 0.25, output: 4, as_of: '2026-12-01', source: 'https://developers.openai.com/api/docs/pricing' },
-    },
-    knowledge_cutoff: '2024-06',
-    context_window: 1000000,
-  });
+  const entry = parseModelEntry(fakeEntry('openai', server.url));
   const hosted = new HostedModels([entry], staticKeySource({ OPENAI_API_KEY: 'test-key' }));
   const batch = hosted.resolveBatch(entry.id)!;
-  const spec: RunSpec = {
-    psetDigest: pset.digest,
-    psetRoot: '',
-    models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }],
-    samples: 2,
-    withPaper: true,
-    papers: ['adamlite'],
-    promptTemplateDigest: template.digest,
-    timeoutSec: 60,
-    budgetUsd: 5,
-  };
-  const file = join(tempDir('rcb-submit-crash-'), 'rcb.sqlite');
-  const store = new SqliteRunStore(file);
-  const ledger = new SqliteBatchLedger(file);
-  const stamp = new Date().toISOString();
-  await store.createRun({
-    runId: 'r',
-    spec,
-    source: 'rcb',
-    papers: [],
-    models: {},
-    status: 'generating',
-    createdAt: stamp,
-    updatedAt: stamp,
-    spentUsd: 0,
-    reservedUsd: 0,
-  });
+  const spec = fakeRunSpec(pset, template, [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }], { samples: 2, budgetUsd: 5 });
+  const { store, ledger, close } = await openLocalRun(spec, { prefix: 'rcb-submit-crash-' });
   await store.setRunBudget('r', 5);
   const tasks = planTasks(pset, spec);
   const deps = {
@@ -106,7 +64,7 @@ async function setup() {
   };
   const input = { runId: 'r', pset, template, withPaper: true, tasks, pollMs: 0 };
   const perAnswer = (FAKE_USAGE.input * 1 + FAKE_USAGE.output * 4) / 1e6;
-  return { store, ledger, deps, input, tasks, perAnswer, close: async () => (await store.close(), ledger.close()) };
+  return { store, ledger, deps, input, tasks, perAnswer, close };
 }
 
 describe('a crash inside the submit window', () => {

@@ -8,7 +8,6 @@
  * the interactive price (background mode is no discount).
  */
 import { join } from 'node:path';
-import type { RunSpec } from '../../core/records';
 import { loadPset } from '../../core/pset/read-pset';
 import { loadTemplate } from '../../core/prompt/template';
 import { planTasks } from '../../core/run/plan';
@@ -22,7 +21,8 @@ import { responseIds } from '../../adapters/models/providers/openai-background';
 import { answerBook } from '../../fakes/answer-book';
 import { FAKE_USAGE } from '../../fakes/fake-batch-backend';
 import { startFakeOpenAIBackground, type FakeBackgroundServer } from '../../fakes/fake-batch-servers';
-import { PSET_MINI, REPO, tempDir } from '../helpers/cli';
+import { PSET_MINI, REPO } from '../helpers/cli';
+import { fakeRunSpec, openLocalRun } from '../helpers/model-fixtures';
 
 const pset = loadPset(PSET_MINI, { papers: ['adamlite'] });
 const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
@@ -56,34 +56,9 @@ async function setup() {
   const entry = parseModelEntry(raw(server.url));
   const hosted = new HostedModels([entry], staticKeySource({ OPENAI_API_KEY: 'test-key' }));
   const background = hosted.resolveBackground(entry.id)!;
-  const spec: RunSpec = {
-    psetDigest: pset.digest,
-    psetRoot: '',
-    models: [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }],
-    samples: 1,
-    withPaper: true,
-    papers: ['adamlite'],
-    promptTemplateDigest: template.digest,
-    timeoutSec: 60,
-    budgetUsd: null,
-  };
+  const spec = fakeRunSpec(pset, template, [{ id: entry.id, params: hosted.resolve(entry.id)!.client.params }]);
   const tasks = planTasks(pset, spec);
-  const file = join(tempDir('rcb-background-'), 'rcb.sqlite');
-  const store = new SqliteRunStore(file);
-  const ledger = new SqliteBatchLedger(file);
-  const stamp = new Date().toISOString();
-  await store.createRun({
-    runId: 'r',
-    spec,
-    source: 'rcb',
-    papers: [],
-    models: {},
-    status: 'generating',
-    createdAt: stamp,
-    updatedAt: stamp,
-    spentUsd: 0,
-    reservedUsd: 0,
-  });
+  const { file, store, ledger, close } = await openLocalRun(spec, { prefix: 'rcb-background-' });
   const deps = {
     store,
     ledger,
@@ -92,7 +67,7 @@ async function setup() {
     sleep: async () => undefined,
   };
   const input = { runId: 'r', pset, template, withPaper: true, tasks, pollMs: 0 };
-  return { entry, store, ledger, deps, input, tasks, file, close: async () => (await store.close(), ledger.close()) };
+  return { entry, store, ledger, deps, input, tasks, file, close };
 }
 
 describe('a slow model in background mode', () => {

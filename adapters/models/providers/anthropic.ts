@@ -11,7 +11,6 @@ import { claudeFinishReason, ProviderClient, splitPrompt, usageWithCacheApart, t
 import type { ModelEntry } from '../registry';
 import { AnthropicBatchClient } from './anthropic-batch';
 import type { ProviderModule } from '../provider-module';
-import { PROVIDER_LANES } from '../provider-lanes';
 
 const PROVIDER = 'anthropic';
 
@@ -92,7 +91,8 @@ function messageUsage(u: unknown): BilledUsage {
 export const anthropicProvider: ProviderModule = {
   name: 'anthropic',
   keyEnv: 'ANTHROPIC_API_KEY',
-  lane: PROVIDER_LANES.anthropic.lane,
+  lane: 'anthropic',
+  laneMaxConcurrency: 4,
   cacheMinTokens: 1024,
   batchWindowHours: 24,
   tokenizer: () => 'approx',

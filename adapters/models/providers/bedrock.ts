@@ -11,7 +11,6 @@ import { claudeFinishReason, ProviderClient, splitPrompt, usageWithCacheApart, t
 import type { ModelEntry } from '../registry';
 import { BedrockBatchClient, bedrockBatchLimits } from './bedrock-batch';
 import type { ProviderModule } from '../provider-module';
-import { PROVIDER_LANES } from '../provider-lanes';
 
 const PROVIDER = 'bedrock';
 
@@ -139,7 +138,8 @@ function converseUsage(u: unknown): BilledUsage {
 export const bedrockProvider: ProviderModule = {
   name: 'bedrock',
   keyEnv: undefined,
-  lane: PROVIDER_LANES.bedrock.lane,
+  lane: 'bedrock',
+  laneMaxConcurrency: 4,
   cacheMinTokens: 1024,
   batchWindowHours: 24,
   tokenizer: () => 'approx',

@@ -10,7 +10,6 @@ import { ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { GEMINI_BATCH_LIMITS, GeminiBatchClient } from './gemini-batch';
 import { automaticCache, type ProviderModule } from '../provider-module';
-import { PROVIDER_LANES } from '../provider-lanes';
 
 const PROVIDER = 'gemini';
 
@@ -147,7 +146,10 @@ function geminiUsage(u: unknown): BilledUsage {
 export const geminiProvider: ProviderModule = {
   name: 'gemini',
   keyEnv: 'GEMINI_API_KEY',
-  lane: PROVIDER_LANES.gemini.lane,
+  // The lane's name keeps the queues' logical ids of deployed stacks (GeminiLane...).
+  lane: 'gemini',
+  laneMaxConcurrency: 4,
+  formerLane: 'google',
   cacheMinTokens: 4096,
   batchWindowHours: 24,
   tokenizer: () => 'approx',

@@ -2,7 +2,7 @@
  * Every provider rcb speaks to, by the registry's `provider` value. Adding one: its module
  * in this folder (see ../provider-module.ts), a line here, its entries in resources/models.yaml.
  */
-import type { ProviderModule } from '../provider-module';
+import type { ProviderModule, ProviderTable } from '../provider-module';
 import { anthropicProvider } from './anthropic';
 import { bedrockProvider } from './bedrock';
 import { geminiProvider } from './gemini';
@@ -23,6 +23,8 @@ export type Provider = keyof typeof PROVIDER_MODULES;
 
 export const PROVIDERS = Object.keys(PROVIDER_MODULES) as [Provider, ...Provider[]];
 
-export function providerModule(provider: Provider): ProviderModule {
-  return PROVIDER_MODULES[provider];
+/** The module of a provider in `table` (@default PROVIDER_MODULES); an unknown name is an error naming the known ones. */
+export function providerModule(provider: string, table: ProviderTable = PROVIDER_MODULES): ProviderModule {
+  if (!Object.hasOwn(table, provider)) throw new Error(`unknown model provider "${provider}"; known: ${Object.keys(table).join(', ')}`);
+  return table[provider];
 }

@@ -6,7 +6,7 @@ import { asRecord, count, errorFromSdk, malformed } from '../provider-errors';
 import { prefixCacheKey, ProviderClient, type ProviderClientOptions } from '../provider-common';
 import type { ModelEntry } from '../registry';
 import { OpenAIBatchClient } from './openai-batch';
-import { OpenAIBackgroundClient } from './openai-background';
+import { BACKGROUND_LIMITS, OpenAIBackgroundClient } from './openai-background';
 import { OPENAI_FAMILY, type ProviderModule } from '../provider-module';
 
 const PROVIDER = 'openai-responses';
@@ -97,4 +97,5 @@ export const openaiResponsesProvider: ProviderModule = {
   createClient: (entry, key, opts) => new OpenAIResponsesClient(entry, key as string, opts),
   createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),
   createBackgroundClient: (entry, key, opts) => new OpenAIBackgroundClient(entry, key as string, opts),
+  backgroundLimits: BACKGROUND_LIMITS,
 };

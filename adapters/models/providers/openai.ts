@@ -100,6 +100,7 @@ function chatUsage(u: unknown): BilledUsage {
 export const openaiProvider: ProviderModule = {
   name: 'openai',
   ...OPENAI_FAMILY,
+  laneMaxConcurrency: 8,
   refusesTemperature: () => false,
   createClient: (entry, key, opts) => new OpenAIChatClient(entry, key as string, opts),
   createBatchClient: (entry, key, opts) => new OpenAIBatchClient(entry, key as string, opts),

@@ -14,11 +14,10 @@ import { findSnippet } from '../../../core/prompt/mask';
 import { planTasks } from '../../../core/run/plan';
 import { generateBatches, type BatchEvent, type BatchGenerateInput } from '../../../core/run/generate-batch';
 import { staticKeySource } from '../../../core/keys';
-import { SqliteRunStore } from '../../../adapters/local/sqlite-store';
-import { SqliteBatchLedger } from '../../../adapters/local/sqlite-batch-ledger';
 import { HostedModels } from '../../../adapters/models/hosted-models';
 import { parseModelEntry, type ModelEntry } from '../../../adapters/models/registry';
 import { PSET_MINI, REPO, tempDir } from '../../helpers/cli';
+import { openLocalRun } from '../../helpers/model-fixtures';
 import { FAKE_USAGE } from '../../../fakes/fake-batch-backend';
 import { answerBook } from '../../../fakes/answer-book';
 import type { FakeServer } from '../../../fakes/fake-batch-servers';
@@ -75,21 +74,7 @@ export function batchContract(f: BatchFixture): void {
         budgetUsd,
       };
       const tasks = planTasks(pset, spec).filter((t) => t.paper === PAPER);
-      const store = new SqliteRunStore(file);
-      const ledger = new SqliteBatchLedger(file);
-      const stamp = new Date().toISOString();
-      await store.createRun({
-        runId: 'r',
-        spec,
-        source: 'rcb',
-        papers: [],
-        models: {},
-        status: 'generating',
-        createdAt: stamp,
-        updatedAt: stamp,
-        spentUsd: 0,
-        reservedUsd: 0,
-      });
+      const { store, ledger, close } = await openLocalRun(spec, { file });
       const events: BatchEvent[] = [];
       const deps = {
         store,
@@ -100,10 +85,6 @@ export function batchContract(f: BatchFixture): void {
         onEvent: ((e: BatchEvent) => void events.push(e)) as (e: BatchEvent) => void,
       };
       const input: BatchGenerateInput = { runId: 'r', pset, template, withPaper: true, tasks, pollMs: 0 };
-      const close = async () => {
-        await store.close();
-        ledger.close();
-      };
       return { file, store, ledger, deps, input, tasks, events, batch, close };
     }
 
