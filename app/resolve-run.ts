@@ -4,11 +4,14 @@
  * resolution for `rcb run`, `rcb estimate`, `rcb cloud run` and sweeps, so the same request
  * gives the same run id everywhere.
  */
-import type { RunSpec } from '../core/records';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { RunSpec, RunSubset } from '../core/records';
 import type { Pset } from '../core/types';
 import type { PromptTemplate } from '../core/prompt/template';
 import { requestedModels, runIdentity, type RunRequest } from '../core/run/run-request';
-import { loadPromptTemplate, loadPsetOrFail } from './local-machine';
+import { loadPromptTemplate, loadPsetOrFail, UsageError } from './local-machine';
+import { assertSubsetTasksInPset, parseSubsetFile, restrictPsetToSubset, subsetSha256 } from '../core/subset/subset-file';
 import { resolveModels, type HostedModelResolver, type ResolvedModels } from './models';
 
 /** What a run request defines, shared by `rcb run` and `rcb cloud run` so that their run ids match. */
@@ -25,15 +28,42 @@ export interface ResolvedRun {
 }
 
 export function resolveRun(request: RunRequest, hosted: HostedModelResolver | null): ResolvedRun {
-  const pset = loadPsetOrFail(request.psetDir, request.papers);
+  const subset = request.subsetFile !== undefined ? readRunSubset(request.subsetFile) : undefined;
+  // A subset names the papers it was made for: they are the run's unless --papers says otherwise
+  // (and then the digest tells whether the subset still fits).
+  const papers = request.papers ?? (subset ? subset.file.pset.papers : null);
+  const full = loadPsetOrFail(request.psetDir, papers);
+  let pset = full;
+  if (subset) {
+    try {
+      assertSubsetTasksInPset(subset.file, full, subset.source);
+    } catch (e) {
+      throw new UsageError(`--subset ${(e as Error).message}`);
+    }
+    pset = restrictPsetToSubset(full, subset.file);
+  }
   const template = loadPromptTemplate(request.promptTemplate);
   const { temperature } = request;
-  const models = resolveModels(requestedModels(request), pset, hosted, { temperature }, request.papers !== null);
+  // Replay files and the oracle are checked against the whole pset: a replay of every task fits a subset's run.
+  const models = resolveModels(requestedModels(request), full, hosted, { temperature }, papers !== null);
   const { spec, runId } = runIdentity(
-    request,
+    { ...request, papers },
     pset,
     template.digest,
     [...models.clients.values()].map((c) => ({ id: c.id, params: c.params })),
+    subset,
   );
   return { pset, template, models, spec, runId, samples: request.samples, temperature, budgetUsd: request.budgetUsd };
+}
+
+/** `--subset FILE` read and checked; errors name the flag and the file. */
+function readRunSubset(file: string): RunSubset {
+  const source = resolve(file);
+  if (!existsSync(source)) throw new UsageError(`--subset ${source} does not exist (it names a file written by \`rcb subset build\`)`);
+  try {
+    const parsed = parseSubsetFile(readFileSync(source, 'utf8'), source);
+    return { sha256: subsetSha256(parsed), source, file: parsed };
+  } catch (e) {
+    throw new UsageError(`--subset ${(e as Error).message}`);
+  }
 }

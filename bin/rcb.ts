@@ -124,6 +124,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--jobs <n>', 'tests run at once (default: one per core)')
     .option('--python <path>', 'Python interpreter for the tests (default: $RCB_PYTHON, the `rcb env install` environment, /usr/bin/python3, python3)')
     .option('--out <dir>', 'run directory (default: runs/<models>-<run id>, derived from the run spec)')
+    .option('--subset <file>', 'only the tasks of a subset file (rcb subset build); reports then estimate the full-set score (docs/subsets.md)')
     .option('--concurrency <n>', 'model calls in flight at once (hosted models)', '16')
     .option('--models-file <file>', 'model registry entries merged over the shipped resources/models.yaml')
     .option('--executor <kind>', 'warm (a pre-imported Python per worker, forked per test) or cold (a fresh interpreter per test)', 'warm')
@@ -215,6 +216,10 @@ async function main(argv: string[]): Promise<number> {
     .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
     .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
+    .option(
+      '--subset-file <file>',
+      "estimate each model's full-set scaled pass@1 from its verdicts on this subset's tasks (any run: for checking; a run of rcb run --subset uses its own)",
+    )
     .option('--pset <dir>', 'html: the pset for the diffs and prompts (default: where the run read it)')
     .option('--prompt-template <file>', "html: the run's prompt template, if not a shipped one")
     .option('--baseline <file|dir>', "html: published scores beside the runs' (an overall_stats.json, or the run directory rcb import-official made of one)")

@@ -37,7 +37,17 @@ export function taskId(t: TaskIdentity): string {
 /** A run's id follows everything that decides its tasks and verdicts; the budget is left out so it can be raised on resume. */
 export function runId(spec: RunSpec): string {
   const { psetDigest, models, samples, withPaper, papers, promptTemplateDigest, timeoutSec } = spec;
-  const identity = { psetDigest, models, samples, withPaper, papers: papers ? [...papers].sort() : null, promptTemplateDigest, timeoutSec };
+  const identity = {
+    psetDigest,
+    models,
+    samples,
+    withPaper,
+    papers: papers ? [...papers].sort() : null,
+    promptTemplateDigest,
+    timeoutSec,
+    // Only when there is one, so that the ids of runs of every task stay as they were.
+    ...(spec.subset ? { subset: spec.subset.sha256 } : {}),
+  };
   return sha256(canonicalJson(identity)).slice(0, 16);
 }
 

@@ -5,6 +5,7 @@
 import type { FailureClass, CappedLog, PaperMeta, TokenUsage } from './types';
 import type { FinishReason } from './model';
 import type { DriverReport } from './executor';
+import type { SubsetFile } from './subset/subset-file';
 
 /** A model as a run uses it: the id and the parameters that change its answers. */
 export interface ModelSpec {
@@ -26,6 +27,23 @@ export interface RunSpec {
   timeoutSec: number;
   /** Hard cap on model spend, USD; null for none. Not part of the run's identity. */
   budgetUsd: number | null;
+  /**
+   * Only the tasks of a calibrated subset (`rcb run --subset FILE`, docs/subsets.md): its
+   * sha256 is part of the run's identity, its tasks limit the plan, and the whole subset
+   * file is kept so that reports estimate the full-set score without the file at hand.
+   * Absent for a run of every task.
+   */
+  subset?: RunSubset;
+}
+
+/** The subset a run is limited to (RunSpec.subset). */
+export interface RunSubset {
+  /** sha256 of the subset file's canonical JSON: what the run id follows. */
+  sha256: string;
+  /** Where the file was read from (informational; not part of the identity). */
+  source: string;
+  /** The subset file itself (core/subset/subset-file.ts, schema rcb-subset/1), as parsed. */
+  file: SubsetFile;
 }
 
 export type RunStatus = 'planned' | 'generating' | 'evaluating' | 'aggregating' | 'succeeded' | 'failed' | 'budget_exhausted' | 'cancelled';

@@ -7,6 +7,8 @@ import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
 import { importOverallStats } from '../../core/report/official';
 import { openRunDir, parseReportFlags, UsageError, writeRunId } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';
+import { estimateRun, estimateSourceOf, type EstimateSource, type SubsetEstimates } from '../../core/report/subset-estimate';
+import { parseSubsetFile, subsetSha256 } from '../../core/subset/subset-file';
 
 export interface ReportCommandOptions extends TaskSourceFlags {
   format: string;
@@ -14,6 +16,8 @@ export interface ReportCommandOptions extends TaskSourceFlags {
   subset: string;
   /** html: published scores to show beside the runs' (an overall_stats.json, or the run directory `rcb import-official` made of one). */
   baseline?: string;
+  /** A subset file whose estimate the report adds (for any run: to check it against the run's own score). */
+  subsetFile?: string;
 }
 
 /** The published results --baseline names: an overall_stats.json file, or a run directory. */
@@ -44,6 +48,7 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
   const flags = parseReportFlags(opts);
   if (opts.baseline !== undefined && flags.format !== 'html')
     throw new UsageError(`--baseline puts published scores on the html page; it does not apply to --format ${flags.format}`);
+  const estimate = opts.subsetFile !== undefined ? readSubsetFlag(opts.subsetFile) : undefined;
   if (runDirs.length > 1 && flags.format !== 'html' && !STACKABLE.has(flags.format)) {
     throw new UsageError(`--format ${flags.format} takes one run directory (got ${runDirs.length}); --format html puts several runs on one page`);
   }
@@ -54,7 +59,14 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
       try {
         if (!runId) throw new UsageError(`${resolve(dir)} has no run.json`);
         const loaded = await loadRun(store, runId);
-        inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts) });
+        const from = estimateSourceOf(loaded.run, estimate);
+        let subsetEstimate: SubsetEstimates | undefined;
+        try {
+          subsetEstimate = from ? estimateRun(loaded.run, loaded.tasks, loaded.verdicts, from) : undefined;
+        } catch (e) {
+          throw new UsageError(`${estimate ? '--subset-file ' : ''}${(e as Error).message}`);
+        }
+        inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts), estimate: subsetEstimate });
       } finally {
         await store.close();
       }
@@ -75,8 +87,8 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     const { store, runId } = openRunDir(runDir, false);
     try {
       if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-      const { text } = await buildReport(store, runId, flags).catch((e: Error) => {
-        throw new UsageError(e.message);
+      const { text } = await buildReport(store, runId, { ...flags, estimate }).catch((e: Error) => {
+        throw new UsageError(estimate && e.message.startsWith(estimate.source) ? `--subset-file ${e.message}` : e.message);
       });
       if (runDirs.length > 1) process.stdout.write(`${i ? '\n' : ''}${flags.format === 'markdown' ? '## ' : '== '}${resolve(runDir)}\n\n`);
       process.stdout.write(text);
@@ -85,6 +97,18 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     }
   }
   return 0;
+}
+
+/** `--subset-file FILE` read and checked; errors name the flag and the file. */
+function readSubsetFlag(file: string): EstimateSource {
+  const source = resolve(file);
+  if (!existsSync(source)) throw new UsageError(`--subset-file ${source} does not exist (it names a file written by \`rcb subset build\`)`);
+  try {
+    const parsed = parseSubsetFile(readFileSync(source, 'utf8'), source);
+    return { file: parsed, source, sha256: subsetSha256(parsed) };
+  } catch (e) {
+    throw new UsageError(`--subset-file ${(e as Error).message}`);
+  }
 }
 
 export async function importOfficialCommand(file: string, opts: { out: string }): Promise<number> {

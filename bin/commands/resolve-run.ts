@@ -21,6 +21,8 @@ export interface RunSpecFlags {
   timeout: string;
   promptTemplate?: string;
   budget?: string;
+  /** `rcb run --subset FILE`: only the subset's tasks. */
+  subset?: string;
 }
 
 /** The flags' strings checked and read; errors name the flag. */
@@ -35,6 +37,7 @@ export function runRequestFromFlags(opts: RunSpecFlags): RunRequest {
     timeoutSec: parseNumber('--timeout', opts.timeout, 1),
     promptTemplate: opts.promptTemplate,
     budgetUsd: opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null,
+    ...(opts.subset !== undefined ? { subsetFile: opts.subset } : {}),
   };
 }
 

@@ -27,6 +27,8 @@ export interface LoadedSweep {
   entries: Map<string, ModelEntry>;
   hosted: HostedModels;
   run: ResolvedRun;
+  /** The screening stage's run (every model on the subset's tasks), if the sweep has one. */
+  screen: ResolvedRun | null;
 }
 
 export function readSweep(file: string): Sweep {
@@ -75,7 +77,15 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
   // The sweep's entries over the registry's, so that a name equal to a registry id takes the sweep's parameters.
   const hosted = new HostedModels([...registry.filter((e) => !entries.has(e.id)), ...entries.values()], keys);
   const run = resolveRun(sweepRunFlags(sweep), hosted);
-  return { sweep, entries, hosted, run };
+  let screen: ResolvedRun | null = null;
+  if (sweep.screening) {
+    try {
+      screen = resolveRun({ ...sweepRunFlags(sweep), subset: sweep.screening.subset }, hosted);
+    } catch (e) {
+      throw new UsageError(`${sweep.file}:${sweep.screening.line}: screening.subset ${(e as Error).message.replace(/^--subset /, '')}`);
+    }
+  }
+  return { sweep, entries, hosted, run, screen };
 }
 
 export function modelBudgetsOf(sweep: Sweep): Record<string, number> {
@@ -95,7 +105,12 @@ export interface SweepPlanRow {
 
 /** Per model and in total: calls, tokens, expected and worst-case cost in both modes, the time batch mode may take. */
 export function planSweep(loaded: LoadedSweep): { rows: SweepPlanRow[]; text: string } {
-  const { sweep, entries, run } = loaded;
+  if (loaded.screen) return planScreening(loaded, loaded.screen);
+  return planStage(loaded, loaded.run);
+}
+
+function planStage(loaded: LoadedSweep, run: ResolvedRun): { rows: SweepPlanRow[]; text: string } {
+  const { sweep, entries } = loaded;
   const groups = promptGroups(run.pset, run.template, sweep.withPaper, sweep.samples);
   const rows: SweepPlanRow[] = sweep.models.map((m) => {
     const entry = entries.get(m.name);
@@ -177,6 +192,66 @@ export function planSweep(loaded: LoadedSweep): { rows: SweepPlanRow[]; text: st
       out.push(`${r.model}: its budget ${usd(r.budgetUsd)} is below its expected cost ${usd(chosen(r, false))}; its tasks will stop unfinished`);
   }
   return { rows, text: `${out.join('\n')}\n` };
+}
+
+/** What a model costs as planned (its mode), expected or at worst; offline models nothing. */
+function chosenCost(r: SweepPlanRow, worst: boolean): number {
+  const e = r.estimate;
+  if (!e) return 0;
+  if (r.mode === 'batch' && e.batch) return worst ? e.batch.worstCaseUsd : e.batch.usd;
+  return worst ? e.worstCaseUsd : e.usd;
+}
+
+/**
+ * A sweep with a screening stage: stage 1 (every model on the subset) in full, stage 2 (the
+ * full set for the models kept, the subset's answers reused by task id) at its most, and the
+ * same sweep without screening for comparison.
+ */
+function planScreening(loaded: LoadedSweep, screen: ResolvedRun): { rows: SweepPlanRow[]; text: string } {
+  const { sweep } = loaded;
+  const screening = sweep.screening!;
+  const stage1 = planStage(loaded, screen);
+  const full = planStage(loaded, loaded.run);
+  const subsetTasks = screen.pset.papers.reduce((a, p) => a + p.snippets.length, 0);
+  const fullTasks = loaded.run.pset.papers.reduce((a, p) => a + p.snippets.length, 0);
+  // Stage 2 per model: the full set's cost less the subset's, whose answers it reuses.
+  const rest = full.rows.map((r, i) => ({
+    model: r.model,
+    expected: Math.max(0, chosenCost(r, false) - chosenCost(stage1.rows[i], false)),
+    worst: Math.max(0, chosenCost(r, true) - chosenCost(stage1.rows[i], true)),
+  }));
+  const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
+  const keptAtMost = screening.top !== null ? Math.min(screening.top, rest.length) : rest.length;
+  // The most stage 2 can cost: the `top` dearest models, or every model when a threshold decides.
+  const dearest = (worst: boolean) =>
+    sum(
+      rest
+        .map((r) => (worst ? r.worst : r.expected))
+        .sort((a, b) => b - a)
+        .slice(0, keptAtMost),
+    );
+  const s1 = { expected: sum(stage1.rows.map((r) => chosenCost(r, false))), worst: sum(stage1.rows.map((r) => chosenCost(r, true))) };
+  const s2 = { expected: dearest(false), worst: dearest(true) };
+  const f = { expected: sum(full.rows.map((r) => chosenCost(r, false))), worst: sum(full.rows.map((r) => chosenCost(r, true))) };
+  const rule = screening.threshold !== null ? `whose estimated interval reaches ${screening.threshold} points` : `the ${screening.top} best estimates`;
+  const perModel = (kept: number) => (rest.length ? (sum(rest.map((r) => r.expected)) / rest.length) * kept : 0);
+  const out = [
+    `stage 1, screening: every model on the ${subsetTasks} task(s) of the subset ${screening.subset} (of ${fullTasks} in the full set)`,
+    stage1.text.trimEnd(),
+    '',
+    `stage 2: the full set for the models ${rule} (at most ${keptAtMost} of ${rest.length}); the subset's answers are reused, so each pays for the other ${fullTasks - subsetTasks} task(s):`,
+    ...rest.map((r) => `  ${r.model}: expected ${usd(r.expected)}, worst case ${usd(r.worst)}`),
+    `stage 2 at most: expected ${usd(s2.expected)}, worst case ${usd(s2.worst)}${screening.top === null ? ' (if every model reaches the threshold)' : ''}`,
+    '',
+    `screening sweep: stage 1 ${usd(s1.expected)} + stage 2 at most ${usd(s2.expected)} = at most ${usd(s1.expected + s2.expected)} expected (worst case ${usd(s1.worst + s2.worst)})`,
+    `  if a quarter of the models are kept: ${usd(s1.expected + perModel(Math.ceil(rest.length / 4)))} expected`,
+    `the same sweep without screening (every model on the full set): expected ${usd(f.expected)}, worst case ${usd(f.worst)}`,
+  ];
+  if (sweep.budgetUsd !== null)
+    out.push(
+      `budget ${usd(sweep.budgetUsd)} for both stages: ${s1.expected > sweep.budgetUsd ? 'below the screening stage alone; the sweep will stop budget_exhausted in stage 1' : s1.expected + s2.expected > sweep.budgetUsd ? 'covers the screening stage; stage 2 may stop budget_exhausted if many models are kept' : 'covers both stages as expected'}`,
+    );
+  return { rows: stage1.rows, text: `${out.join('\n')}\n` };
 }
 
 export function sweepPlanCommand(file: string): number {

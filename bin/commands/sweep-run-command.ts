@@ -16,6 +16,9 @@ import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type 
 import { emulateCloudRun } from '../../emulator/emulated-run';
 import { defaultCloudDeps } from '../../app/deployed-stack';
 import { cloudRun } from './cloud/run';
+import { resolveRun, type ResolvedRun } from './resolve-run';
+import { estimateRun } from '../../core/report/subset-estimate';
+import { screenModels } from '../../core/sweep/screening';
 
 export interface SweepRunOptions {
   emulate?: boolean;
@@ -38,19 +41,29 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
     throw new UsageError('--unsafe-no-sandbox is refused for sweeps with the warm executor or --emulate; use --executor cold');
   const loaded = loadSweep(file);
   process.stderr.write(planSweep(loaded).text);
+  if ((opts.emulate || opts.cloud) && loaded.sweep.screening)
+    throw new UsageError(
+      `${loaded.sweep.file}:${loaded.sweep.screening.line}: screening runs on this machine only (rcb sweep run without --emulate or --cloud); in the cloud, run the stages as two sweeps`,
+    );
   if (opts.emulate || opts.cloud) return cloudSweep(loaded, opts);
-  const batchModels = new Set(loaded.sweep.models.filter((m) => m.mode === 'batch').map((m) => m.name));
+  if (loaded.screen) return screeningSweep(loaded, loaded.screen, opts);
+  return localStage(loaded, loaded.run, opts, modelBudgetsOf(loaded.sweep));
+}
+
+/** One run of the sweep on this machine: all of it, or one stage of a screening sweep. */
+async function localStage(loaded: LoadedSweep, run: ResolvedRun, opts: SweepRunOptions, modelBudgets: Record<string, number>): Promise<number> {
+  const batchModels = new Set(loaded.sweep.models.filter((m) => m.mode === 'batch' && run.models.clients.has(m.name)).map((m) => m.name));
   const settings = loaded.sweep.batch;
   const flags = {
     jobs: opts.jobs,
     python: opts.python,
-    out: sweepRunDir(loaded.sweep, loaded.run),
+    out: sweepRunDir(loaded.sweep, run),
     unsafeNoSandbox: opts.unsafeNoSandbox,
     concurrency: opts.concurrency,
     executor: opts.executor,
   };
-  const local = localRunOptions(flags, loaded.run, {
-    modelBudgets: modelBudgetsOf(loaded.sweep),
+  const local = localRunOptions(flags, run, {
+    modelBudgets,
     quietEstimate: true,
     batch: batchModels.size
       ? {
@@ -62,7 +75,72 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
         }
       : undefined,
   });
-  return printLocalRun(await runLocally(loaded.run, local, loaded.hosted));
+  return printLocalRun(await runLocally(run, local, loaded.hosted));
+}
+
+/**
+ * A screening sweep on this machine: stage 1 runs every model on the subset; the models its
+ * estimates keep then run on the full set, with what is left of the sweep's budget (and of
+ * each model's). Answers of paid models are reused by task id through the machine's
+ * completion cache, so stage 2 buys only the tasks outside the subset. Rerunning resumes
+ * both: stage 1 is found finished, and the same models are kept.
+ */
+async function screeningSweep(loaded: LoadedSweep, screen: ResolvedRun, opts: SweepRunOptions): Promise<number> {
+  const { sweep } = loaded;
+  const screening = sweep.screening!;
+  process.stderr.write(
+    `stage 1, screening: ${screen.spec.models.length} model(s) on the subset's ${screen.pset.papers.reduce((a, p) => a + p.snippets.length, 0)} task(s)\n`,
+  );
+  const code = await localStage(loaded, screen, opts, modelBudgetsOf(sweep));
+  const { store } = openRunDir(sweepRunDir(sweep, screen), false);
+  let decision: ReturnType<typeof screenModels>;
+  let spent: { total: number; byModel: Map<string, number> };
+  let status: RunRecord['status'];
+  try {
+    const run = (await store.getRun(screen.runId))!;
+    status = run.status;
+    const tasks = await store.listTasks(screen.runId);
+    const verdicts = new Map((await store.listVerdicts(screen.runId)).map((v) => [v.taskId, v]));
+    const answers = await store.getCompletions(tasks.map((t) => t.taskId));
+    const byModel = new Map<string, number>();
+    for (const t of tasks) byModel.set(t.model, (byModel.get(t.model) ?? 0) + (answers.get(t.taskId)?.costUsd ?? 0));
+    spent = { total: run.spentUsd, byModel };
+    const subset = run.spec.subset!;
+    const estimates = estimateRun(run, tasks, verdicts, { file: subset.file, source: subset.source, sha256: subset.sha256 });
+    decision = screenModels(
+      screening,
+      sweep.models.map((m) => m.name),
+      estimates.models,
+    );
+    process.stdout.write(`\nscreening (${estimates.label}):\n${decision.lines.map((l) => `  ${l}`).join('\n')}\n`);
+  } finally {
+    await store.close();
+  }
+  if (status !== 'succeeded') {
+    process.stderr.write(`stage 1 ended ${status}: stage 2 does not start; rerun the same command to resume\n`);
+    return code || 1;
+  }
+  if (!decision.kept.length) {
+    process.stdout.write('stage 2: no model kept; the sweep ends after screening\n');
+    return 0;
+  }
+  const left = sweep.budgetUsd === null ? undefined : Math.max(0, sweep.budgetUsd - spent.total);
+  const flags = { ...sweepRunFlags(sweep), model: decision.kept, budget: left === undefined ? undefined : String(left) };
+  let full: ResolvedRun;
+  try {
+    full = resolveRun(flags, loaded.hosted);
+  } catch (e) {
+    throw new UsageError(`stage 2: ${(e as Error).message}`);
+  }
+  const budgets = Object.fromEntries(
+    Object.entries(modelBudgetsOf(sweep))
+      .filter(([m]) => decision.kept.includes(m))
+      .map(([m, b]) => [m, Math.max(0, b - (spent.byModel.get(m) ?? 0))]),
+  );
+  process.stderr.write(
+    `stage 2: ${decision.kept.length} model(s) on the full set (${decision.dropped.length} dropped)${left === undefined ? '' : `, $${left.toFixed(4)} of the budget left`}\n`,
+  );
+  return localStage(loaded, full, opts, budgets);
 }
 
 /**

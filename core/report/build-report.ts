@@ -13,6 +13,7 @@ import { toOverallStats } from './official';
 import type { TaskSources } from './task-detail';
 import { loadRun } from './loaded-run';
 import { buildHtmlReport } from './html-report';
+import { estimateRun, estimateSourceOf, type EstimateSource } from './subset-estimate';
 
 export interface ReportOptions {
   format: ReportFormat;
@@ -23,6 +24,8 @@ export interface ReportOptions {
   sources?: TaskSources;
   /** For html: how the page names the run (its directory); default the run id. */
   label?: string;
+  /** Estimate the full-set score from this subset (`--subset-file`); default the run's own subset, if any. */
+  estimate?: EstimateSource;
 }
 
 /**
@@ -40,23 +43,26 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   if (run.source === 'import' && judge === 'strict') {
     throw new Error('this run was imported from overall_stats.json, which records only the original pass rule: use --judge official');
   }
+  const from = estimateSourceOf(run, opts.estimate);
   if (opts.format === 'html') {
     const loaded = await loadRun(store, runId);
     const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
-    return { run, text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources }], { judge, subset: opts.subset }) };
+    const estimate = from ? estimateRun(run, loaded.tasks, loaded.verdicts, from) : undefined;
+    return { run, text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate }], { judge, subset: opts.subset }) };
   }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
   const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset);
+  const estimates = from ? estimateRun(run, tasks, verdicts, from) : undefined;
   switch (opts.format) {
     case 'table':
-      return { run, text: formatTable(report, run) };
+      return { run, text: formatTable(report, run, estimates) };
     case 'markdown':
-      return { run, text: formatMarkdown(report, run) };
+      return { run, text: formatMarkdown(report, run, estimates) };
     case 'csv':
-      return { run, text: formatCsv(report) };
+      return { run, text: formatCsv(report, estimates) };
     case 'json':
-      return { run, text: formatJson(report, run) };
+      return { run, text: formatJson(report, run, estimates) };
     case 'official':
       // The original format has no place for notes: rcb adds `rcb_notes` only when there are some
       // (untested or env_broken tasks), so a complete run's file stays in the original's shape.

@@ -6,6 +6,7 @@ import type { FailureClass } from '../types';
 import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
+import { ESTIMATE_CSV_COLUMNS, ESTIMATE_HEADER, estimateCsvCells, estimateJson, estimateRows, type SubsetEstimates } from './subset-estimate';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official' | 'html';
 export const REPORT_FORMATS: ReportFormat[] = ['table', 'json', 'csv', 'markdown', 'official', 'html'];
@@ -109,8 +110,21 @@ export function envBrokenRows(report: ScoreReport): string[][] {
   return report.envBroken.map((p) => [p.paper, String(p.taskSamples), p.reason ?? 'its oracle fails here']);
 }
 
-export function formatTable(report: ScoreReport, run?: RunRecord): string {
+export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates): string {
   const out = alignedTable(HEADER, rows(report));
+  if (estimates)
+    out.push(
+      '',
+      'estimated full-set scaled pass@1 (ESTIMATE, from the subset):',
+      ...alignedTable(
+        ESTIMATE_HEADER,
+        estimateRows(
+          estimates,
+          report.models.map((m) => m.model),
+        ),
+      ),
+      `estimate: ${estimates.label}`,
+    );
   const notes = emptySubsetNotes(report, run);
   if (notes.length) out.push('', ...notes);
   const perPaper = paperRows(report);
@@ -131,10 +145,25 @@ export function passAtKLine(m: ModelScore): string {
   return m.passAtK.map((k) => `pass@${k.k}: ${pct(k.tasks)}% ${intervalCell(k.tasksCi)} (LoC-weighted ${pct(k.loc)}% ${intervalCell(k.locCi)})`).join('; ');
 }
 
-export function formatMarkdown(report: ScoreReport, run?: RunRecord): string {
+export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
   const out = [`| ${HEADER.join(' | ')} |`, `|${HEADER.map(() => '---').join('|')}|`];
   for (const r of rows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
+  if (estimates) {
+    out.push(
+      '',
+      '### Estimated full-set scaled pass@1 (estimate)',
+      '',
+      `| ${ESTIMATE_HEADER.join(' | ')} |`,
+      `|${ESTIMATE_HEADER.map(() => '---').join('|')}|`,
+    );
+    for (const r of estimateRows(
+      estimates,
+      report.models.map((m) => m.model),
+    ))
+      out.push(`| ${r.map(esc).join(' | ')} |`);
+    out.push('', `_${esc(estimates.label)}_`);
+  }
   out.push('', `_${describeScope(report)}_`, '', `_${describeIntervals(report)}_`);
   for (const note of emptySubsetNotes(report, run)) out.push('', `- ${esc(note)}`);
   for (const note of report.notes) out.push('', `**note:** ${esc(note)}`);
@@ -162,7 +191,7 @@ function csvCell(s: string): string {
  * One row per model and paper, plus an `ALL` row per model. The interval columns come last
  * (columns added, none moved); a scope with no task has empty score cells, not zeros.
  */
-export function formatCsv(report: ScoreReport): string {
+export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates): string {
   const header = [
     'judge',
     'subset',
@@ -183,6 +212,8 @@ export function formatCsv(report: ScoreReport): string {
     'untested',
     'env_broken',
     'flaky',
+    // Only with a subset's estimate: its columns come last, on each model's ALL row.
+    ...(estimates ? ESTIMATE_CSV_COLUMNS : []),
   ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
@@ -205,6 +236,7 @@ export function formatCsv(report: ScoreReport): string {
       ...ci(p.ci),
       report.interval,
       ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky)] : ['', '', '']),
+      ...(estimates ? (paper === 'ALL' ? estimateCsvCells(estimates, m.model) : ESTIMATE_CSV_COLUMNS.map(() => '')) : []),
     ]
       .map(csvCell)
       .join(',');
@@ -214,7 +246,10 @@ export function formatCsv(report: ScoreReport): string {
     // An env_broken paper: no score cells (not 0), its task samples in env_broken.
     for (const [paper, n] of Object.entries(m.envBrokenByPaper).sort(([a], [b]) => a.localeCompare(b))) {
       out.push(
-        [report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n), '']
+        [
+          ...[report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n), ''],
+          ...(estimates ? ESTIMATE_CSV_COLUMNS.map(() => '') : []),
+        ]
           .map(csvCell)
           .join(','),
       );
@@ -223,14 +258,26 @@ export function formatCsv(report: ScoreReport): string {
   return `${out.join('\n')}\n`;
 }
 
-export function formatJson(report: ScoreReport, run: RunRecord): string {
+export function formatJson(report: ScoreReport, run: RunRecord, estimates?: SubsetEstimates): string {
+  // A subset run's spec keeps the whole subset file; the report names it (the file has the rest).
+  const { subset: runSubset, ...spec } = run.spec;
   return `${JSON.stringify(
     {
-      run: { runId: run.runId, status: run.status, source: run.source, spec: run.spec, spentUsd: run.spentUsd },
+      run: {
+        runId: run.runId,
+        status: run.status,
+        source: run.source,
+        spec: runSubset ? { ...spec, subset: { sha256: runSubset.sha256, source: runSubset.source, size: runSubset.file.size } } : spec,
+        spentUsd: run.spentUsd,
+      },
       scope: describeScope(report),
       ...report,
+      ...(estimates ? { estimatedFull: estimateJson(estimates) } : {}),
       // The scored tasks themselves stay out of the file: it holds the figures.
-      models: report.models.map(({ outcomes: _outcomes, ...m }) => m),
+      models: report.models.map(({ outcomes: _outcomes, ...m }) => {
+        const e = estimates?.models.get(m.model);
+        return e ? { ...m, estimatedFull: e } : m;
+      }),
       // The score's own notes (untested, env_broken) and those of empty subsets.
       notes: [...report.notes, ...emptySubsetNotes(report, run)],
     },

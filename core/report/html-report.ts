@@ -21,12 +21,15 @@ import { promptPrefixes, taskDetails } from './task-detail';
 import { INTERVAL_METHOD } from './bootstrap';
 import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
 import { byName, cutPrefix, dataBlock, dataClasses, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
+import { ESTIMATE_HEADER, estimateRows, type SubsetEstimates } from './subset-estimate';
 
 export interface HtmlRunInput {
   /** How the reader knows the run (its directory, or its id in the cloud). */
   label: string;
   loaded: LoadedRun;
   sources: TaskSources;
+  /** Each model's estimated full-set score from a subset (core/report/subset-estimate.ts), if any. */
+  estimate?: SubsetEstimates;
 }
 
 export interface HtmlReportOptions {
@@ -451,6 +454,24 @@ function costTable(entries: Entry[]): string {
   )}${chart}<h3>Score against cost</h3>${scatter}`;
 }
 
+/** The estimated full-set scores of the runs that have a subset's estimate, labelled an estimate. */
+function estimateSection(inputs: HtmlRunInput[], entries: Entry[]): string {
+  const withEstimate = inputs.filter((r) => r.estimate);
+  if (!withEstimate.length) return '';
+  const head = `<tr>${inputs.length > 1 ? '<th>run</th>' : ''}${ESTIMATE_HEADER.map((h, i) => `<th${i ? ' class="num"' : ''}>${esc(h)}</th>`).join('')}</tr>`;
+  const rows = withEstimate.flatMap((r) =>
+    estimateRows(
+      r.estimate!,
+      entries.filter((e) => e.run === r).map((e) => e.score.model),
+    ).map(
+      (cells) =>
+        `<tr>${inputs.length > 1 ? `<td>${esc(r.label)}</td>` : ''}${cells.map((c, i) => `<td${i ? ' class="num"' : ''}>${esc(c)}</td>`).join('')}</tr>`,
+    ),
+  );
+  const labels = withEstimate.map((r) => `<p class="note estimate-label">${inputs.length > 1 ? `${esc(r.label)}: ` : ''}${esc(r.estimate!.label)}</p>`);
+  return `<section id="s-estimate"><h2>Estimated full-set scaled pass@1 (estimate)</h2><table id="estimate"><thead>${head}</thead><tbody>${rows.join('')}</tbody></table>${labels.join('')}</section>`;
+}
+
 function scoreOf(r: HtmlRunInput, judge: Judge, subset: Subset): ScoreReport {
   return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset);
 }
@@ -565,6 +586,7 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
 ${scroll(`<table id="runs"><tr><th>run</th><th>id</th><th>status</th><th>pset</th><th class="num">samples</th><th>paper</th><th>template</th><th class="num">spend</th><th>created</th></tr>${runRows}</table>`)}
 <section id="s-leaderboard"><h2>Leaderboard</h2>${leaderboard(entries, opts.baseline)}${scoreNotes(inputs, reports)}
 <p class="note">Scaled pass@1 weights each task by its lines of code (the benchmark's headline); pass@1 weights tasks equally. [low, high] is the 95% bootstrap interval${entries.some((e) => e.score.samples > 1) ? '; ± the standard deviation over samples' : ''}. Click a column's head to sort.</p></section>
+${estimateSection(inputs, entries)}
 <div class="grid">
 <section id="s-papers"><h2>Per paper</h2>${paperHeatmap(entries, reports)}<p class="note">Scaled pass@1 % per model and paper; click a cell for its tasks.${envBrokenNote(reports)}</p></section>
 <section id="s-length"><h2>Pass rate against snippet length</h2>${lengthChart(entries, judge)}</section>

@@ -6,13 +6,16 @@ import type { RunStore } from '../store';
 import type { ModelInfo, RunRecord, RunSpec, TaskRecord } from '../records';
 import { taskId } from '../ids';
 
-export function planTasks(pset: Pset, spec: Pick<RunSpec, 'models' | 'samples' | 'withPaper' | 'promptTemplateDigest'>): TaskRecord[] {
+export function planTasks(pset: Pset, spec: Pick<RunSpec, 'models' | 'samples' | 'withPaper' | 'promptTemplateDigest' | 'subset'>): TaskRecord[] {
   const tasks: TaskRecord[] = [];
+  // A run on a calibrated subset (RunSpec.subset) plans only the subset's tasks.
+  const inSubset = spec.subset ? new Set(spec.subset.file.tasks.map((t) => `${t.paper}\n${t.snippet}`)) : null;
   // Model-major, then paper: a paper's tasks sit together so that a provider's prompt cache
   // for the shared prefix (instructions + paper) is reused while it is warm.
   for (const model of spec.models) {
     for (const paper of pset.papers) {
       for (const snippet of paper.snippets) {
+        if (inSubset && !inSubset.has(`${paper.meta.id}\n${snippet.name}`)) continue;
         for (let sample = 0; sample < spec.samples; sample++) {
           tasks.push({
             taskId: taskId({

@@ -3,7 +3,7 @@
  * and tests all build one, and the run's identity (its spec and id) is derived from it here
  * once, so the same request always names the same run wherever it comes from.
  */
-import type { ModelSpec, RunSpec } from '../records';
+import type { ModelSpec, RunSpec, RunSubset } from '../records';
 import { runId as computeRunId } from '../ids';
 
 export interface RunRequest {
@@ -25,6 +25,8 @@ export interface RunRequest {
   promptTemplate?: string;
   /** Hard cap on model spend, USD; null for none. */
   budgetUsd: number | null;
+  /** A subset file (`rcb subset build`): only its tasks are run, and the run id follows it. */
+  subsetFile?: string;
 }
 
 /** The run spec and run id of a request, once its pset, template and models are known. */
@@ -33,6 +35,7 @@ export function runIdentity(
   pset: { digest: string; root: string },
   promptTemplateDigest: string,
   models: ModelSpec[],
+  subset?: RunSubset,
 ): { spec: RunSpec; runId: string } {
   const spec: RunSpec = {
     psetDigest: pset.digest,
@@ -44,6 +47,7 @@ export function runIdentity(
     promptTemplateDigest,
     timeoutSec: request.timeoutSec,
     budgetUsd: request.budgetUsd,
+    ...(subset ? { subset } : {}),
   };
   return { spec, runId: computeRunId(spec) };
 }

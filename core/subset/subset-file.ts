@@ -3,6 +3,7 @@
  * the method and its fitted parameters, the models it was fitted on. `estimateFromSubset` reads
  * a model's verdicts on the chosen tasks and gives its estimated full-set scaled pass@1.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Pset } from '../types';
 import { byCodeUnit, scaledScore, taskKey, type SubsetTask, type VerdictMatrix } from './matrix';
@@ -164,4 +165,82 @@ export function estimateFromSubset(s: SubsetFile, verdict: (paper: string, snipp
   }
   const e = estimateWithInterval(params, loc, observed, s.method.inflation, { priorSd: s.method.priorSd, z: s.method.z, grid: s.method.grid });
   return { subsetScore: e.observed, mean: e.mean, low: e.low, high: e.high, observed: observed.tasks.length, missing };
+}
+
+/**
+ * sha256 of the subset as `rcb subset build` writes it (the figure it prints): the identity a
+ * run on it records (RunSpec.subset). The file is read and written again first, so spacing
+ * does not change it.
+ */
+export function subsetSha256(s: SubsetFile): string {
+  return createHash('sha256').update(serializeSubset(s)).digest('hex');
+}
+
+/**
+ * Refuse a subset that does not fit the pset a run reads: another digest, or a chosen task
+ * that is not one of its snippets with the same lines of code. Errors name `source`.
+ */
+export function assertSubsetTasksInPset(s: SubsetFile, pset: Pick<Pset, 'digest' | 'root' | 'papers'>, source: string): void {
+  assertSubsetFitsPset(s, pset, source);
+  const inPset = new Map(pset.papers.flatMap((p) => p.snippets.map((sn) => [taskKey(p.meta.id, sn.name), sn.loc] as const)));
+  const missing = s.tasks.filter((t) => !inPset.has(taskKey(t.paper, t.snippet)));
+  if (missing.length)
+    throw new Error(
+      `${source}: ${missing.length} of its ${s.tasks.length} task(s) are not snippets of the pset at ${pset.root}: ${missing
+        .slice(0, 5)
+        .map((t) => `${t.paper} snippet ${t.snippet}`)
+        .join(', ')}${missing.length > 5 ? ', …' : ''}`,
+    );
+  const differ = s.tasks.find((t) => inPset.get(taskKey(t.paper, t.snippet)) !== t.loc);
+  if (differ)
+    throw new Error(
+      `${source}: ${differ.paper} snippet ${differ.snippet} has ${differ.loc} lines of code in the subset, ${inPset.get(taskKey(differ.paper, differ.snippet))} in the pset at ${pset.root}`,
+    );
+}
+
+/** The pset limited to the subset's tasks: its snippets only, papers without one left out (the digest stays the subset's). */
+export function restrictPsetToSubset<P extends Pick<Pset, 'papers'>>(pset: P, s: SubsetFile): P {
+  const chosen = new Set(s.tasks.map((t) => taskKey(t.paper, t.snippet)));
+  const papers = pset.papers
+    .map((p) => ({ ...p, snippets: p.snippets.filter((sn) => chosen.has(taskKey(p.meta.id, sn.name))) }))
+    .filter((p) => p.snippets.length > 0);
+  return { ...pset, papers };
+}
+
+/**
+ * Refuse a subset for a run's tasks that it does not fit. A run of rcb records the pset's
+ * digest, which must be the subset's; an imported run (`rcb import-official`) records none,
+ * so its tasks must hold every task of the subset with the same lines of code, and agree with
+ * the subset's items wherever they share a task. Errors name `source`.
+ */
+export function assertSubsetFitsRun(
+  s: SubsetFile,
+  run: { runId: string; spec: { psetDigest: string } },
+  tasks: Array<{ paper: string; snippet: string; loc: number }>,
+  source: string,
+): void {
+  if (run.spec.psetDigest !== '') {
+    if (run.spec.psetDigest !== s.pset.digest)
+      throw new Error(
+        `${source}: made for the pset with digest ${s.pset.digest.slice(0, 12)}… (papers ${s.pset.papers.join(', ')}), but run ${run.runId} was run on the pset with digest ${run.spec.psetDigest.slice(0, 12)}…`,
+      );
+    return;
+  }
+  const locOf = new Map(tasks.map((t) => [taskKey(t.paper, t.snippet), t.loc]));
+  const missing = s.tasks.filter((t) => !locOf.has(taskKey(t.paper, t.snippet)));
+  if (missing.length)
+    throw new Error(
+      `${source}: run ${run.runId} has no task for ${missing.length} of the subset's ${s.tasks.length} task(s): ${missing
+        .slice(0, 5)
+        .map((t) => `${t.paper} snippet ${t.snippet}`)
+        .join(', ')}${missing.length > 5 ? ', …' : ''}`,
+    );
+  const differ = s.items.find((t) => {
+    const loc = locOf.get(taskKey(t.paper, t.snippet));
+    return loc !== undefined && loc !== t.loc;
+  });
+  if (differ)
+    throw new Error(
+      `${source}: ${differ.paper} snippet ${differ.snippet} has ${differ.loc} lines of code in the subset, ${locOf.get(taskKey(differ.paper, differ.snippet))} in run ${run.runId}`,
+    );
 }

@@ -14,6 +14,10 @@
  * models_file: my-models.yaml
  * out: sweeps/frontier             # default: sweeps/<file name>
  * batch: { poll_seconds: 60, max_rounds: 3, retry_interactively: false }
+ * screening:                       # optional: every model on a subset first (docs/subsets.md)
+ *   subset: subset-40.json         # written by rcb subset build for this pset
+ *   keep: { threshold: 20 }        # then the full set for models whose estimated interval reaches 20 points
+ *   # keep: { top: 8 }             # or for the 8 best estimates
  * models:
  *   - id: claude-sonnet-4.6
  *     mode: batch
@@ -53,6 +57,21 @@ export interface SweepBatchSettings {
   retryInteractively: boolean;
 }
 
+/**
+ * A screening stage: every model runs on the subset's tasks, then only the models kept run on
+ * the full set (the subset's answers are reused by task id), all within the sweep's budget.
+ */
+export interface SweepScreening {
+  /** The subset file, absolute. */
+  subset: string;
+  /** Keep the models whose estimated interval's upper end reaches this many points of scaled pass@1. */
+  threshold: number | null;
+  /** Keep the `top` models of highest estimate. */
+  top: number | null;
+  /** Line of `screening` in the sweep file. */
+  line: number;
+}
+
 export interface Sweep {
   /** The sweep file, absolute. */
   file: string;
@@ -68,6 +87,8 @@ export interface Sweep {
   timeoutSec: number;
   budgetUsd: number | null;
   batch: SweepBatchSettings;
+  /** The screening stage, or null for one run of every model on the full set. */
+  screening: SweepScreening | null;
   models: SweepModel[];
 }
 
@@ -111,6 +132,13 @@ const sweepSchema = z
       })
       .strict()
       .default({}),
+    screening: z
+      .object({
+        subset: z.string().min(1),
+        keep: z.union([z.object({ threshold: z.number().min(0).max(100) }).strict(), z.object({ top: z.number().int().positive() }).strict()]),
+      })
+      .strict()
+      .optional(),
     models: z.array(modelSchema).nonempty('must name at least one model'),
   })
   .strict();
@@ -151,6 +179,11 @@ export function parseSweep(file: string, text: string): Sweep {
       );
     }
   });
+  if (s.screening && 'top' in s.screening.keep && s.screening.keep.top >= models.length) {
+    problems.push(
+      `${abs}:${lineAt(doc, ['screening', 'keep', 'top'], lineOf)}: screening.keep.top: ${s.screening.keep.top} keeps every one of the ${models.length} model(s); screening would only add cost`,
+    );
+  }
   if (problems.length) throw new SweepFileError(problems);
   return {
     file: abs,
@@ -164,6 +197,14 @@ export function parseSweep(file: string, text: string): Sweep {
     timeoutSec: s.timeout,
     budgetUsd: s.budget_usd ?? null,
     batch: { pollSeconds: s.batch.poll_seconds, maxRounds: s.batch.max_rounds, retryInteractively: s.batch.retry_interactively },
+    screening: s.screening
+      ? {
+          subset: resolve(here, s.screening.subset),
+          threshold: 'threshold' in s.screening.keep ? s.screening.keep.threshold : null,
+          top: 'top' in s.screening.keep ? s.screening.keep.top : null,
+          line: lineAt(doc, ['screening'], lineOf),
+        }
+      : null,
     models,
   };
 }
