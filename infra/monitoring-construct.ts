@@ -312,6 +312,13 @@ export class MonitoringConstruct extends Construct {
         ),
       }),
     );
+    NagSuppressions.addResourceSuppressions(rule, [
+      {
+        id: 'Serverless-EventBusDLQ',
+        reason:
+          'The target is the alarm topic; an event EventBridge fails to deliver there still counts in TriggeredRules, whose alarm stays in ALARM on the dashboard.',
+      },
+    ]);
     const metric = new cloudwatch.Metric({
       namespace: 'AWS/Events',
       metricName: 'TriggeredRules',

@@ -41,13 +41,18 @@ export function stackSizesFromTemplate(template: { Resources?: Record<string, Re
       architecture: task.RuntimePlatform?.CpuArchitecture === 'ARM64' ? 'ARM64' : 'X86_64',
     },
     functionMemoryMiB,
-    interfaceEndpointAzs: ofType('AWS::EC2::VPCEndpoint')
-      .filter((r) => r.Properties?.VpcEndpointType === 'Interface')
-      .map((r) => (Array.isArray(r.Properties?.SubnetIds) ? r.Properties.SubnetIds.length : 1)),
+    interfaceEndpointAzs: interfaceEndpointAzsOf(template),
     alarms: ofType('AWS::CloudWatch::Alarm').length,
     dashboards: ofType('AWS::CloudWatch::Dashboard').length,
     queuePollers: ofType('AWS::Lambda::EventSourceMapping').filter((r) => JSON.stringify(r.Properties?.EventSourceArn ?? '').includes('Queue')).length,
     secrets: ofType('AWS::SecretsManager::Secret').length,
     kmsKeys: ofType('AWS::KMS::Key').length,
   };
+}
+
+/** Per interface endpoint of `template`, the AZs (subnets) it is in. */
+export function interfaceEndpointAzsOf(template: { Resources?: Record<string, Resource> }): number[] {
+  return Object.values(template.Resources ?? {})
+    .filter((r) => r.Type === 'AWS::EC2::VPCEndpoint' && r.Properties?.VpcEndpointType === 'Interface')
+    .map((r) => (Array.isArray(r.Properties?.SubnetIds) ? r.Properties.SubnetIds.length : 1));
 }
