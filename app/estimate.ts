@@ -9,6 +9,8 @@ import type { HostedModels } from '../adapters/models/hosted-models';
 import type { ModelEntry } from '../adapters/models/registry';
 import { estimateModel, type ModelEstimate, type PromptGroup } from '../adapters/models/estimate';
 import { describeTokenCount } from '../adapters/models/tokens';
+import { defaultLanes, laneOfProvider } from '../adapters/models/provider-lanes';
+import { estimateRunInfra, formatRunInfra, idleMonthlyCost, DEFAULT_STACK_SIZES } from '../core/cost/infra-cost';
 
 /** One prompt group per paper: the shared prefix and each task x sample's own suffix. */
 export function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number): PromptGroup[] {
@@ -106,4 +108,22 @@ export function estimateRun(
     say(`  ${entry.id} (${i + 1}/${entries.length}): ${estimate.inputTokens} input tokens, counted in ${((Date.now() - started) / 1000).toFixed(1)}s`);
     return estimate;
   });
+}
+
+/**
+ * The infrastructure lines of `rcb estimate` and `rcb sweep plan`: the run on the default
+ * stack (its synthesized sizes and lanes), every hosted model's calls interactive unless
+ * `batched` says otherwise, and the idle stack beside.
+ */
+export function formatInfraEstimate(pset: Pset, models: Array<{ provider: string | null; batched?: boolean }>, samples: number): string {
+  const snippets = pset.papers.reduce((s, p) => s + p.snippets.length, 0);
+  const lanes = defaultLanes();
+  const used = new Set(models.filter((m) => m.provider && !m.batched).map((m) => laneOfProvider(m.provider!).lane ?? lanes[0].name));
+  const laneConcurrency = lanes.filter((l) => used.has(l.name)).reduce((s, l) => s + l.maxConcurrency, 0);
+  const interactive = models.filter((m) => m.provider && !m.batched).length;
+  const estimate = estimateRunInfra(
+    { papers: pset.papers.length, tasks: snippets * models.length * samples, interactiveCalls: snippets * interactive * samples, laneConcurrency },
+    DEFAULT_STACK_SIZES,
+  );
+  return formatRunInfra(estimate, idleMonthlyCost(DEFAULT_STACK_SIZES));
 }

@@ -73,6 +73,18 @@ export interface RcbOptions {
    */
   readonly interfaceEndpoints?: boolean;
   /**
+   * Availability zones (1 or 2) of the interface endpoints' network interfaces.
+   * @default 2
+   */
+  readonly endpointAzCount?: number;
+  /**
+   * A prebuilt evaluation image (`rcb cloud push-image` prints it): an ECR repository name or
+   * URI and the image digest, `<repository>@sha256:<hex>`. Without it `cdk deploy` builds the
+   * image from container/Dockerfile.
+   * @default - built during cdk deploy
+   */
+  readonly image?: string;
+  /**
    * A Route 53 Resolver DNS Firewall on the evaluation VPC that answers only the AWS
    * endpoint names shard tasks need (closes DNS exfiltration through the VPC resolver).
    * @default false
@@ -137,6 +149,8 @@ export const CONTEXT_KEYS = {
   cpuArchitecture: 'rcb:cpuArchitecture',
   interfaceEndpoints: 'rcb:interfaceEndpoints',
   dnsFirewall: 'rcb:dnsFirewall',
+  endpointAzCount: 'rcb:endpointAzCount',
+  image: 'rcb:image',
   artifactRetentionDays: 'rcb:artifactRetentionDays',
   retainData: 'rcb:retainData',
   generatorTimeoutSec: 'rcb:generatorTimeoutSec',
@@ -259,6 +273,16 @@ function readExistingFile(node: Node, key: string): string | undefined {
   return abs;
 }
 
+/** `<repository>@sha256:<64 hex>`: a repository name or URI pinned by digest. */
+export const IMAGE_REFERENCE = /^([a-z0-9][a-z0-9._/:-]*[a-z0-9])@(sha256:[0-9a-f]{64})$/;
+
+function readImage(node: Node, key: string): string | undefined {
+  const raw = readString(node, key);
+  if (raw === undefined) return undefined;
+  if (!IMAGE_REFERENCE.test(raw)) throw new ConfigError(key, `must be <repository>@sha256:<64 hex digits> (got ${JSON.stringify(raw)})`);
+  return raw;
+}
+
 /** Reads and validates the `rcb:*` context of an app. Absent keys stay undefined (construct defaults apply). */
 export function configFromContext(node: Node): RcbDeployConfig {
   const lanesRaw = parseJsonish(CONTEXT_KEYS.lanes, node.tryGetContext(CONTEXT_KEYS.lanes));
@@ -287,6 +311,8 @@ export function configFromContext(node: Node): RcbDeployConfig {
     cpuArchitecture: arch as RcbDeployConfig['cpuArchitecture'],
     interfaceEndpoints: readBool(node, CONTEXT_KEYS.interfaceEndpoints),
     dnsFirewall: readBool(node, CONTEXT_KEYS.dnsFirewall),
+    endpointAzCount: readInt(node, CONTEXT_KEYS.endpointAzCount, 1, 2),
+    image: readImage(node, CONTEXT_KEYS.image),
     artifactRetentionDays: readInt(node, CONTEXT_KEYS.artifactRetentionDays, 0, 36500),
     retainData: readBool(node, CONTEXT_KEYS.retainData),
     generatorTimeoutSec: readInt(node, CONTEXT_KEYS.generatorTimeoutSec, 10, 900),

@@ -1,6 +1,7 @@
-import { Aws, Duration, IgnoreMode } from 'aws-cdk-lib';
+import { Aws, Duration, IgnoreMode, RemovalPolicy } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecr from 'aws-cdk-lib/aws-ecr';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -106,10 +107,27 @@ export interface EvaluationConstructProps {
    */
   readonly cpuArchitecture?: ecs.CpuArchitecture;
   /**
+   * A prebuilt evaluation image, `<repository name or URI>@sha256:<digest>` (what `rcb cloud
+   * push-image` pushes to the stack's image repository and prints).
+   * @default - the image is built from container/Dockerfile during cdk deploy
+   */
+  readonly image?: string;
+  /**
    * CloudWatch Container Insights on the cluster (billed per task metric).
    * @default false
    */
   readonly containerInsights?: boolean;
+}
+
+/** `<repository>@sha256:<hex>` as an ECS image pinned by digest; a URI's registry host is dropped (same account and region). */
+export function prebuiltImage(scope: Construct, reference: string): ecs.ContainerImage {
+  const at = reference.lastIndexOf('@');
+  const digest = reference.slice(at + 1);
+  const repository = reference.slice(0, at).replace(/^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?\//, '');
+  if (at < 0 || !/^sha256:[0-9a-f]{64}$/.test(digest) || !repository) {
+    throw new Error(`rcb:image: expected <repository>@sha256:<64 hex digits>, got ${JSON.stringify(reference)}`);
+  }
+  return ecs.ContainerImage.fromEcrRepository(ecr.Repository.fromRepositoryName(scope, 'PrebuiltImageRepository', repository), digest);
 }
 
 /**
@@ -123,6 +141,8 @@ export class EvaluationConstruct extends Construct {
   public readonly taskDefinition: ecs.FargateTaskDefinition;
   public readonly container: ecs.ContainerDefinition;
   public readonly taskRole: iam.Role;
+  /** Where `rcb cloud push-image` pushes prebuilt images: lifecycle-ruled, emptied and deleted with the stack. */
+  public readonly imageRepository: ecr.Repository;
 
   constructor(scope: Construct, id: string, props: EvaluationConstructProps) {
     super(scope, id);
@@ -172,6 +192,18 @@ export class EvaluationConstruct extends Construct {
       write: [ARTIFACT_PATTERNS.evaluationOutput],
     });
 
+    this.imageRepository = new ecr.Repository(this, 'ImageRepository', {
+      imageScanOnPush: true,
+      imageTagMutability: ecr.TagMutability.IMMUTABLE,
+      encryption: ecr.RepositoryEncryption.AES_256,
+      removalPolicy: RemovalPolicy.DESTROY,
+      emptyOnDelete: true,
+      lifecycleRules: [
+        { description: 'untagged layers of replaced pushes', tagStatus: ecr.TagStatus.UNTAGGED, maxImageAge: Duration.days(1), rulePriority: 1 },
+        { description: 'keep the last 5 images (a rollback target or two)', tagStatus: ecr.TagStatus.ANY, maxImageCount: 5, rulePriority: 2 },
+      ],
+    });
+
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'ShardTask', {
       cpu: props.cpu ?? 2048,
       memoryLimitMiB: props.memoryMiB ?? 8192,
@@ -185,12 +217,14 @@ export class EvaluationConstruct extends Construct {
 
     this.container = this.taskDefinition.addContainer('Evaluator', {
       containerName: EVALUATOR_CONTAINER_NAME,
-      image: ecs.ContainerImage.fromAsset(PROJECT_ROOT, {
-        file: 'container/Dockerfile',
-        exclude: CONTAINER_ASSET_EXCLUDES,
-        ignoreMode: IgnoreMode.DOCKER,
-        platform: arch === ecs.CpuArchitecture.ARM64 ? ecrAssets.Platform.LINUX_ARM64 : ecrAssets.Platform.LINUX_AMD64,
-      }),
+      image: props.image
+        ? prebuiltImage(this, props.image)
+        : ecs.ContainerImage.fromAsset(PROJECT_ROOT, {
+            file: 'container/Dockerfile',
+            exclude: CONTAINER_ASSET_EXCLUDES,
+            ignoreMode: IgnoreMode.DOCKER,
+            platform: arch === ecs.CpuArchitecture.ARM64 ? ecrAssets.Platform.LINUX_ARM64 : ecrAssets.Platform.LINUX_AMD64,
+          }),
       user: EVALUATOR_USER,
       readonlyRootFilesystem: true,
       linuxParameters,

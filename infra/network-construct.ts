@@ -22,10 +22,11 @@ export interface NetworkConstructProps {
    */
   readonly interfaceEndpoints?: boolean;
   /**
-   * Number of availability zones holding an interface endpoint network interface. One is
-   * enough (tasks in the other zone reach it across zones); two survive a zone outage at
-   * twice the hourly price.
-   * @default 1
+   * Number of availability zones holding an interface endpoint network interface. Two
+   * survive a zone outage (tasks start in either zone); one halves the endpoints' hourly
+   * price (tasks in the other zone reach it across zones). The monthly cost of either is
+   * computed from the template (core/cost/infra-cost.ts idleMonthlyCost).
+   * @default 2
    */
   readonly endpointAzCount?: number;
   /**
@@ -89,7 +90,7 @@ export class NetworkConstruct extends Construct {
 
     this.taskLogGroup = new logs.LogGroup(this, 'TaskLogGroup', { retention, removalPolicy: RemovalPolicy.DESTROY });
     this.addGatewayEndpoints(props);
-    if (props.interfaceEndpoints ?? true) this.addInterfaceEndpoints(props.endpointAzCount ?? 1);
+    if (props.interfaceEndpoints ?? true) this.addInterfaceEndpoints(props.endpointAzCount ?? 2);
     if (props.dnsFirewall) this.addDnsFirewall();
   }
 

@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Stack, type StackProps, Tags } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { Construct } from 'constructs';
 import type { RcbDeployConfig, RcbOptions } from './config';
@@ -8,6 +8,14 @@ import { MonitoringConstruct } from './monitoring-construct';
 import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
+
+/**
+ * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
+ * Explorer splits the stack's spend by stack and by part once they are activated (docs/cloud.md).
+ * Shard tasks add the run's own (`rcb:run`, `rcb:sweep`) when they are started; S3 objects of a
+ * run carry `rcb:run` (adapters/aws/s3-blob-store.ts).
+ */
+export const COST_ALLOCATION_TAGS = { project: 'rcb:project', stack: 'rcb:stack', component: 'rcb:component' } as const;
 
 /** The stack's props: CloudFormation's own and the rcb options of config.ts. */
 export interface RcbStackProps extends StackProps, RcbOptions {}
@@ -59,6 +67,7 @@ export class RcbStack extends Stack {
       bucket,
       table,
       interfaceEndpoints,
+      endpointAzCount: props.endpointAzCount,
       dnsFirewall: props.dnsFirewall,
     });
     this.evaluation = new EvaluationConstruct(this.network, 'Default', {
@@ -69,6 +78,7 @@ export class RcbStack extends Stack {
       cpu: props.taskCpu,
       memoryMiB: props.taskMemoryMiB,
       cpuArchitecture: props.cpuArchitecture === 'ARM64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
+      image: props.image,
     });
     this.orchestrator = new OrchestratorConstruct(this, 'Orchestrator', {
       table,
@@ -90,6 +100,8 @@ export class RcbStack extends Stack {
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
       lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue, deadLetterQueue: lane.deadLetterQueue })),
       stateMachine: this.orchestrator.stateMachine,
+      table,
+      cluster: this.evaluation.cluster,
       functions: [
         { name: 'generate', fn: this.generation.generator.function },
         { name: 'dead-letter', fn: this.generation.deadLetter.function },
@@ -102,6 +114,18 @@ export class RcbStack extends Stack {
       alarmEmail: props.alarmEmail,
       maxMessageAge: props.maxMessageAgeSec ? Duration.seconds(props.maxMessageAgeSec) : undefined,
     });
+
+    Tags.of(this).add(COST_ALLOCATION_TAGS.project, 'rcb');
+    Tags.of(this).add(COST_ALLOCATION_TAGS.stack, this.stackName);
+    for (const [part, component] of [
+      [this.storage, 'storage'],
+      [this.generation, 'generation'],
+      [evaluationScope, 'evaluation'],
+      [this.orchestrator, 'orchestrator'],
+      [this.monitoring, 'monitoring'],
+    ] as const) {
+      Tags.of(part).add(COST_ALLOCATION_TAGS.component, component);
+    }
 
     this.addOutputs();
   }
@@ -124,6 +148,14 @@ export class RcbStack extends Stack {
         description: `Dead-letter queue of the ${lane.config.name} lane`,
       });
     }
+    new CfnOutput(this, 'ImageRepositoryUri', {
+      value: this.evaluation.imageRepository.repositoryUri,
+      description: 'Prebuilt evaluation images: rcb cloud push-image pushes here, then deploy with -c rcb:image=<printed reference>',
+    });
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.monitoring.alarmTopic.topicArn,
+      description: 'Every alarm publishes here (KMS-encrypted); subscribe e-mail, chat or a pager',
+    });
   }
 }

@@ -13,7 +13,8 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { checkProgress } from '../../core/cloud/check-progress';
+import { checkProgress, GenerationTimeoutError } from '../../core/cloud/check-progress';
+import { budgetSignals } from '../../core/cost/infra-budget-signals';
 import { DEFAULT_POLL_SCHEDULE, type PollSchedule } from '../../core/cloud/generation-polling';
 import type { RunCounters } from '../../core/cloud/ports';
 import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type CheckProgressResult } from '../../core/cloud/payloads';
@@ -66,8 +67,17 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
       });
       deps.logger.info('generation progress', { ...progress });
       deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
+      // Counted from the store, for the alarms of infra/monitoring-construct.ts.
+      deps.metrics.addMetric('TasksFailed', MetricUnit.Count, progress.failed);
+      const run = progress.done ? null : await deps.store.getRun(input.runId);
+      const budget = run ? budgetSignals(run, progress) : null;
+      if (budget) {
+        deps.metrics.addMetric('BudgetSpentPercent', MetricUnit.Percent, budget.spentPercent);
+        if (budget.projectedPercent !== null) deps.metrics.addMetric('BudgetProjectedPercent', MetricUnit.Percent, budget.projectedPercent);
+      }
       return progress;
     } catch (err) {
+      if (err instanceof GenerationTimeoutError) deps.metrics.addMetric('RunsPastGenerationDeadline', MetricUnit.Count, 1);
       deps.logger.error('progress check failed', err as Error);
       throw err;
     } finally {

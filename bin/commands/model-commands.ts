@@ -1,7 +1,7 @@
 /** `rcb models`, `rcb estimate`, and the registry behind hosted `--model` ids. */
 import { formatModelList } from '../../adapters/models/registry';
 import { hostedModels, loadEntries } from '../../app/models';
-import { estimateRun, formatEstimates } from '../../app/estimate';
+import { estimateRun, formatEstimates, formatInfraEstimate } from '../../app/estimate';
 import { UsageError } from './common';
 import { resolveRun, type RunSpecFlags } from './resolve-run';
 
@@ -23,5 +23,7 @@ export function estimateCommand(opts: EstimateOptions): number {
     process.stderr.write(`${line}\n`),
   );
   process.stdout.write(formatEstimates(estimates, run.budgetUsd));
+  const providers = opts.model.map((id) => ({ provider: hosted.entry(id)?.provider ?? null }));
+  process.stdout.write(`\nin the cloud (rcb cloud run):\n${formatInfraEstimate(run.pset, providers, run.samples)}`);
   return 0;
 }

@@ -17,7 +17,7 @@ import { providerModule } from '../../adapters/models/providers';
 import { envKeySource } from '../../core/keys';
 import { openRunDir, parseReportFlags, UsageError } from './common';
 import { loadEntries } from '../../app/models';
-import { promptGroups } from '../../app/estimate';
+import { formatInfraEstimate, promptGroups } from '../../app/estimate';
 import { resolveRun, type ResolvedRun, type RunSpecFlags } from './resolve-run';
 
 /** A sweep file read and resolved: its models as registry entries, its run. */
@@ -191,7 +191,12 @@ function planStage(loaded: LoadedSweep, run: ResolvedRun): { rows: SweepPlanRow[
     if (r.budgetUsd !== null && chosen(r, false) > r.budgetUsd)
       out.push(`${r.model}: its budget ${usd(r.budgetUsd)} is below its expected cost ${usd(chosen(r, false))}; its tasks will stop unfinished`);
   }
-  return { rows, text: `${out.join('\n')}\n` };
+  const infra = formatInfraEstimate(
+    run.pset,
+    rows.map((r) => ({ provider: entries.get(r.model)?.provider ?? null, batched: r.mode === 'batch' })),
+    sweep.samples,
+  );
+  return { rows, text: `${out.join('\n')}\n\nin the cloud (rcb cloud run, one run of every model):\n${infra}` };
 }
 
 /** What a model costs as planned (its mode), expected or at worst; offline models nothing. */

@@ -1,6 +1,8 @@
 import { Construct } from 'constructs';
 import { NetworkConstruct, type NetworkConstructProps } from '../../infra/network-construct';
 import { StorageConstruct } from '../../infra/storage-construct';
+import { DEFAULT_STACK_SIZES, idleMonthlyCost } from '../../core/cost/infra-cost';
+import { interfaceEndpointAzsOf } from '../../core/cost/infra-sizes';
 import { actionsOf, constructStack, flatten, logicalIdStartingWith, oncePerProps, resourcesOfType, type Statement } from './helpers';
 
 const THIS_ACCOUNT = { StringEquals: { 'aws:PrincipalAccount': { Ref: 'AWS::AccountId' } } };
@@ -16,6 +18,19 @@ const networkStack = oncePerProps(
 );
 
 describe('NetworkConstruct', () => {
+  it('keeps the interface endpoints in one AZ when endpointAzCount is 1, at half the idle price', () => {
+    const { template } = networkStack({ endpointAzCount: 1 });
+    const interfaces = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter((e) => e.Properties?.VpcEndpointType === 'Interface');
+    expect(interfaces.map((e) => e.Properties?.SubnetIds.length)).toEqual([1, 1, 1]);
+    const endpointsLine = (t: typeof template) =>
+      idleMonthlyCost({ ...DEFAULT_STACK_SIZES, interfaceEndpointAzs: interfaceEndpointAzsOf(t.toJSON()) }).lines.find(
+        (l) => l.item === 'interface endpoints',
+      )!;
+    const one = endpointsLine(template);
+    const two = endpointsLine(networkStack().template);
+    expect([one.usd, two.usd]).toEqual([3 * 0.01 * 730, 2 * 3 * 0.01 * 730].map((x) => expect.closeTo(x, 6)));
+  });
+
   it('has no NAT gateway, no internet gateway and no egress-only gateway', () => {
     const { template } = networkStack();
     template.resourceCountIs('AWS::EC2::NatGateway', 0);
@@ -96,7 +111,7 @@ describe('NetworkConstruct', () => {
     ]);
   });
 
-  it('has ECR API, ECR registry and CloudWatch Logs interface endpoints in one AZ, reachable from shard tasks only', () => {
+  it('has ECR API, ECR registry and CloudWatch Logs interface endpoints in two AZs, reachable from shard tasks only', () => {
     const { template } = networkStack();
     const interfaces = Object.values(resourcesOfType(template, 'AWS::EC2::VPCEndpoint')).filter((e) => e.Properties?.VpcEndpointType === 'Interface');
     expect(interfaces.map((e) => flatten(e.Properties?.ServiceName).replace('com.amazonaws.${AWS::Region}.', '')).sort()).toEqual([
@@ -106,7 +121,7 @@ describe('NetworkConstruct', () => {
     ]);
     for (const e of interfaces) {
       expect(e.Properties?.PrivateDnsEnabled).toBe(true);
-      expect(e.Properties?.SubnetIds).toHaveLength(1);
+      expect(e.Properties?.SubnetIds).toHaveLength(2);
     }
     const taskSg = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationTaskSecurityGroup');
     const endpointSg = logicalIdStartingWith(template, 'AWS::EC2::SecurityGroup', 'EvaluationEndpointSecurityGroup');

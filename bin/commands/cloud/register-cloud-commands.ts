@@ -16,6 +16,7 @@ import type * as CancelModule from './cancel';
 import type * as ResultsModule from './results';
 import type * as StatusModule from './status';
 import type * as PushModule from './push';
+import type * as DoctorModule from './doctor';
 
 // The commands' modules, loaded on use: registering must not load the AWS SDK or the emulator.
 // (A typed require: `await import()` of a relative path fails where rcb.ts runs under `node -r tsx/cjs`.)
@@ -25,6 +26,7 @@ const loadResults = (): typeof ResultsModule => require('./results');
 const loadCancel = (): typeof CancelModule => require('./cancel');
 const loadRun = (): typeof RunModule => require('./run');
 const loadEmulatedRun = (): typeof RunEmulatedModule => require('./run-emulated');
+const loadDoctor = (): typeof DoctorModule => require('./doctor');
 
 /** Adds `rcb cloud ...`; `onExit` receives each command's exit code (default: process.exitCode). */
 export function registerCloudCommands(program: Command, onExit: (code: number) => void = (c) => void (process.exitCode = c)): void {
@@ -94,6 +96,22 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--out <file>', 'write the report to this file instead of stdout (the html page: open it in a browser)')
     .option('--url', 'print a presigned URL of the stored report (e.g. report.html) instead of fetching it; valid one hour (deployed stack only)')
     .action(async (id, o) => onExit(await loadResults().cloudResults(id, o, await deps(o))));
+
+  addRunSpecOptions(
+    stackFlags(
+      cloud
+        .command('doctor')
+        .description("whether a run or sweep fits the account's quotas (Lambda, Fargate, Step Functions, model rate limits), and its infrastructure cost"),
+    ),
+    { model: 'model of the run to check (repeatable; or --sweep)' },
+  )
+    .option('--sweep <file>', 'check the run of this sweep file instead of the run flags')
+    .option('--models-file <file>', 'registry entries merged over the shipped ones')
+    .option('--call-sec <sec>', 'assumed seconds of one model call (calls per minute per lane)')
+    .action(async (o) => {
+      const doctor = loadDoctor();
+      onExit(await doctor.cloudDoctor(o, doctor.defaultDoctorDeps(o.region)));
+    });
 
   stackFlags(cloud.command('cancel').description("stop a run's model calls; what is answered is still evaluated and reported").argument('<run>', 'run id'))
     .option('--now', 'also stop the execution at once (no evaluation or reports of what finished)')

@@ -1,0 +1,93 @@
+/**
+ * `rcb cloud doctor [--sweep FILE | run flags]`: reads the deployed stack (its template) and
+ * the account's quotas, and says whether the run or sweep fits: peak Lambda concurrency,
+ * Fargate vCPU on Spot and on demand, state transitions, the models' rate limits; then what
+ * the run's infrastructure and the idle stack cost. Exit 1 names the quota to raise.
+ */
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { ServiceQuotasClient } from '@aws-sdk/client-service-quotas';
+import { checkFit, formatFit, type RunDemand } from '../../../adapters/aws/quotas-fit';
+import { readAccountQuotas, readDeployedStack, type QuotaClients } from '../../../adapters/aws/quotas';
+import { laneOfProvider } from '../../../adapters/models/provider-lanes';
+import type { ModelEntry } from '../../../adapters/models/registry';
+import { hostedModels } from '../../../app/models';
+import { DEFAULT_INFRA_ASSUMPTIONS, estimateRunInfra, formatIdle, formatRunInfra, idleMonthlyCost } from '../../../core/cost/infra-cost';
+import type { Pset } from '../../../core/types';
+import { UsageError } from '../common';
+import { resolveRun, type RunSpecFlags } from '../resolve-run';
+import { loadSweep } from '../sweep-commands';
+import type { StackFlags } from './stack-flags';
+
+export type DoctorOptions = StackFlags & Omit<RunSpecFlags, 'timeout'> & { sweep?: string; modelsFile?: string; callSec?: string };
+
+export interface DoctorDeps extends QuotaClients {
+  cfn: CloudFormationClient;
+  out: (text: string) => void;
+}
+
+export function defaultDoctorDeps(region?: string): DoctorDeps {
+  const config = region ? { region } : {};
+  return {
+    cfn: new CloudFormationClient(config),
+    quotas: new ServiceQuotasClient(config),
+    lambda: new LambdaClient(config),
+    out: (t) => process.stdout.write(t),
+  };
+}
+
+/** The run's shape: from the sweep file, else from the run flags as `rcb run` reads them. */
+export function runDemand(opts: DoctorOptions): { demand: RunDemand; hostedTasks: number; label: string } {
+  const callSec = opts.callSec === undefined ? DEFAULT_INFRA_ASSUMPTIONS.modelCallSec : Number(opts.callSec);
+  if (!Number.isFinite(callSec) || callSec <= 0) throw new UsageError(`--call-sec must be a positive number of seconds (got ${opts.callSec})`);
+  let pset: Pset;
+  let samples: number;
+  let entries: Array<{ name: string; entry: ModelEntry | undefined }>;
+  let label: string;
+  if (opts.sweep) {
+    const loaded = loadSweep(opts.sweep);
+    pset = loaded.run.pset;
+    samples = loaded.sweep.samples;
+    entries = loaded.sweep.models.map((m) => ({ name: m.name, entry: loaded.entries.get(m.name) }));
+    label = `sweep ${opts.sweep}`;
+  } else {
+    if (!opts.model.length) throw new UsageError('give --sweep FILE or the run flags (at least one --model)');
+    const hosted = hostedModels(opts.modelsFile);
+    const run = resolveRun({ ...opts, timeout: '60' }, hosted);
+    pset = run.pset;
+    samples = run.samples;
+    entries = opts.model.map((id) => ({ name: id, entry: hosted.entry(id) }));
+    label = `run of ${opts.model.join(', ')}`;
+  }
+  const snippets = pset.papers.reduce((s, p) => s + p.snippets.length, 0);
+  const hostedEntries = entries.filter((e): e is { name: string; entry: ModelEntry } => !!e.entry);
+  return {
+    demand: {
+      papers: pset.papers.length,
+      tasks: snippets * entries.length * samples,
+      models: hostedEntries.map(({ name, entry }) => ({ id: name, lane: laneOfProvider(entry.provider).lane, rate: entry.rate })),
+      modelCallSec: callSec,
+    },
+    hostedTasks: snippets * hostedEntries.length * samples,
+    label: `${label}: ${pset.papers.length} paper(s), ${snippets} snippet(s) x ${entries.length} model(s) x ${samples} sample(s)`,
+  };
+}
+
+export async function cloudDoctor(opts: DoctorOptions, deps: DoctorDeps): Promise<number> {
+  const { demand, hostedTasks, label } = runDemand(opts);
+  const stack = await readDeployedStack(deps.cfn, opts.stackName);
+  const quotas = await readAccountQuotas(deps);
+  deps.out(`${label}\n`);
+  const fit = formatFit(checkFit(quotas, stack, demand));
+  deps.out(fit.text);
+  const firstLane = Object.keys(stack.lanes)[0];
+  const lanes = new Set(demand.models.map((m) => (m.lane ?? firstLane).replace(/-/g, '')));
+  const laneConcurrency = [...lanes].reduce((s, lane) => s + (stack.lanes[lane] ?? 0), 0);
+  const infra = estimateRunInfra({ papers: demand.papers, tasks: demand.tasks, interactiveCalls: hostedTasks, laneConcurrency }, stack.sizes, {
+    ...DEFAULT_INFRA_ASSUMPTIONS,
+    modelCallSec: demand.modelCallSec,
+  });
+  deps.out(formatRunInfra(infra));
+  deps.out(formatIdle(idleMonthlyCost(stack.sizes)));
+  return fit.failed ? 1 : 0;
+}

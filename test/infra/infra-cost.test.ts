@@ -1,0 +1,88 @@
+/**
+ * The infrastructure cost rcb prints is computed from the stack's sizes: here those sizes are
+ * read from the synthesized default stack and held equal to DEFAULT_STACK_SIZES (which
+ * `rcb estimate` uses without synthesizing), and the idle cost is checked against the counts
+ * of billed resources in the template.
+ */
+import { DEFAULT_INFRA_ASSUMPTIONS, DEFAULT_STACK_SIZES, estimateRunInfra, formatIdle, formatRunInfra, idleMonthlyCost } from '../../core/cost/infra-cost';
+import { INFRA_PRICES } from '../../core/cost/infra-prices';
+import { stackSizesFromTemplate } from '../../core/cost/infra-sizes';
+import { resourcesOfType, sharedStack } from './helpers';
+
+describe('infrastructure cost from the template', () => {
+  const template = () => sharedStack().template;
+
+  it('reads the default stack sizes that rcb estimate uses', () => {
+    expect(stackSizesFromTemplate(template().toJSON())).toEqual(DEFAULT_STACK_SIZES);
+  });
+
+  it('counts every billed idle resource of the template', () => {
+    const t = template();
+    const count = (type: string) => Object.keys(resourcesOfType(t, type)).length;
+    const interfaceEndpoints = Object.values(resourcesOfType(t, 'AWS::EC2::VPCEndpoint')).filter((r) => r.Properties?.VpcEndpointType === 'Interface');
+    const sizes = stackSizesFromTemplate(t.toJSON());
+    expect(sizes.alarms).toBe(count('AWS::CloudWatch::Alarm'));
+    expect(sizes.dashboards).toBe(count('AWS::CloudWatch::Dashboard'));
+    expect(sizes.queuePollers).toBe(count('AWS::Lambda::EventSourceMapping'));
+    expect(sizes.kmsKeys).toBe(count('AWS::KMS::Key'));
+    expect(sizes.secrets).toBe(count('AWS::SecretsManager::Secret'));
+    expect(sizes.interfaceEndpointAzs).toEqual(interfaceEndpoints.map((r) => r.Properties?.SubnetIds.length));
+    const idle = idleMonthlyCost(sizes);
+    const byItem = Object.fromEntries(idle.lines.map((l) => [l.item, l.usd]));
+    expect(byItem['CloudWatch alarms']).toBeCloseTo(count('AWS::CloudWatch::Alarm') * INFRA_PRICES.cloudwatch.alarmMonth, 6);
+    expect(byItem['interface endpoints']).toBeCloseTo(interfaceEndpoints.length * 2 * 0.01 * 730, 6);
+    expect(idle.totalUsd).toBeCloseTo(
+      idle.lines.reduce((s, l) => s + l.usd, 0),
+      9,
+    );
+    process.stdout.write(formatIdle(idle));
+  });
+});
+
+describe('run infrastructure estimate', () => {
+  // The largest run the default stack admits a sweep of: every paper of the set, 32 models x 5 samples.
+  const full = { papers: 20, tasks: 212 * 32 * 5, interactiveCalls: 212 * 32 * 5, laneConcurrency: 20 };
+
+  it('prices Fargate on Spot below on demand and sums every line', () => {
+    const e = estimateRunInfra(full);
+    expect(e.fargateSpot.usd).toBeLessThan(e.fargateOnDemand.usd);
+    const rest = e.lines.reduce((s, l) => s + l.usd, 0);
+    expect(e.totalUsd).toBeCloseTo(e.fargateSpot.usd + rest, 9);
+    expect(e.totalOnDemandUsd).toBeCloseTo(e.fargateOnDemand.usd + rest, 9);
+    expect(e.lines.map((l) => l.item)).toEqual(['Lambda', 'Step Functions', 'DynamoDB', 'S3 requests', 'CloudWatch Logs', 'SQS', 'X-Ray']);
+    for (const l of [e.fargateSpot, ...e.lines]) expect(l.usd).toBeGreaterThan(0);
+  });
+
+  it('bills a shard task at least the Fargate minimum and includes the image pull', () => {
+    const tiny = estimateRunInfra({ papers: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 }, DEFAULT_STACK_SIZES, {
+      ...DEFAULT_INFRA_ASSUMPTIONS,
+      imagePullSec: 0,
+      environmentCheckSec: 0,
+      testSecPerTask: 1,
+    });
+    const { vcpu, memoryGb } = DEFAULT_STACK_SIZES.shardTask;
+    const p = INFRA_PRICES.fargate.spot.X86_64;
+    expect(tiny.fargateSpot.usd).toBeCloseTo((60 / 3600) * (vcpu * p.vcpuHour + memoryGb * p.gbHour), 9);
+    const withPull = estimateRunInfra({ papers: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 });
+    expect(withPull.fargateSpot.arithmetic).toContain('pull 90 s');
+  });
+
+  it('formats every line with its arithmetic', () => {
+    const text = formatRunInfra(estimateRunInfra(full), idleMonthlyCost(DEFAULT_STACK_SIZES));
+    for (const item of [
+      'Fargate Spot (X86_64)',
+      'Fargate on demand (X86_64)',
+      'Lambda',
+      'Step Functions',
+      'DynamoDB',
+      'S3 requests',
+      'CloudWatch Logs',
+      'SQS',
+      'X-Ray',
+    ]) {
+      expect(text).toContain(item);
+    }
+    expect(text).toMatch(/infrastructure total \$\d+\.\d\d on Spot, \$\d+\.\d\d on demand/);
+    expect(text).toMatch(/idle stack \$\d+\.\d\d per month/);
+  });
+});
