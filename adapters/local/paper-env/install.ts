@@ -238,6 +238,9 @@ async function buildSdist(opts: InstallOptions, entry: LockEntry, sdist: string,
       'wheel',
       '--no-deps',
       '--no-index',
+      // PEP 517 even for a setup.py-only sdist: an older pip (Debian's 23.0 in a fresh venv)
+      // would run `setup.py bdist_wheel` in the venv itself, which has no `wheel` yet.
+      '--use-pep517',
       '--find-links',
       opts.wheelhouse,
       ...(recipe?.noBuildIsolation ? ['--no-build-isolation'] : []),
