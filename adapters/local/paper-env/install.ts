@@ -269,6 +269,16 @@ export interface InstallResult {
   log: string;
 }
 
+/** What a finished environment must import: numpy and torch, those of them the lock holds. */
+function probeModules(lock: Lock): string[] {
+  return ['numpy', 'torch'].filter((m) => lock.entries.some((e) => e.name === m));
+}
+
+function probeCode(lock: Lock): string {
+  const modules = probeModules(lock);
+  return modules.length ? `import ${modules.join(', ')}` : 'import sys';
+}
+
 /** Installs (or checks) the environment; throws EnvInstallError with what failed. */
 export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
   opts = { ...opts, dir: resolve(opts.dir), wheelhouse: resolve(opts.wheelhouse) };
@@ -278,9 +288,9 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
   const log = createWriteStream(logPath(opts), { flags: 'a' });
   try {
     if (marker?.lockDigest === opts.lock.digest && existsSync(python)) {
-      const probe = await run(python, ['-c', 'import numpy, torch'], log);
+      const probe = await run(python, ['-c', probeCode(opts.lock)], log);
       if (probe.code === 0) return { python, upToDate: true, packages: marker.packages, log: logPath(opts) };
-      opts.progress(`the environment at ${opts.dir} does not import numpy and torch; repairing it`);
+      opts.progress(`the environment at ${opts.dir} does not import ${probeModules(opts.lock).join(' and ') || 'its packages'}; repairing it`);
     }
     await ensureVenv(opts, log);
     mkdirSync(opts.wheelhouse, { recursive: true });
@@ -348,8 +358,9 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
     const missing = entries.filter((e) => !installed.includes(e.name));
     if (missing.length) throw new EnvInstallError(`after the install, pip does not list ${missing.map((e) => e.name).join(', ')}`);
 
-    const probe = await run(python, ['-c', 'import numpy, torch'], log);
-    if (probe.code !== 0) throw new EnvInstallError(`the installed environment does not import numpy and torch:\n${pipFailure(probe.output)}`);
+    const probe = await run(python, ['-c', probeCode(opts.lock)], log);
+    if (probe.code !== 0)
+      throw new EnvInstallError(`the installed environment does not import ${probeModules(opts.lock).join(' and ')}:\n${pipFailure(probe.output)}`);
     const done: EnvMarker = { lockDigest: opts.lock.digest, packages: entries.length, python, installedAt: new Date().toISOString() };
     writeFileSync(join(opts.dir, ENV_MARKER), `${JSON.stringify(done, null, 2)}\n`);
     return { python, upToDate: false, packages: entries.length, log: logPath(opts) };
