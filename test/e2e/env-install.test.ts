@@ -85,6 +85,36 @@ describe('rcb env install --offline on a tiny lock', () => {
     );
   }, 300_000);
 
+  it('--torch-index takes torch as <version>+cpu from that index and leaves the CUDA libraries out', () => {
+    // A lock with a "torch" and an nvidia-* package, and a PEP 503 index in a folder with the +cpu build.
+    const cudaTorch = makeWheel(wheelhouse, 'torch', '1.0');
+    const nvidia = makeWheel(wheelhouse, 'nvidia_fake_cu12', '1.0');
+    const lockTorch = join(root, 'torch.txt');
+    writeFileSync(lockTorch, `nvidia-fake-cu12==1.0 --hash=sha256:${sha256(nvidia)}\ntorch==1.0 --hash=sha256:${sha256(cudaTorch)}\n`);
+    const index = join(root, 'index');
+    mkdirSync(join(index, 'torch'), { recursive: true });
+    const cpu = makeWheel(join(index, 'torch'), 'torch', '1.0+cpu');
+    const cpuName = 'torch-1.0+cpu-py3-none-any.whl';
+    writeFileSync(join(index, 'torch', 'index.html'), `<html><body><a href="${encodeURIComponent(cpuName)}">${cpuName}</a></body></html>\n`);
+    const torchDir = join(root, 'env-cpu');
+    const args = ['env', 'install', '--dir', torchDir, '--wheelhouse', wheelhouse, '--lock', lockTorch, '--base-python', BASE_PYTHON];
+
+    const r = rcb([...args, '--torch-index', `file://${index}`], { timeoutMs: 300_000 });
+
+    expect(r.stderr).toContain(`downloading torch==1.0+cpu from file://${index}`);
+    expect(r.status).toBe(0);
+    expect(imports(r.stdout.trim(), 'import torch, importlib.util as u; print(torch.VERSION, u.find_spec("nvidia_fake_cu12") is not None)')).toBe(
+      '1.0+cpu False',
+    );
+    const marker = JSON.parse(readFileSync(join(torchDir, 'rcb-env.json'), 'utf8'));
+    expect(marker.torchIndex).toBe(`file://${index}`);
+    expect(marker.torchFiles).toEqual({ [cpuName]: sha256(cpu) });
+    // Without the switch, the same lock gives the lock's build back, and the nvidia package.
+    const back = rcb([...args, '--offline'], { timeoutMs: 300_000 });
+    expect(back.status).toBe(0);
+    expect(imports(back.stdout.trim(), 'import torch, nvidia_fake_cu12; print(torch.VERSION)')).toBe('1.0');
+  }, 300_000);
+
   it('names the locked files an offline wheelhouse lacks, and env path says when nothing is installed', () => {
     const missing = join(root, 'missing.txt');
     writeFileSync(missing, `rcbtiny-c==3.0 \\\n    --hash=sha256:${'0'.repeat(64)}\n`);
