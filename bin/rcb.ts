@@ -170,6 +170,10 @@ async function main(argv: string[]): Promise<number> {
     .option('--lock <file>', 'another hashed lock (default: the shipped container/requirements.txt)')
     .option('--base-python <path>', 'the Python 3.11 the virtualenv is made from (default: /usr/bin/python3.11, else python3.11)')
     .option('--offline', 'download nothing: every locked file must be in the wheelhouse already')
+    .option(
+      '--torch-index <url>',
+      "PyTorch's CPU-only wheels from this index instead of the lock's CUDA build (torch, torchvision as <version>+cpu, no nvidia-* packages; their sha256 is recorded, not locked)",
+    )
     .action(async (o) => {
       const { envInstallCommand } = require('./commands/env-command') as typeof import('./commands/env-command');
       code = await envInstallCommand(o);

@@ -1,5 +1,14 @@
 /**
- * `npm run image:check [-- --sandbox none|uid|auto|bwrap] [--papers a,b] [--jobs N] [--suite S] [--mirror URL]`
+ * `npm run image:check [-- --python-layer debian|pypi] [--sandbox none|uid|auto|bwrap] [--papers a,b]
+ *   [--jobs N] [--suite S] [--mirror URL] [--pset DIR] [--wheelhouse DIR] [--reference RUN_DIR]`
+ *
+ * --python-layer pypi builds the production image (PYTHON_LAYER=pypi: the lock
+ * container/requirements.txt) instead, on a Debian bookworm base (Python 3.11, as the lock)
+ * holding this machine's Node.js, installing offline from the wheelhouse `rcb env install`
+ * filled (--wheelhouse, default $RCB_WHEELHOUSE or ~/.rcb/wheelhouse, mounted into the
+ * build), and runs the real pset (--pset, default $RCB_REAL_PSET or ../shared's) in it.
+ * --reference takes the verdicts of an `rcb run --model oracle --model empty` already made
+ * (its --out folder) instead of running it again.
  *
  * Builds the real evaluation image here, without Docker Hub or PyPI, and runs shards of
  * examples/pset-mini in it the way Fargate would, against the emulator's local DynamoDB
@@ -38,6 +47,9 @@ import { planCloudRun } from '../core/cloud/plan-cloud-run';
 import { generateTask } from '../core/cloud/generate-task';
 import { loadRunContext } from '../core/cloud/run-context';
 import { EmptyModel, OracleModel } from '../adapters/models/offline';
+import { parseLock } from '../adapters/local/paper-env/lock';
+import { filesInWheelhouse } from '../adapters/local/paper-env/install';
+import { defaultWheelhouse } from '../adapters/local/paper-env/location';
 import type { ModelClient } from '../core/model';
 import { startLocalAws } from '../emulator/local-aws';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
@@ -56,9 +68,20 @@ type Sandbox = (typeof SANDBOXES)[number];
 
 /** Debian packages of the base image: what the image's stages need and the tests import. */
 const BASE_PACKAGES = ['nodejs', 'npm', 'python3', 'python3-venv', 'python3-numpy', 'python3-torch', 'bubblewrap', 'libgomp1', 'ca-certificates'];
+/**
+ * The pypi layer's base: Python 3.11 (the lock's) and what the runtime needs, from bookworm;
+ * Node.js is this machine's (bookworm's nodejs is 18, rcb needs 20), copied in.
+ */
+const PYPI_BASE_PACKAGES = ['python3', 'python3-venv', 'bubblewrap', 'libgomp1', 'libstdc++6', 'ca-certificates'];
+const PYTHON_LAYERS = ['debian', 'pypi'] as const;
+type PythonLayer = (typeof PYTHON_LAYERS)[number];
 const IMAGE = 'localhost/rcb-evaluator:image-check';
 
 interface Options {
+  pythonLayer: PythonLayer;
+  pset: string;
+  wheelhouse: string;
+  reference: string | undefined;
   sandbox: Sandbox;
   papers: string[] | null;
   jobs: number;
@@ -67,12 +90,20 @@ interface Options {
   dir: string;
 }
 
+function realPset(): string {
+  return process.env.RCB_REAL_PSET || join(packageRoot(), '..', 'shared', 'data', 'researchcodebench', 'pset');
+}
+
 function parseArgs(argv: string[]): Options {
   const opts: Options = {
+    pythonLayer: 'debian',
+    pset: '',
+    wheelhouse: defaultWheelhouse(),
+    reference: undefined,
     sandbox: 'none',
     papers: null,
     jobs: 2,
-    suite: 'trixie',
+    suite: '',
     mirror: undefined,
     dir: process.env.RCB_IMAGE_CHECK_DIR || '/var/tmp/rcb-image-check',
   };
@@ -91,9 +122,20 @@ function parseArgs(argv: string[]): Options {
     else if (flag === '--jobs') opts.jobs = Number(value());
     else if (flag === '--suite') opts.suite = value();
     else if (flag === '--mirror') opts.mirror = value();
+    else if (flag === '--python-layer') {
+      const v = value();
+      if (!(PYTHON_LAYERS as readonly string[]).includes(v))
+        throw new Error(`image:check: --python-layer must be one of ${PYTHON_LAYERS.join(', ')}; got ${v}`);
+      opts.pythonLayer = v as PythonLayer;
+    } else if (flag === '--pset') opts.pset = value();
+    else if (flag === '--wheelhouse') opts.wheelhouse = value();
+    else if (flag === '--reference') opts.reference = value();
     else throw new Error(`image:check: unknown flag ${flag}`);
   }
   if (!Number.isInteger(opts.jobs) || opts.jobs < 1) throw new Error('image:check: --jobs must be a positive integer');
+  // The lock is for Python 3.11: bookworm's. The Debian layer needs trixie's python3-torch.
+  if (!opts.suite) opts.suite = opts.pythonLayer === 'pypi' ? 'bookworm' : 'trixie';
+  if (!opts.pset) opts.pset = opts.pythonLayer === 'pypi' ? realPset() : join(packageRoot(), 'examples', 'pset-mini');
   return opts;
 }
 
@@ -160,16 +202,36 @@ function machineMirror(): string {
   throw new Error('image:check: no Debian mirror in /etc/apt/sources.list(.d); pass --mirror URL');
 }
 
+/** mmdebstrap's hooks that copy this machine's Node.js (binary and npm) into the pypi layer's base. */
+function hostNodeHooks(): string[] {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major < 20) throw new Error(`image:check: --python-layer pypi copies this machine's Node.js into the image; it is ${process.version}, rcb needs >= 20`);
+  const node = run('sh', ['-c', 'readlink -f "$(command -v node)"'], process.env, { quiet: true }).trim();
+  const npmCli = run('sh', ['-c', 'readlink -f "$(command -v npm)"'], process.env, { quiet: true }).trim();
+  const npmDir = npmCli.replace(/\/bin\/npm-cli\.js$/, '');
+  if (npmDir === npmCli || !existsSync(join(npmDir, 'package.json'))) throw new Error(`image:check: cannot find npm's folder from ${npmCli}`);
+  return [
+    '--customize-hook=mkdir -p "$1/usr/lib/node_modules"',
+    `--customize-hook=copy-in ${node} /usr/bin`,
+    `--customize-hook=copy-in ${npmDir} /usr/lib/node_modules`,
+    '--customize-hook=ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/bin/npm"',
+    '--customize-hook=ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/bin/npx"',
+    `--customize-hook=chroot "$1" sh -c '[ "$(readlink -f /usr/bin/node)" = /usr/bin/node ] || ln -sf ${node.split('/').pop()} /usr/bin/node'`,
+  ];
+}
+
 function ensureBase(opts: Options, env: NodeJS.ProcessEnv): string {
-  const base = `localhost/rcb-check-base:${opts.suite}`;
+  const pypi = opts.pythonLayer === 'pypi';
+  const base = pypi ? `localhost/rcb-check-base-pypi:${opts.suite}` : `localhost/rcb-check-base:${opts.suite}`;
   if (spawnSync('podman', ['image', 'exists', base], { env }).status === 0) {
     say(`base image ${base} already built`);
     return base;
   }
   const mirror = opts.mirror ?? machineMirror();
   const tar = join(opts.dir, `rootfs-${opts.suite}.tar`);
-  say(`mmdebstrap ${opts.suite} from ${mirror}: ${BASE_PACKAGES.join(' ')}`);
-  run('mmdebstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, opts.suite, tar, mirror], env, { quiet: true });
+  const packages = pypi ? PYPI_BASE_PACKAGES : BASE_PACKAGES;
+  say(`mmdebstrap ${opts.suite} from ${mirror}: ${packages.join(' ')}${pypi ? ` and this machine's Node.js ${process.version}` : ''}`);
+  run('mmdebstrap', ['--variant=minbase', `--include=${packages.join(',')}`, ...(pypi ? hostNodeHooks() : []), opts.suite, tar, mirror], env, { quiet: true });
   say(`podman import ${tar}`);
   run('podman', ['import', tar, base], env, { quiet: true });
   rmSync(tar, { force: true });
@@ -205,7 +267,24 @@ function synthesize(dir: string): Synth {
   return { context: join(assembly.directory, images[0].source.directory), dockerfile: images[0].source.dockerFile ?? 'Dockerfile', container };
 }
 
-function buildImage(synth: Synth, base: string, env: NodeJS.ProcessEnv): void {
+/** The pypi layer installs offline from the host's wheelhouse: every locked file must be in it, and each sdist's built wheel. */
+async function checkWheelhouse(wheelhouse: string, synth: Synth): Promise<void> {
+  const lockFile = join(synth.context, 'container', 'requirements.txt');
+  const lock = parseLock(readFileSync(lockFile, 'utf8'), lockFile);
+  const hint = `fill it first with \`rcb env install --wheelhouse ${wheelhouse}\``;
+  const have = await filesInWheelhouse(wheelhouse, lock.entries);
+  const missing = lock.entries.filter((e) => !have.has(e.name));
+  if (missing.length)
+    throw new Error(
+      `image:check: the wheelhouse ${wheelhouse} lacks ${missing.length} locked file(s) (${missing
+        .map((e) => e.name)
+        .slice(0, 8)
+        .join(', ')}); ${hint}`,
+    );
+  if (!existsSync(join(wheelhouse, 'built'))) throw new Error(`image:check: ${wheelhouse}/built holds no built wheel; ${hint}`);
+}
+
+function buildImage(synth: Synth, base: string, env: NodeJS.ProcessEnv, opts: Options): void {
   // The npm packages come from this machine's npm cache, mounted as an overlay (the build's
   // writes to it are thrown away), so the build needs no network at all.
   const npmCache = spawnSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).stdout.trim();
@@ -221,7 +300,8 @@ function buildImage(synth: Synth, base: string, env: NodeJS.ProcessEnv): void {
     `--file=${join(synth.context, synth.dockerfile)}`,
     `--build-arg=NODE_BUILD_IMAGE=${base}`,
     `--build-arg=PYTHON_IMAGE=${base}`,
-    '--build-arg=PYTHON_LAYER=debian',
+    `--build-arg=PYTHON_LAYER=${opts.pythonLayer}`,
+    ...(opts.pythonLayer === 'pypi' ? [`--volume=${opts.wheelhouse}:/wheelhouse:O`] : []),
     `--tag=${IMAGE}`,
     synth.context,
   ];
@@ -240,26 +320,30 @@ type Judgement = Pick<Verdict, 'officialPass' | 'strictPass' | 'failureClass'>;
 const judgement = (v: Verdict): Judgement => ({ officialPass: v.officialPass, strictPass: v.strictPass, failureClass: v.failureClass });
 
 /** The same run locally (`rcb run`, bubblewrap on this host), verdicts by task id. */
-function localVerdicts(papers: string[], scratch: string): Map<string, Judgement> {
-  const out = join(scratch, 'local-run');
-  const r = spawnSync(
-    process.execPath,
-    [
-      '-r',
-      require.resolve('tsx/cjs'),
-      join(packageRoot(), 'bin', 'rcb.ts'),
-      'run',
-      '--model',
-      'oracle',
-      '--model',
-      'empty',
-      '--papers',
-      papers.join(','),
-      '--out',
-      out,
-    ],
-    { encoding: 'utf8', cwd: packageRoot(), maxBuffer: 64 * 1024 * 1024 },
-  );
+function localVerdicts(papers: string[], pset: string, scratch: string, reference: string | undefined): Map<string, Judgement> {
+  const out = reference ?? join(scratch, 'local-run');
+  const r = reference
+    ? { status: 0, stderr: '' }
+    : spawnSync(
+        process.execPath,
+        [
+          '-r',
+          require.resolve('tsx/cjs'),
+          join(packageRoot(), 'bin', 'rcb.ts'),
+          'run',
+          '--pset',
+          pset,
+          '--model',
+          'oracle',
+          '--model',
+          'empty',
+          '--papers',
+          papers.join(','),
+          '--out',
+          out,
+        ],
+        { encoding: 'utf8', cwd: packageRoot(), maxBuffer: 64 * 1024 * 1024 },
+      );
   if (r.status !== 0) throw new Error(`image:check: the local reference run failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join(' | ')}`);
   const db = new Database(join(out, 'rcb.sqlite'), { readonly: true });
   const rows = db.prepare('SELECT task_id, record FROM verdicts').all() as Array<{ task_id: string; record: string }>;
@@ -280,8 +364,9 @@ async function main(): Promise<number> {
   const tBase = Date.now();
   say('synthesizing the stack');
   const synth = synthesize(opts.dir);
-  say(`podman build ${synth.context} (PYTHON_LAYER=debian)`);
-  buildImage(synth, base, env);
+  if (opts.pythonLayer === 'pypi') await checkWheelhouse(opts.wheelhouse, synth);
+  say(`podman build ${synth.context} (PYTHON_LAYER=${opts.pythonLayer}${opts.pythonLayer === 'pypi' ? `, wheelhouse ${opts.wheelhouse}` : ''})`);
+  buildImage(synth, base, env, opts);
   const tBuilt = Date.now();
   const size = Number(run('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE], env, { quiet: true }).trim());
   say(`image ${IMAGE}: ${(size / 1e6).toFixed(0)} MB (built in ${((tBuilt - tBase) / 1000).toFixed(1)}s)`);
@@ -308,7 +393,7 @@ async function main(): Promise<number> {
 
     // A run planned and answered as PlanRun and the generator would, on the local servers.
     const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
-    const pset = loadPset(join(packageRoot(), 'examples', 'pset-mini'), opts.papers ? { papers: opts.papers } : {});
+    const pset = loadPset(opts.pset, opts.papers ? { papers: opts.papers } : {});
     const papers = pset.papers.map((p) => p.meta.id);
     const templatePath = resourcePath('prompt-template.txt');
     const template = loadTemplate(templatePath);
@@ -354,7 +439,8 @@ async function main(): Promise<number> {
 
     const cloud = new Map((await storage.store.listVerdicts(runId)).map((v) => [v.taskId, judgement(v)]));
     say('local reference run (rcb run, same papers and models)');
-    const local = localVerdicts(papers, scratch);
+    const planned = new Set(queue.sent.map((m) => m.message.taskId));
+    const local = new Map([...localVerdicts(papers, opts.pset, scratch, opts.reference)].filter(([id]) => planned.has(id)));
     const differing = [...new Set([...cloud.keys(), ...local.keys()])].filter((id) => JSON.stringify(cloud.get(id)) !== JSON.stringify(local.get(id)));
     const passed = [...cloud.values()].filter((v) => v.strictPass).length;
     const wall = (Date.now() - t0) / 1000;

@@ -17,6 +17,7 @@ export interface EnvInstallOptions {
   lock?: string;
   basePython?: string;
   offline?: boolean;
+  torchIndex?: string;
 }
 
 export function lockFile(): string {
@@ -69,6 +70,7 @@ export async function envInstallCommand(opts: EnvInstallOptions): Promise<number
       recipes: readRecipes(join(dirname(file), 'requirements-build.json')),
       basePython: opts.basePython ?? defaultBasePython(),
       offline: opts.offline,
+      torchIndex: opts.torchIndex,
       progress: (line) => process.stderr.write(`rcb env: ${line}\n`),
     });
     const seconds = ((Date.now() - started) / 1000).toFixed(0);

@@ -21,9 +21,17 @@ export interface RunProgress {
  * The run item's counters when it has them (one read per poll), else the items themselves
  * (a run planned before counters existed). Duplicate deliveries can count a task twice:
  * no count is shown above the total.
+ * `envBroken`: papers the shards found cannot run in the image (the cloud's environment
+ * checks). The counters count their tasks, which are never judged, so with any such paper
+ * the items are counted instead, without those papers' tasks.
  */
-export async function readProgress(store: RunStore, counters: RunCounters | undefined, runId: string): Promise<RunProgress> {
-  const counts = counters ? await counters.getCounts(runId) : null;
+export async function readProgress(
+  store: RunStore,
+  counters: RunCounters | undefined,
+  runId: string,
+  envBroken: ReadonlySet<string> = new Set(),
+): Promise<RunProgress> {
+  const counts = counters && envBroken.size === 0 ? await counters.getCounts(runId) : null;
   if (counts) {
     const cap = (n: number) => Math.min(n, counts.total);
     return { total: counts.total, answered: cap(counts.settled), failed: cap(counts.failed), judged: cap(counts.judged) };
@@ -31,7 +39,7 @@ export async function readProgress(store: RunStore, counters: RunCounters | unde
   // Counted over the papers that run in the run's environment: env_broken tasks are never run.
   const run = await store.getRun(runId);
   const all = await store.listTasks(runId);
-  const tasks = run ? splitRunnable(run, all).runnable : all;
+  const tasks = (run ? splitRunnable(run, all).runnable : all).filter((t) => !envBroken.has(t.paper));
   const completions = await store.getCompletions(tasks.map((t) => t.taskId));
   const ids = new Set(tasks.map((t) => t.taskId));
   const verdicts = (await store.listVerdicts(runId)).filter((v) => ids.has(v.taskId));
@@ -47,8 +55,13 @@ export function formatProgress(run: RunRecord | null, p: RunProgress | null): st
 }
 
 /** The progress line of the run as stored now. */
-export async function progressLine(store: RunStore, counters: RunCounters | undefined, run: RunRecord | null): Promise<string> {
-  return formatProgress(run, run ? await readProgress(store, counters, run.runId) : null);
+export async function progressLine(
+  store: RunStore,
+  counters: RunCounters | undefined,
+  run: RunRecord | null,
+  envBroken?: ReadonlySet<string>,
+): Promise<string> {
+  return formatProgress(run, run ? await readProgress(store, counters, run.runId, envBroken) : null);
 }
 
 /** Exit codes of `rcb run`, by the run's final status: 0 succeeded, 3 budget exhausted, 1 otherwise. */

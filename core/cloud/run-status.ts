@@ -1,6 +1,6 @@
 /** `rcb cloud status RUN`: the run's latest execution and its progress, deployed or emulated. */
 import type { RunStore } from '../store';
-import type { RunRecord } from '../records';
+import type { PaperEnvironment, RunRecord } from '../records';
 import { latestAttempt, type RunExecutions } from './execution-attempts';
 import type { EnvironmentChecks, RunCounters } from './ports';
 import { progressLine } from './run-progress';
@@ -25,16 +25,21 @@ export async function describeRunStatus(deps: RunStatusDeps, runId: string): Pro
     const attempt = latest && latest.attempt > 1 ? ` attempt ${latest.attempt}` : '';
     lines.push(`execution${attempt}: ${execution.status} (${when})${execution.error ? `, error ${execution.error}` : ''}`);
   } else lines.push('execution: none');
-  lines.push(`progress: ${await progressLine(deps.store, deps.counters, run)}`);
+  const broken = run ? await brokenPapers(deps, run) : [];
+  // env_broken tasks are never judged: they are out of the totals, as out of the scores.
+  lines.push(`progress: ${await progressLine(deps.store, deps.counters, run, new Set(broken.map((p) => p.paper)))}`);
   if (run?.error) lines.push(`error: ${run.error}`);
-  if (run) lines.push(...(await envBrokenLines(deps, run)));
+  if (run) lines.push(...(await envBrokenLines(deps, run, broken)));
   return lines;
 }
 
-/** One line per paper whose shards found it cannot run in the image: its tasks are env_broken. */
-async function envBrokenLines(deps: RunStatusDeps, run: RunRecord): Promise<string[]> {
+async function brokenPapers(deps: RunStatusDeps, run: RunRecord): Promise<PaperEnvironment[]> {
   const papers = run.environment?.papers ?? (await deps.environments?.listRunPaperEnvironments(run.runId)) ?? [];
-  const broken = papers.filter((p) => !p.runs);
+  return papers.filter((p) => !p.runs);
+}
+
+/** One line per paper whose shards found it cannot run in the image: its tasks are env_broken. */
+async function envBrokenLines(deps: RunStatusDeps, run: RunRecord, broken: PaperEnvironment[]): Promise<string[]> {
   if (!broken.length) return [];
   const tasks = await deps.store.listTasks(run.runId);
   return broken.map((p) => {

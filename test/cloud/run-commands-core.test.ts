@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunRecord } from '../../core/records';
-import type { RunCounters, RunCountValues } from '../../core/cloud/ports';
+import type { EnvironmentChecks, RunCounters, RunCountValues } from '../../core/cloud/ports';
 import type { ExecutionDescription, ExecutionStatus, RunExecutions } from '../../core/cloud/execution-attempts';
 import { exitCodeOf, formatProgress, progressLine, readProgress } from '../../core/cloud/run-progress';
 import { watchRun } from '../../core/cloud/watch-run';
@@ -200,6 +200,37 @@ describe('describeRunStatus', () => {
       'progress: failed: 4/4 answered (4 failed), 0/4 judged',
       'error: every call failed',
     ]);
+  });
+
+  it("keeps an env_broken paper's tasks out of the totals, whatever the counters say", async () => {
+    await store.createRun({ ...makeRun('r1'), status: 'evaluating' });
+    const tasks = [0, 1, 2, 3].map((n) => makeTask(`r1-t${n}`, { paper: n < 3 ? 'paper-a' : 'paper-b' }));
+    await store.putTasks('r1', tasks);
+    for (const t of tasks) await store.putCompletion(makeCompletion(t.taskId));
+    // The counters count every planned and settled task, paper-b's too.
+    const counters = new Counters({ total: 4, settled: 4, failed: 0, judged: 0 });
+    const environments: EnvironmentChecks = {
+      getImageCheck: async () => null,
+      putImageCheck: async () => {},
+      claimImageCheck: async () => true,
+      putRunPaperEnvironment: async () => {},
+      listRunPaperEnvironments: async () => [
+        { paper: 'paper-a', runs: true, reason: null, image: 'sha256:1@py', checkedAt: '2026-01-01T00:00:00Z' },
+        { paper: 'paper-b', runs: false, reason: 'No module named mmgen', image: 'sha256:1@py', checkedAt: '2026-01-01T00:00:00Z' },
+      ],
+    };
+    const executions = new ScriptedExecutions({ r1: [{ status: 'RUNNING' }] });
+
+    const lines = await describeRunStatus({ store, executions, counters, environments }, 'r1');
+
+    expect(lines).toEqual([
+      'run r1',
+      'execution: RUNNING (started ?)',
+      'progress: evaluating: 3/3 answered, 0/3 judged',
+      'env_broken: paper-b: 1 task(s) untested and out of the scores (No module named mmgen)',
+    ]);
+    // Without an env_broken paper, the counters are read as before.
+    expect(await readProgress(store, counters, 'r1')).toEqual({ total: 4, answered: 4, failed: 0, judged: 0 });
   });
 
   it('says a run is not planned when only its execution exists, and null when neither does', async () => {

@@ -58,6 +58,13 @@ export interface InstallOptions {
   basePython: string;
   /** No downloads: every locked file must already be in the wheelhouse. */
   offline?: boolean;
+  /**
+   * The switch to PyTorch's CPU-only wheels, for a machine that reaches their index: torch,
+   * torchvision and torchaudio (those the lock holds) as `<locked version>+cpu` from this
+   * index, and the lock's CUDA libraries (nvidia-*, triton) left out. Those wheels are not in
+   * the lock, so their sha256 is recorded in the marker instead of checked against it.
+   */
+  torchIndex?: string;
   /** Requirements per pip download (default 8). */
   batchSize?: number;
   progress: (line: string) => void;
@@ -238,6 +245,9 @@ async function buildSdist(opts: InstallOptions, entry: LockEntry, sdist: string,
       'wheel',
       '--no-deps',
       '--no-index',
+      // PEP 517 even for a setup.py-only sdist: an older pip (Debian's 23.0 in a fresh venv)
+      // would run `setup.py bdist_wheel` in the venv itself, which has no `wheel` yet.
+      '--use-pep517',
       '--find-links',
       opts.wheelhouse,
       ...(recipe?.noBuildIsolation ? ['--no-build-isolation'] : []),
@@ -266,6 +276,65 @@ export interface InstallResult {
   log: string;
 }
 
+/** The packages --torch-index takes from PyTorch's CPU-only index instead of the lock. */
+const CPU_TORCH = ['torch', 'torchvision', 'torchaudio'];
+
+/** The lock's packages only the CUDA build of torch needs. */
+function isCudaOnly(name: string): boolean {
+  return name.startsWith('nvidia-') || name === 'triton';
+}
+
+/**
+ * The CPU-only wheels (`torch-2.5.1+cpu-...whl`), fetched from --torch-index when absent, in
+ * their own folder wheelhouse/torch-cpu/: in the wheelhouse itself pip would pick 2.5.1+cpu
+ * for the lock's ==2.5.1 once the switch is off again.
+ */
+export function cpuTorchDir(wheelhouse: string): string {
+  return join(wheelhouse, 'torch-cpu');
+}
+
+async function ensureCpuTorch(opts: InstallOptions, cpu: LockEntry[], log: WriteStream): Promise<{ file: string; sha256: string }[]> {
+  const dir = cpuTorchDir(opts.wheelhouse);
+  const find = () =>
+    cpu.map((e) =>
+      (existsSync(dir) ? readdirSync(dir) : []).find(
+        (f) => f.endsWith('.whl') && distributionOfFile(f)?.name === e.name && distributionOfFile(f)?.version === `${e.version}+cpu`,
+      ),
+    );
+  let files = find();
+  const missing = cpu.filter((_, i) => !files[i]).map((e) => `${e.name}==${e.version}+cpu`);
+  if (missing.length) {
+    if (opts.offline) throw new EnvInstallError(`offline, and the wheelhouse ${opts.wheelhouse} lacks the CPU-only ${missing.join(', ')} (--torch-index)`);
+    opts.progress(`downloading ${missing.join(' ')} from ${opts.torchIndex}`);
+    mkdirSync(dir, { recursive: true });
+    const { python, pip } = pipArgs(opts.dir);
+    const r = await run(python, [...pip, 'download', '--no-deps', '--progress-bar', 'off', '--index-url', opts.torchIndex!, '-d', dir, ...missing], log);
+    if (r.code !== 0) {
+      const what = isNetworkFailure(r.output)
+        ? `the index ${opts.torchIndex} (--torch-index) did not answer`
+        : `pip download from ${opts.torchIndex} (--torch-index) failed`;
+      throw new EnvInstallError(`${what} for ${missing.join(', ')}:\n${pipFailure(r.output)}`);
+    }
+    files = find();
+  }
+  const out: { file: string; sha256: string }[] = [];
+  for (const [i, file] of files.entries()) {
+    if (!file) throw new EnvInstallError(`${opts.torchIndex} (--torch-index) gave no wheel ${cpu[i]!.name}==${cpu[i]!.version}+cpu for this Python`);
+    out.push({ file, sha256: await sha256File(join(dir, file)) });
+  }
+  return out;
+}
+
+/** What a finished environment must import: numpy and torch, those of them the lock holds. */
+function probeModules(lock: Lock): string[] {
+  return ['numpy', 'torch'].filter((m) => lock.entries.some((e) => e.name === m));
+}
+
+function probeCode(lock: Lock): string {
+  const modules = probeModules(lock);
+  return modules.length ? `import ${modules.join(', ')}` : 'import sys';
+}
+
 /** Installs (or checks) the environment; throws EnvInstallError with what failed. */
 export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
   opts = { ...opts, dir: resolve(opts.dir), wheelhouse: resolve(opts.wheelhouse) };
@@ -274,15 +343,24 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
   mkdirSync(dirname(opts.dir), { recursive: true });
   const log = createWriteStream(logPath(opts), { flags: 'a' });
   try {
-    if (marker?.lockDigest === opts.lock.digest && existsSync(python)) {
-      const probe = await run(python, ['-c', 'import numpy, torch'], log);
+    if (marker?.lockDigest === opts.lock.digest && marker.torchIndex === opts.torchIndex && existsSync(python)) {
+      const probe = await run(python, ['-c', probeCode(opts.lock)], log);
       if (probe.code === 0) return { python, upToDate: true, packages: marker.packages, log: logPath(opts) };
-      opts.progress(`the environment at ${opts.dir} does not import numpy and torch; repairing it`);
+      opts.progress(`the environment at ${opts.dir} does not import ${probeModules(opts.lock).join(' and ') || 'its packages'}; repairing it`);
     }
     await ensureVenv(opts, log);
     mkdirSync(opts.wheelhouse, { recursive: true });
 
-    const entries = opts.lock.entries;
+    const cpuTorch = opts.torchIndex ? opts.lock.entries.filter((e) => CPU_TORCH.includes(e.name)) : [];
+    const entries = opts.torchIndex ? opts.lock.entries.filter((e) => !cpuTorch.includes(e) && !isCudaOnly(e.name)) : opts.lock.entries;
+    const cpuFiles = cpuTorch.length ? await ensureCpuTorch(opts, cpuTorch, log) : [];
+    if (marker?.torchIndex && !opts.torchIndex && existsSync(python)) {
+      // pip takes an installed 2.5.1+cpu for ==2.5.1: the CPU builds go before the lock's come back.
+      const names = opts.lock.entries.filter((e) => CPU_TORCH.includes(e.name)).map((e) => e.name);
+      opts.progress(`removing the CPU-only ${names.join(' ')} of --torch-index ${marker.torchIndex}`);
+      const r = await run(python, [...pipArgs(opts.dir).pip, 'uninstall', '-y', ...names], log);
+      if (r.code !== 0) throw new EnvInstallError(`pip uninstall of the CPU-only torch failed: ${pipFailure(r.output)}`);
+    }
     const needsEnv = (e: LockEntry) => opts.recipes[e.name]?.noBuildIsolation === true;
     // Files whose metadata needs the installed environment (a setup.py importing torch) are
     // fetched after the first install.
@@ -320,6 +398,15 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
         if (r.code !== 0) throw new EnvInstallError(`pip install of the built wheels failed (log: ${logPath(opts)}):\n${pipFailure(r.output)}`);
       }
     };
+    if (cpuFiles.length) {
+      opts.progress(`installing ${cpuFiles.map((f) => f.file).join(' ')} (CPU-only, from ${opts.torchIndex})`);
+      const r = await run(
+        python,
+        [...pip, 'install', '--no-index', '--no-deps', '--progress-bar', 'off', ...cpuFiles.map((f) => join(cpuTorchDir(opts.wheelhouse), f.file))],
+        log,
+      );
+      if (r.code !== 0) throw new EnvInstallError(`pip install of the CPU-only torch wheels failed (log: ${logPath(opts)}):\n${pipFailure(r.output)}`);
+    }
     await installWheels(first, 'wheels and plain source builds');
 
     const second = entries.filter(needsEnv);
@@ -334,7 +421,7 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
 
     // Exactly the lock: what an earlier lock or a hand install left is removed.
     const listed = await run(python, [...pip, 'list', '--format=json'], log);
-    const locked = new Set(entries.map((e) => e.name).concat('pip'));
+    const locked = new Set(entries.map((e) => e.name).concat('pip', ...cpuTorch.map((e) => e.name)));
     const installed = (JSON.parse(listed.output.trim().split('\n').pop() ?? '[]') as { name: string }[]).map((p) => normalizeName(p.name));
     const extra = installed.filter((n) => !locked.has(n));
     if (extra.length) {
@@ -345,9 +432,16 @@ export async function installEnv(opts: InstallOptions): Promise<InstallResult> {
     const missing = entries.filter((e) => !installed.includes(e.name));
     if (missing.length) throw new EnvInstallError(`after the install, pip does not list ${missing.map((e) => e.name).join(', ')}`);
 
-    const probe = await run(python, ['-c', 'import numpy, torch'], log);
-    if (probe.code !== 0) throw new EnvInstallError(`the installed environment does not import numpy and torch:\n${pipFailure(probe.output)}`);
-    const done: EnvMarker = { lockDigest: opts.lock.digest, packages: entries.length, python, installedAt: new Date().toISOString() };
+    const probe = await run(python, ['-c', probeCode(opts.lock)], log);
+    if (probe.code !== 0)
+      throw new EnvInstallError(`the installed environment does not import ${probeModules(opts.lock).join(' and ')}:\n${pipFailure(probe.output)}`);
+    const done: EnvMarker = {
+      lockDigest: opts.lock.digest,
+      packages: entries.length + cpuTorch.length,
+      python,
+      installedAt: new Date().toISOString(),
+      ...(opts.torchIndex ? { torchIndex: opts.torchIndex, torchFiles: Object.fromEntries(cpuFiles.map((f) => [f.file, f.sha256])) } : {}),
+    };
     writeFileSync(join(opts.dir, ENV_MARKER), `${JSON.stringify(done, null, 2)}\n`);
     return { python, upToDate: false, packages: entries.length, log: logPath(opts) };
   } finally {

@@ -15,6 +15,9 @@ export interface EnvMarker {
   packages: number;
   python: string;
   installedAt: string;
+  /** `rcb env install --torch-index URL`: where the CPU-only torch came from, and its files' sha256. */
+  torchIndex?: string;
+  torchFiles?: Record<string, string>;
 }
 
 function isRoot(): boolean {
