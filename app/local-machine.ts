@@ -13,6 +13,12 @@ import { DEFAULT_TEMPLATE, isShippedTemplate, loadTemplate, SHIPPED_TEMPLATES, t
 import { SqliteRunStore } from '../adapters/local/sqlite-store';
 import { installedEnvPython } from '../adapters/local/paper-env/location';
 
+/**
+ * The exit code of a command that met a damaged run directory: a store file that is not an
+ * rcb store, damaged pages, an unreadable run.json (sysexits' EX_DATAERR).
+ */
+export const DAMAGED_EXIT = 65;
+
 /** An error the user can act on: printed without a stack trace. */
 export class UsageError extends Error {
   constructor(
@@ -97,7 +103,16 @@ export function openRunDir(dir: string, create: boolean): { store: SqliteRunStor
 /** The run a directory holds (its run.json), or null; creates nothing. */
 export function runIdIn(dir: string): string | null {
   const runFile = join(resolve(dir), RUN_FILE);
-  return existsSync(runFile) ? (JSON.parse(readFileSync(runFile, 'utf8')).runId as string) : null;
+  if (!existsSync(runFile)) return null;
+  let runId: unknown;
+  try {
+    runId = (JSON.parse(readFileSync(runFile, 'utf8')) as { runId?: unknown } | null)?.runId;
+  } catch {
+    runId = undefined;
+  }
+  if (typeof runId !== 'string' || !runId)
+    throw new UsageError(`${runFile}: not the run.json rcb writes ({"runId": "..."}); the run directory is damaged`, DAMAGED_EXIT);
+  return runId;
 }
 
 export function writeRunId(dir: string, runId: string): void {

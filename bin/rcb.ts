@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { packageRoot } from '../core/util/package-root';
-import { UsageError } from './commands/common';
+import { DAMAGED_EXIT, UsageError } from './commands/common';
+import { StoreFileError } from '../adapters/local/sqlite-store';
 import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
 import { reportCommand, importOfficialCommand } from './commands/report-commands';
@@ -359,6 +360,10 @@ main(process.argv).then(
     if (e instanceof UsageError) {
       process.stderr.write(`${userMessage(e.message)}\n`);
       process.exitCode = e.exitCode;
+    } else if (e instanceof StoreFileError) {
+      // A damaged or foreign store: one line naming the file, not a stack trace.
+      process.stderr.write(`${userMessage(`${e.message}; rcb cannot read this run directory`)}\n`);
+      process.exitCode = DAMAGED_EXIT;
     } else {
       process.stderr.write(`${userMessage(`internal error: ${e instanceof Error ? e.stack : String(e)}`)}\n`);
       process.exitCode = 70;

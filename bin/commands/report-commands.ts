@@ -3,9 +3,8 @@ import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildReport } from '../../core/report/build-report';
 import { buildHtmlReport, type HtmlRunInput } from '../../core/report/html-report';
-import { loadRun } from '../../core/report/loaded-run';
 import { importOverallStats } from '../../core/report/official';
-import { openRunDir, parseReportFlags, UsageError, writeRunId } from './common';
+import { asUsageError, openRunDir, parseReportFlags, readRunDir, UsageError, writeRunId } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';
 
 export interface ReportCommandOptions extends TaskSourceFlags {
@@ -25,14 +24,8 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
   if (flags.format === 'html') {
     const inputs: HtmlRunInput[] = [];
     for (const dir of runDirs) {
-      const { store, runId } = openRunDir(dir, false);
-      try {
-        if (!runId) throw new UsageError(`${resolve(dir)} has no run.json`);
-        const loaded = await loadRun(store, runId);
-        inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts) });
-      } finally {
-        await store.close();
-      }
+      const loaded = await readRunDir(dir);
+      inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts) });
     }
     try {
       process.stdout.write(buildHtmlReport(inputs, { judge: flags.judge, subset: flags.subset }));
@@ -45,8 +38,8 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     const { store, runId } = openRunDir(runDir, false);
     try {
       if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-      const { text } = await buildReport(store, runId, flags).catch((e: Error) => {
-        throw new UsageError(e.message);
+      const { text } = await buildReport(store, runId, flags).catch((e: unknown) => {
+        throw asUsageError(e);
       });
       if (runDirs.length > 1) process.stdout.write(`${i ? '\n' : ''}${flags.format === 'markdown' ? '## ' : '== '}${resolve(runDir)}\n\n`);
       process.stdout.write(text);
