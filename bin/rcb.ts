@@ -241,6 +241,19 @@ async function main(argv: string[]): Promise<number> {
     });
 
   program
+    .command('export')
+    .description("a run in another tool's format: --format inspect writes one Inspect AI eval log per model (inspect view opens them)")
+    .argument('<run-dir>', 'run directory')
+    .requiredOption('--format <format>', 'inspect (Inspect AI eval logs, JSON)')
+    .requiredOption('--out <dir>', 'folder for the logs (made if missing)')
+    .option('--pset <dir>', 'the pset for the prompts and targets (default: where the run read it)')
+    .option('--prompt-template <file>', "the run's prompt template, if not a shipped one")
+    .action(async (dir, o) => {
+      const { exportCommand } = require('./commands/export-command') as typeof import('./commands/export-command');
+      code = await exportCommand(dir, o);
+    });
+
+  program
     .command('compare')
     .description('two runs, model by model: the paired difference B - A with its 95% interval, and the tasks that flipped')
     .argument('<run-a>', 'run directory A')
