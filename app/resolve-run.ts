@@ -24,11 +24,21 @@ export interface ResolvedRun {
   budgetUsd: number | null;
 }
 
-export function resolveRun(request: RunRequest, hosted: HostedModelResolver | null): ResolvedRun {
-  const pset = loadPsetOrFail(request.psetDir, request.papers);
+/** Where the request's names came from, for the errors about them: the flags, or a sweep file's keys. */
+export interface RequestSources {
+  models: string;
+  papers: string;
+}
+
+export function resolveRun(
+  request: RunRequest,
+  hosted: HostedModelResolver | null,
+  sources: RequestSources = { models: '--model', papers: '--papers' },
+): ResolvedRun {
+  const pset = loadPsetOrFail(request.psetDir, request.papers, sources.papers);
   const template = loadPromptTemplate(request.promptTemplate);
   const { temperature } = request;
-  const models = resolveModels(requestedModels(request), pset, hosted, { temperature }, request.papers !== null);
+  const models = resolveModels(requestedModels(request), pset, hosted, { temperature }, request.papers !== null, sources.models);
   const { spec, runId } = runIdentity(
     request,
     pset,

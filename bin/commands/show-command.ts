@@ -2,7 +2,7 @@ import type { Judge } from '../../core/types';
 import type { TaskRecord } from '../../core/records';
 import { defaultJudge } from '../../core/report/build-report';
 import { countDetails, detailStatus, formatTaskDetail, promptPrefixes, taskDetails } from '../../core/report/task-detail';
-import { closestNames } from '../../core/util/closest-names';
+import { unknownName } from '../../core/util/did-you-mean';
 import { readRunDir, UsageError } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';
 
@@ -19,12 +19,7 @@ export interface ShowOptions extends TaskSourceFlags {
 /** A filter value that matches nothing gets the list of what would, nearest first. */
 function checkValue(flag: string, value: string | undefined, present: string[]): void {
   if (value === undefined || present.includes(value)) return;
-  const near = closestNames(value, present);
-  throw new UsageError(
-    `${flag} "${value}" matches no task of the run` +
-      (near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '') +
-      ` (${flag.slice(2)}s: ${[...new Set(present)].sort().join(', ')})`,
-  );
+  throw new UsageError(unknownName(flag, flag.slice(2), value, present, 'among the tasks of the run'));
 }
 
 export async function showCommand(runDir: string, opts: ShowOptions): Promise<number> {

@@ -74,7 +74,7 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
   if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} problem(s) in the sweep file`);
   // The sweep's entries over the registry's, so that a name equal to a registry id takes the sweep's parameters.
   const hosted = new HostedModels([...registry.filter((e) => !entries.has(e.id)), ...entries.values()], keys);
-  const run = resolveRun(sweepRunFlags(sweep), hosted);
+  const run = resolveRun(sweepRunFlags(sweep), hosted, { models: `${sweep.file}: models`, papers: `${sweep.file}: papers` });
   return { sweep, entries, hosted, run };
 }
 
