@@ -76,6 +76,17 @@ export function formatEstimates(estimates: ModelEstimate[], budgetUsd: number | 
         `expected ${usd(batched.reduce((a, e) => a + e.batch!.usd, 0))}, worst case ${usd(batched.reduce((a, e) => a + e.batch!.worstCaseUsd, 0))}`,
     );
   }
+  // Batch prices are about half, but a batch counts no cache hits: with a long shared prefix
+  // (the paper), cached interactive calls can be cheaper, and a user choosing --batch for
+  // the price should be told.
+  for (const e of batched) {
+    if (e.batch!.usd > e.usd) {
+      out.push(
+        `warning: for ${e.modelId} batch mode is dearer than interactive calls with prompt caching (expected ${usd(e.batch!.usd)} vs ${usd(e.usd)}): ` +
+          'a batch counts no cache hits; leave out --batch (or mode: batch in a sweep) for this model',
+      );
+    }
+  }
   if (budgetUsd !== null) {
     out.push(
       expected > budgetUsd

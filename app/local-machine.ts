@@ -8,10 +8,17 @@ import { delimiter, join, resolve } from 'node:path';
 import { homedir } from 'node:os';
 import type { Pset } from '../core/types';
 import { formatProblem, readPset } from '../core/pset/read-pset';
+import { unknownName } from '../core/util/did-you-mean';
 import { packageRoot, resourcePath } from '../core/util/package-root';
 import { DEFAULT_TEMPLATE, isShippedTemplate, loadTemplate, SHIPPED_TEMPLATES, type PromptTemplate } from '../core/prompt/template';
 import { SqliteRunStore } from '../adapters/local/sqlite-store';
 import { installedEnvPython } from '../adapters/local/paper-env/location';
+
+/**
+ * The exit code of a command that met a damaged run directory: a store file that is not an
+ * rcb store, damaged pages, an unreadable run.json (sysexits' EX_DATAERR).
+ */
+export const DAMAGED_EXIT = 65;
 
 /** An error the user can act on: printed without a stack trace. */
 export class UsageError extends Error {
@@ -54,10 +61,21 @@ export function interpreterPath(python: string): string {
   return python;
 }
 
-export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null): Pset {
+/**
+ * The pset at `dir` (default the bundled one), only `papers` if given. A paper asked for that
+ * the pset does not list is the asker's mistake: blamed on `papersSource` (the flag or file
+ * that named it), with the nearest ids, not on the pset's papers.yaml.
+ */
+export function loadPsetOrFail(dir: string | undefined, papers?: string[] | null, papersSource = '--papers'): Pset {
   const root = resolve(dir ?? defaultPsetDir());
   if (!existsSync(root)) throw new UsageError(`the pset folder ${root} does not exist (--pset names a folder holding papers.yaml)`);
   const { pset, problems } = readPset(root, { papers: papers ?? null });
+  const unknown = problems.filter((p) => p.unknownPaper !== undefined);
+  if (unknown.length) {
+    throw new UsageError(
+      unknown.map((p) => unknownName(papersSource, 'paper', p.unknownPaper!.id, p.unknownPaper!.known, `in the pset at ${root}`)).join('\n'),
+    );
+  }
   if (problems.length) {
     throw new UsageError(
       `${problems.map(formatProblem).join('\n')}\n${problems.length} problem(s) in the pset at ${root}; run \`rcb validate --pset ${root}\``,
@@ -97,7 +115,16 @@ export function openRunDir(dir: string, create: boolean): { store: SqliteRunStor
 /** The run a directory holds (its run.json), or null; creates nothing. */
 export function runIdIn(dir: string): string | null {
   const runFile = join(resolve(dir), RUN_FILE);
-  return existsSync(runFile) ? (JSON.parse(readFileSync(runFile, 'utf8')).runId as string) : null;
+  if (!existsSync(runFile)) return null;
+  let runId: unknown;
+  try {
+    runId = (JSON.parse(readFileSync(runFile, 'utf8')) as { runId?: unknown } | null)?.runId;
+  } catch {
+    runId = undefined;
+  }
+  if (typeof runId !== 'string' || !runId)
+    throw new UsageError(`${runFile}: not the run.json rcb writes ({"runId": "..."}); the run directory is damaged`, DAMAGED_EXIT);
+  return runId;
 }
 
 export function writeRunId(dir: string, runId: string): void {

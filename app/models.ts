@@ -12,6 +12,7 @@ import { envKeySource } from '../core/keys';
 import { HostedModels } from '../adapters/models/hosted-models';
 import { UsageError } from './local-machine';
 import { replayProblems } from './replay-check';
+import { unknownName } from '../core/util/did-you-mean';
 import type { ModelClient } from '../core/model';
 import type { ModelSpec, RunSpec } from '../core/records';
 import type { Pset } from '../core/types';
@@ -289,6 +290,8 @@ export function resolveModels(
   hosted: HostedModelResolver | null,
   overrides: { temperature?: number },
   papersSelected = false,
+  /** The flag or file the ids came from, which an unknown id's error blames. */
+  modelSource = '--model',
 ): ResolvedModels {
   const out: ResolvedModels = { clients: new Map(), info: {}, costs: new Map() };
   const add = (client: ModelClient, info: ModelInfo, cost?: CostModel) => {
@@ -314,8 +317,10 @@ export function resolveModels(
     } else {
       const hit = hosted?.resolve(id, overrides);
       if (!hit) {
-        const known = hosted ? hosted.ids().join(', ') : '';
-        throw new UsageError(`unknown model "${id}": use oracle, empty, replay:FILE${known ? ` or one of: ${known}` : ''} (see \`rcb models\`)`);
+        const known = [...OFFLINE_MODELS, ...(hosted ? hosted.ids() : [])];
+        throw new UsageError(
+          `${unknownName(modelSource, 'model', id, known, 'in the model registry', 200)}; replay:FILE replays recorded answers (see \`rcb models\`)`,
+        );
       }
       add(hit.client, hit.info, hit.cost);
     }

@@ -7,12 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { Pset } from '../core/types';
 import { readReplayFile } from '../adapters/models/offline';
-import { closestNames } from '../core/util/closest-names';
-
-const didYouMean = (name: string, known: string[]) => {
-  const near = closestNames(name, known);
-  return near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '';
-};
+import { didYouMean } from '../core/util/did-you-mean';
 
 /**
  * Problems as `FILE:LINE: message`. A paper outside the pset is a problem only when the

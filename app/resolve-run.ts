@@ -27,12 +27,22 @@ export interface ResolvedRun {
   budgetUsd: number | null;
 }
 
-export function resolveRun(request: RunRequest, hosted: HostedModelResolver | null): ResolvedRun {
+/** Where the request's names came from, for the errors about them: the flags, or a sweep file's keys. */
+export interface RequestSources {
+  models: string;
+  papers: string;
+}
+
+export function resolveRun(
+  request: RunRequest,
+  hosted: HostedModelResolver | null,
+  sources: RequestSources = { models: '--model', papers: '--papers' },
+): ResolvedRun {
   const subset = request.subsetFile !== undefined ? readRunSubset(request.subsetFile) : undefined;
   // A subset names the papers it was made for: they are the run's unless --papers says otherwise
   // (and then the digest tells whether the subset still fits).
   const papers = request.papers ?? (subset ? subset.file.pset.papers : null);
-  const full = loadPsetOrFail(request.psetDir, papers);
+  const full = loadPsetOrFail(request.psetDir, papers, sources.papers);
   let pset = full;
   if (subset) {
     try {
@@ -45,7 +55,7 @@ export function resolveRun(request: RunRequest, hosted: HostedModelResolver | nu
   const template = loadPromptTemplate(request.promptTemplate);
   const { temperature } = request;
   // Replay files and the oracle are checked against the whole pset: a replay of every task fits a subset's run.
-  const models = resolveModels(requestedModels(request), full, hosted, { temperature }, papers !== null);
+  const models = resolveModels(requestedModels(request), full, hosted, { temperature }, papers !== null, sources.models);
   const { spec, runId } = runIdentity(
     { ...request, papers },
     pset,

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { packageRoot } from '../core/util/package-root';
-import { UsageError } from './commands/common';
+import { DAMAGED_EXIT, UsageError } from './commands/common';
+import { StoreFileError } from '../adapters/local/sqlite-store';
 import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
 import { reportCommand, importOfficialCommand } from './commands/report-commands';
@@ -250,6 +251,19 @@ async function main(argv: string[]): Promise<number> {
     });
 
   program
+    .command('export')
+    .description("a run in another tool's format: --format inspect writes one Inspect AI eval log per model (inspect view opens them)")
+    .argument('<run-dir>', 'run directory')
+    .requiredOption('--format <format>', 'inspect (Inspect AI eval logs, JSON)')
+    .requiredOption('--out <dir>', 'folder for the logs (made if missing)')
+    .option('--pset <dir>', 'the pset for the prompts and targets (default: where the run read it)')
+    .option('--prompt-template <file>', "the run's prompt template, if not a shipped one")
+    .action(async (dir, o) => {
+      const { exportCommand } = require('./commands/export-command') as typeof import('./commands/export-command');
+      code = await exportCommand(dir, o);
+    });
+
+  program
     .command('compare')
     .description('two runs, model by model: the paired difference B - A with its 95% interval, and the tasks that flipped')
     .argument('<run-a>', 'run directory A')
@@ -369,6 +383,10 @@ main(process.argv).then(
     if (e instanceof UsageError) {
       process.stderr.write(`${userMessage(e.message)}\n`);
       process.exitCode = e.exitCode;
+    } else if (e instanceof StoreFileError) {
+      // A damaged or foreign store: one line naming the file, not a stack trace.
+      process.stderr.write(`${userMessage(`${e.message}; rcb cannot read this run directory`)}\n`);
+      process.exitCode = DAMAGED_EXIT;
     } else {
       process.stderr.write(`${userMessage(`internal error: ${e instanceof Error ? e.stack : String(e)}`)}\n`);
       process.exitCode = 70;

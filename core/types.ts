@@ -88,6 +88,8 @@ export interface PsetProblem {
   /** 1-based line, or 0 when the problem is about the file as a whole. */
   line: number;
   message: string;
+  /** Set when the problem is a paper asked for (`--papers`) that papers.yaml does not list: the asker's mistake, not the pset's. */
+  unknownPaper?: { id: string; known: string[] };
 }
 
 /** The listing row of a task, as printed by `rcb tasks --json`. */

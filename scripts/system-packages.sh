@@ -33,9 +33,13 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" -eq 0 ]; then SUDO=(); elif sudo -n true 2>/dev/null; then SUDO=(sudo -n); else
   echo "rcb needs these Debian packages: ${missing[*]}" >&2
-  echo "install them with:  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  echo "install them with:  sudo apt-get -o DPkg::Lock::Timeout=600 update && sudo apt-get -o DPkg::Lock::Timeout=600 install -y ${missing[*]}" >&2
   exit 1
 fi
-echo "installing ${missing[*]} ..." >&2
-"${SUDO[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+# Another apt (unattended-upgrades on a fresh machine, a second shell) may hold the dpkg
+# lock: wait for it, up to RCB_APT_LOCK_TIMEOUT seconds (default 600), instead of failing.
+LOCK_WAIT="${RCB_APT_LOCK_TIMEOUT:-600}"
+APT=(apt-get -o "DPkg::Lock::Timeout=${LOCK_WAIT}")
+echo "installing ${missing[*]} (waiting up to ${LOCK_WAIT}s if another apt holds the dpkg lock) ..." >&2
+"${SUDO[@]}" "${APT[@]}" update -qq
+DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" "${APT[@]}" install -y -qq "${missing[@]}" >/dev/null

@@ -3,31 +3,120 @@
  * process loses at most the write in progress, and every write is first-wins, so resuming
  * repeats nothing.
  */
+import { existsSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { CompletionCache, RunStore } from '../../core/store';
 import type { CompletionRecord, PaperEnvironment, RunEnvironment, RunRecord, RunStatus, TaskRecord, Verdict } from '../../core/records';
 import type { EnvironmentChecks, RunPaperEnvironment } from '../../core/cloud/ports';
 
 /**
+ * A store file that cannot be read as one: not SQLite at all, damaged pages, another
+ * program's database, or a row that is not the JSON rcb wrote. The message names the file;
+ * the command line prints it as one line (docs/running-locally.md, "Exit codes").
+ */
+export class StoreFileError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`${path}: ${reason}`);
+    this.name = 'StoreFileError';
+  }
+}
+
+/** SQLite's answers that mean the file is not (or no longer) a database this store can read. */
+function damageReason(e: unknown): string | null {
+  const code = (e as { code?: unknown }).code;
+  const message = e instanceof Error ? e.message : String(e);
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return null;
+  if (code === 'SQLITE_NOTADB') return 'not an SQLite database (damaged, or not an rcb run store)';
+  if (code.startsWith('SQLITE_CORRUPT')) return `the SQLite database is damaged (${message})`;
+  if (/no such (table|column)/.test(message)) return `not an rcb store of this version (${message})`;
+  return null;
+}
+
+/** A prepared statement whose damage errors name the file. */
+interface GuardedStatement {
+  run(...params: unknown[]): Database.RunResult;
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+/**
  * A SQLite file opened the way both stores need it, with its statements prepared once: the
- * per-task writes run on the hot path of a run.
+ * per-task writes run on the hot path of a run. An existing file is checked first: one that
+ * holds tables but not `requiredTable` is another program's and is refused, not written to.
  */
 class SqliteFile {
   readonly db: Database.Database;
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements = new Map<string, GuardedStatement>();
 
-  constructor(path: string, schema: string) {
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.exec(schema);
+  constructor(
+    readonly path: string,
+    schema: string,
+    requiredTable: string,
+  ) {
+    const existed = existsSync(path) && statSync(path).size > 0;
+    this.db = this.guard(() => new Database(path));
+    try {
+      this.guard(() => {
+        if (existed) {
+          const tables = (this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
+          if (!tables.includes(requiredTable)) {
+            throw new StoreFileError(
+              path,
+              `an SQLite database, but not an rcb store (no table "${requiredTable}"; its tables: ${tables.join(', ') || 'none'})`,
+            );
+          }
+        }
+        this.db.pragma('journal_mode = WAL');
+        this.db.pragma('synchronous = NORMAL');
+        this.db.pragma('busy_timeout = 5000');
+        this.db.exec(schema);
+      });
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
   }
 
-  prepare(sql: string): Database.Statement {
+  /** `fn`, with SQLite's damage errors turned into a StoreFileError naming the file. */
+  guard<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      const reason = damageReason(e);
+      if (reason) throw new StoreFileError(this.path, reason);
+      throw e;
+    }
+  }
+
+  prepare(sql: string): GuardedStatement {
     let statement = this.statements.get(sql);
-    if (!statement) this.statements.set(sql, (statement = this.db.prepare(sql)));
+    if (!statement) {
+      const raw = this.guard(() => this.db.prepare(sql));
+      statement = {
+        run: (...p) => this.guard(() => raw.run(...p)),
+        get: (...p) => this.guard(() => raw.get(...p)),
+        all: (...p) => this.guard(() => raw.all(...p)),
+      };
+      this.statements.set(sql, statement);
+    }
     return statement;
+  }
+
+  /** `fn` in one transaction, guarded like the statements. */
+  transaction<T>(fn: () => T): T {
+    return this.guard(() => this.db.transaction(fn)());
+  }
+
+  /** A stored record read back; text that is not JSON is damage, named with its table. */
+  parse<T>(text: string, table: string): T {
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new StoreFileError(this.path, `a row of table "${table}" is not the JSON rcb wrote (the file is damaged)`);
+    }
   }
 }
 
@@ -106,7 +195,7 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
 
   constructor(path: string, options: SqliteRunStoreOptions = {}) {
     this.now = options.now ?? (() => new Date());
-    this.file = new SqliteFile(path, SCHEMA);
+    this.file = new SqliteFile(path, SCHEMA, 'runs');
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {
@@ -124,7 +213,7 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
       | { record: string; status: RunStatus; budget_usd: number | null; spent_usd: number; reserved_usd: number; updated_at: string; error: string | null }
       | undefined;
     if (!row) return null;
-    const run = JSON.parse(row.record) as RunRecord;
+    const run = this.file.parse<RunRecord>(row.record, 'runs');
     run.status = row.status;
     run.spec.budgetUsd = row.budget_usd;
     run.spentUsd = row.spent_usd;
@@ -154,9 +243,9 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const start = (this.file.prepare('SELECT COUNT(*) AS n FROM tasks WHERE run_id = ?').get(runId) as { n: number }).n;
-    this.file.db.transaction(() => {
+    this.file.transaction(() => {
       tasks.forEach((t, i) => insert.run(runId, t.taskId, start + i, t.paper, t.file, t.snippet, t.loc, t.model, t.sample));
-    })();
+    });
   }
 
   async listTasks(runId: string): Promise<TaskRecord[]> {
@@ -181,19 +270,19 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
     const get = this.file.prepare(GET_COMPLETION);
     for (const id of taskIds) {
       const row = get.get(id) as { record: string } | undefined;
-      if (row) out.set(id, JSON.parse(row.record));
+      if (row) out.set(id, this.file.parse<CompletionRecord>(row.record, 'completions'));
     }
     return out;
   }
 
   async reopenTask(runId: string, taskId: string): Promise<boolean> {
-    return this.file.db.transaction(() => {
+    return this.file.transaction(() => {
       const row = this.file.prepare(GET_COMPLETION).get(taskId) as { record: string } | undefined;
-      if (!row || !(JSON.parse(row.record) as CompletionRecord).error) return false;
+      if (!row || !this.file.parse<CompletionRecord>(row.record, 'completions').error) return false;
       this.file.prepare('DELETE FROM completions WHERE task_id = ?').run(taskId);
       this.file.prepare('DELETE FROM verdicts WHERE run_id = ? AND task_id = ?').run(runId, taskId);
       return true;
-    })();
+    });
   }
 
   async putVerdict(runId: string, v: Verdict): Promise<boolean> {
@@ -202,7 +291,7 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
 
   async listVerdicts(runId: string): Promise<Verdict[]> {
     const rows = this.file.prepare('SELECT record FROM verdicts WHERE run_id = ?').all(runId) as { record: string }[];
-    return rows.map((r) => JSON.parse(r.record));
+    return rows.map((r) => this.file.parse<Verdict>(r.record, 'verdicts'));
   }
 
   async reserveBudget(runId: string, usd: number): Promise<boolean> {
@@ -245,7 +334,7 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
     const row = this.file.prepare('SELECT record FROM image_checks WHERE image = ? AND paper_digest = ?').get(image, paperDigest) as
       | { record: string }
       | undefined;
-    return row ? (JSON.parse(row.record) as PaperEnvironment) : null;
+    return row ? this.file.parse<PaperEnvironment>(row.record, 'image_checks') : null;
   }
 
   async putImageCheck(image: string, paperDigest: string, result: PaperEnvironment): Promise<void> {
@@ -272,7 +361,7 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
 
   async listRunPaperEnvironments(runId: string): Promise<RunPaperEnvironment[]> {
     const rows = this.file.prepare('SELECT record FROM run_paper_environments WHERE run_id = ? ORDER BY paper').all(runId) as { record: string }[];
-    return rows.map((r) => JSON.parse(r.record) as RunPaperEnvironment);
+    return rows.map((r) => this.file.parse<RunPaperEnvironment>(r.record, 'run_paper_environments'));
   }
 
   async close(): Promise<void> {
@@ -288,12 +377,12 @@ export class SqliteCompletionCache implements CompletionCache {
   private readonly file: SqliteFile;
 
   constructor(path: string) {
-    this.file = new SqliteFile(path, COMPLETIONS_TABLE);
+    this.file = new SqliteFile(path, COMPLETIONS_TABLE, 'completions');
   }
 
   async get(taskId: string): Promise<CompletionRecord | null> {
     const row = this.file.prepare(GET_COMPLETION).get(taskId) as { record: string } | undefined;
-    return row ? JSON.parse(row.record) : null;
+    return row ? this.file.parse<CompletionRecord>(row.record, 'completions') : null;
   }
 
   async put(c: CompletionRecord): Promise<void> {

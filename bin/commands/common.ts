@@ -7,10 +7,14 @@ import { parseSandboxMode, type SandboxMode } from '../../adapters/executor/exec
 import type { Judge } from '../../core/types';
 import type { Subset } from '../../core/scoring';
 import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
-import { UsageError } from '../../app/local-machine';
+import { resolve } from 'node:path';
+import { DAMAGED_EXIT, openRunDir, UsageError } from '../../app/local-machine';
+import { StoreFileError } from '../../adapters/local/sqlite-store';
+import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
 
 export {
   UsageError,
+  DAMAGED_EXIT,
   defaultPsetDir,
   defaultPython,
   cacheDir,
@@ -75,4 +79,25 @@ export function sandboxFromFlags(opts: SandboxFlags): SandboxMode {
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^rcb: /, ''));
   }
+}
+
+/**
+ * A run directory read whole (the result commands: show, compare, report, export): no
+ * run.json, or a store that holds no run it names, is said naming the folder.
+ */
+export async function readRunDir(dir: string): Promise<LoadedRun> {
+  const { store, runId, dir: abs } = openRunDir(dir, false);
+  try {
+    if (!runId) throw new UsageError(`${abs} has no run.json (not a run directory, or one whose run never started)`);
+    if (!(await store.getRun(runId))) throw new UsageError(`${resolve(abs, 'rcb.sqlite')} holds no run ${runId}, the run its run.json names`, DAMAGED_EXIT);
+    return await loadRun(store, runId);
+  } finally {
+    await store.close();
+  }
+}
+
+/** An error of a deeper layer as the user sees it: a damaged store stays itself (its own exit code), the rest a UsageError. */
+export function asUsageError(e: unknown): Error {
+  if (e instanceof StoreFileError || e instanceof UsageError) return e;
+  return new UsageError(e instanceof Error ? e.message : String(e));
 }

@@ -4,12 +4,17 @@ import { formatProblem, readPset } from '../../core/pset/read-pset';
 import { buildPrompt } from '../../core/prompt/template';
 import type { TaskListing } from '../../core/types';
 import { findSnippet } from '../../core/prompt/mask';
+import { unknownName } from '../../core/util/did-you-mean';
 import { defaultPsetDir, loadPromptTemplate, loadPsetOrFail, parseList, UsageError } from './common';
 
 export function validateCommand(opts: { pset?: string; papers?: string }): number {
   const root = resolve(opts.pset ?? defaultPsetDir());
   const { pset, problems } = readPset(root, { papers: parseList(opts.papers) });
-  for (const p of problems) process.stdout.write(`${formatProblem(p)}\n`);
+  // A misspelt --papers is the flag's mistake, said as such; the pset's own problems as path:line.
+  for (const p of problems) {
+    const u = p.unknownPaper;
+    process.stdout.write(`${u ? unknownName('--papers', 'paper', u.id, u.known, `in the pset at ${root}`) : formatProblem(p)}\n`);
+  }
   const snippets = pset.papers.reduce((a, p) => a + p.snippets.length, 0);
   if (problems.length) {
     process.stderr.write(`${problems.length} problem(s) in ${root}\n`);
@@ -59,14 +64,24 @@ export function formatTaskTable(tasks: TaskListing[], columns?: number): string 
 }
 
 export function promptCommand(paperId: string, snippetName: string, opts: { pset?: string; paper?: boolean; promptTemplate?: string }): number {
-  const pset = loadPsetOrFail(opts.pset, [paperId]);
+  const pset = loadPsetOrFail(opts.pset, [paperId], 'the <paper> argument');
   const paper = pset.papers[0];
+  if (!paper.snippets.some((s) => s.name === snippetName)) {
+    throw new UsageError(
+      unknownName(
+        'the <snippet> argument',
+        'snippet',
+        snippetName,
+        paper.snippets.map((s) => s.name),
+        `in paper "${paper.meta.id}"`,
+      ),
+    );
+  }
   let snippet;
   try {
     snippet = findSnippet(paper, snippetName);
   } catch (e) {
-    const names = paper.snippets.map((s) => `"${s.name}"`).join(', ');
-    throw new UsageError(`${(e as Error).message}; its snippets: ${names}`);
+    throw new UsageError((e as Error).message);
   }
   const template = loadPromptTemplate(opts.promptTemplate);
   try {

@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import { buildReport } from '../../core/report/build-report';
 import { rejudgeRun, withVerdicts } from '../../core/rejudge';
-import { openRunDir, parseReportFlags, UsageError } from './common';
+import { asUsageError, openRunDir, parseReportFlags, UsageError } from './common';
 
 export async function rejudgeCommand(runDir: string, opts: { format: string; judge?: string; subset: string }): Promise<number> {
   const flags = parseReportFlags(opts);
@@ -13,8 +13,8 @@ export async function rejudgeCommand(runDir: string, opts: { format: string; jud
     if (!run) throw new UsageError(`no run ${runId} in ${resolve(runDir)}`);
     if (run.source === 'import') throw new UsageError('this run was imported from overall_stats.json: its results carry no test evidence to judge again');
     const result = await rejudgeRun(store, runId);
-    const { text } = await buildReport(withVerdicts(store, result.verdicts), runId, flags).catch((e: Error) => {
-      throw new UsageError(e.message);
+    const { text } = await buildReport(withVerdicts(store, result.verdicts), runId, flags).catch((e: unknown) => {
+      throw asUsageError(e);
     });
     process.stdout.write(text);
     process.stderr.write(

@@ -5,7 +5,7 @@ import { buildReport } from '../../core/report/build-report';
 import { buildHtmlReport, publishedBaseline, type HtmlBaseline, type HtmlRunInput } from '../../core/report/html-report';
 import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
 import { importOverallStats } from '../../core/report/official';
-import { openRunDir, parseReportFlags, UsageError, writeRunId } from './common';
+import { asUsageError, openRunDir, parseReportFlags, readRunDir, UsageError, writeRunId } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';
 import { estimateRun, estimateSourceOf, type EstimateSource, type SubsetEstimates } from '../../core/report/subset-estimate';
 import { parseSubsetFile, subsetSha256 } from '../../core/subset/subset-file';
@@ -55,21 +55,15 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
   if (flags.format === 'html') {
     const inputs: HtmlRunInput[] = [];
     for (const dir of runDirs) {
-      const { store, runId } = openRunDir(dir, false);
+      const loaded = await readRunDir(dir);
+      const from = estimateSourceOf(loaded.run, estimate);
+      let subsetEstimate: SubsetEstimates | undefined;
       try {
-        if (!runId) throw new UsageError(`${resolve(dir)} has no run.json`);
-        const loaded = await loadRun(store, runId);
-        const from = estimateSourceOf(loaded.run, estimate);
-        let subsetEstimate: SubsetEstimates | undefined;
-        try {
-          subsetEstimate = from ? estimateRun(loaded.run, loaded.tasks, loaded.verdicts, from) : undefined;
-        } catch (e) {
-          throw new UsageError(`${estimate ? '--subset-file ' : ''}${(e as Error).message}`);
-        }
-        inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts), estimate: subsetEstimate });
-      } finally {
-        await store.close();
+        subsetEstimate = from ? estimateRun(loaded.run, loaded.tasks, loaded.verdicts, from) : undefined;
+      } catch (e) {
+        throw new UsageError(`${estimate ? '--subset-file ' : ''}${(e as Error).message}`);
       }
+      inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts), estimate: subsetEstimate });
     }
     let baseline: HtmlBaseline | undefined;
     if (opts.baseline !== undefined) {
@@ -87,8 +81,9 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     const { store, runId } = openRunDir(runDir, false);
     try {
       if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-      const { text } = await buildReport(store, runId, { ...flags, estimate }).catch((e: Error) => {
-        throw new UsageError(estimate && e.message.startsWith(estimate.source) ? `--subset-file ${e.message}` : e.message);
+      const { text } = await buildReport(store, runId, { ...flags, estimate }).catch((e: unknown) => {
+        if (estimate && e instanceof Error && e.message.startsWith(estimate.source)) throw new UsageError(`--subset-file ${e.message}`);
+        throw asUsageError(e);
       });
       if (runDirs.length > 1) process.stdout.write(`${i ? '\n' : ''}${flags.format === 'markdown' ? '## ' : '== '}${resolve(runDir)}\n\n`);
       process.stdout.write(text);

@@ -4,7 +4,7 @@
  * `rcb cloud run`, so the same flags give the same run id.
  */
 import type { RunRequest } from '../../core/run/run-request';
-import { resolveRun as resolveRequest, type ResolvedRun } from '../../app/resolve-run';
+import { resolveRun as resolveRequest, type RequestSources, type ResolvedRun } from '../../app/resolve-run';
 import type { HostedModelResolver } from '../../app/models';
 import { parseList, parseNumber, parsePositiveInt } from './common';
 
@@ -42,6 +42,6 @@ export function runRequestFromFlags(opts: RunSpecFlags): RunRequest {
 }
 
 /** The run of the flags. */
-export function resolveRun(opts: RunSpecFlags, hosted: HostedModelResolver | null): ResolvedRun {
-  return resolveRequest(runRequestFromFlags(opts), hosted);
+export function resolveRun(opts: RunSpecFlags, hosted: HostedModelResolver | null, sources?: RequestSources): ResolvedRun {
+  return resolveRequest(runRequestFromFlags(opts), hosted, sources);
 }

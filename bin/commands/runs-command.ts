@@ -4,6 +4,7 @@ import { join, relative, resolve } from 'node:path';
 import { scoreStoredRun, splitRunnable } from '../../core/scoring';
 import { defaultJudge } from '../../core/report/build-report';
 import { loadRun } from '../../core/report/loaded-run';
+import { StoreFileError } from '../../adapters/local/sqlite-store';
 import { openRunDir, runIdIn, UsageError } from './common';
 
 export interface RunListing {
@@ -30,59 +31,93 @@ export interface RunListing {
   notes: string[];
 }
 
-function isRunDir(dir: string): boolean {
-  return existsSync(join(dir, 'rcb.sqlite')) && runIdIn(dir) !== null;
+/** A folder that has a run store but cannot be read as a run: listed with why, the others still listed. */
+export interface DamagedListing {
+  dir: string;
+  damaged: string;
 }
 
+function isRunDir(dir: string): boolean {
+  return existsSync(join(dir, 'rcb.sqlite'));
+}
+
+/** The reason a run directory cannot be read, from the errors reading it throws; others are rethrown. */
+function damageOf(e: unknown): string {
+  if (e instanceof StoreFileError) return e.message;
+  if (e instanceof UsageError) return e.message;
+  throw e;
+}
+
+/** The readable runs under `root`, newest first. */
 export async function listRuns(root: string): Promise<RunListing[]> {
+  return (await listRunDirs(root)).runs;
+}
+
+/** The runs under `root`, newest first, and apart the folders with a store that cannot be read as a run. */
+export async function listRunDirs(root: string): Promise<{ runs: RunListing[]; damaged: DamagedListing[] }> {
   const dirs = isRunDir(root)
     ? [root]
     : readdirSync(root)
         .map((n) => join(root, n))
         .filter((d) => statSync(d).isDirectory() && isRunDir(d));
   const out: RunListing[] = [];
+  const damaged: DamagedListing[] = [];
   for (const dir of dirs) {
-    const { store, runId } = openRunDir(dir, false);
     try {
-      const loaded = await loadRun(store, runId!);
-      const { run } = loaded;
-      const judge = defaultJudge(run, 'table');
-      const report = scoreStoredRun(run, loaded.tasks, loaded.verdicts, judge, 'all');
-      const { runnable, envBroken } = splitRunnable(run, loaded.tasks);
-      out.push({
-        dir,
-        runId: run.runId,
-        status: run.status,
-        createdAt: run.createdAt,
-        models: run.spec.models.map((m) => m.id),
-        samples: run.spec.samples,
-        papers: run.papers.length,
-        withPaper: run.spec.withPaper,
-        judge,
-        scores: Object.fromEntries(report.models.map((m) => [m.model, m.tasks ? m.scaled.mean : null])),
-        intervals: Object.fromEntries(report.models.map((m) => [m.model, m.scaled.ci])),
-        judged: runnable.filter((t) => loaded.verdicts.has(t.taskId)).length,
-        tasks: runnable.length,
-        envBroken: envBroken.length,
-        envBrokenPapers: [...new Set(envBroken.map((t) => t.paper))].sort(),
-        notes: report.notes,
-      });
-    } finally {
-      await store.close();
+      const listing = await listRun(dir);
+      if ('damaged' in listing) damaged.push(listing);
+      else out.push(listing);
+    } catch (e) {
+      damaged.push({ dir, damaged: damageOf(e) });
     }
   }
-  return out.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  return { runs: out.sort((a, b) => b.createdAt.localeCompare(a.createdAt)), damaged: damaged.sort((a, b) => a.dir.localeCompare(b.dir)) };
+}
+
+async function listRun(dir: string): Promise<RunListing | DamagedListing> {
+  const runId = runIdIn(dir);
+  if (runId === null) return { dir, damaged: `${join(dir, 'run.json')} is missing: the folder has a run store but names no run` };
+  const { store } = openRunDir(dir, false);
+  try {
+    const run = await store.getRun(runId);
+    if (!run) return { dir, damaged: `${join(dir, 'rcb.sqlite')} holds no run ${runId} (the run ${join(dir, 'run.json')} names)` };
+    const loaded = await loadRun(store, runId);
+    const judge = defaultJudge(run, 'table');
+    const report = scoreStoredRun(run, loaded.tasks, loaded.verdicts, judge, 'all');
+    const { runnable, envBroken } = splitRunnable(run, loaded.tasks);
+    return {
+      dir,
+      runId: run.runId,
+      status: run.status,
+      createdAt: run.createdAt,
+      models: run.spec.models.map((m) => m.id),
+      samples: run.spec.samples,
+      papers: run.papers.length,
+      withPaper: run.spec.withPaper,
+      judge,
+      scores: Object.fromEntries(report.models.map((m) => [m.model, m.tasks ? m.scaled.mean : null])),
+      intervals: Object.fromEntries(report.models.map((m) => [m.model, m.scaled.ci])),
+      judged: runnable.filter((t) => loaded.verdicts.has(t.taskId)).length,
+      tasks: runnable.length,
+      envBroken: envBroken.length,
+      envBrokenPapers: [...new Set(envBroken.map((t) => t.paper))].sort(),
+      notes: report.notes,
+    };
+  } finally {
+    await store.close();
+  }
 }
 
 export async function runsCommand(dir: string | undefined, opts: { json?: boolean }): Promise<number> {
   const root = resolve(dir ?? 'runs');
   if (!existsSync(root)) throw new UsageError(`${root} does not exist (run directories are made by \`rcb run\`, under ./runs by default)`);
-  const runs = await listRuns(root);
+  const { runs, damaged } = await listRunDirs(root);
   if (opts.json) {
-    process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+    // The damaged folders last, each {dir, damaged}: a reader tells them apart by the `damaged` key.
+    process.stdout.write(`${JSON.stringify([...runs, ...damaged], null, 2)}\n`);
     return 0;
   }
-  if (!runs.length) {
+  if (!runs.length && !damaged.length) {
     process.stderr.write(`no run directory in ${root}\n`);
     return 0;
   }
@@ -100,6 +135,11 @@ export async function runsCommand(dir: string | undefined, opts: { json?: boolea
         '\n' +
         `  scaled pass@1 % (${r.judge}): ${scores || '-'}\n`,
     );
+  }
+  for (const d of damaged) process.stdout.write(`${relative(process.cwd(), d.dir) || '.'}  DAMAGED  ${d.damaged}\n`);
+  if (damaged.length) {
+    const all = runs.length + damaged.length;
+    process.stderr.write(`${damaged.length} of ${all} run director${all === 1 ? 'y' : 'ies'} could not be read (marked DAMAGED)\n`);
   }
   return 0;
 }

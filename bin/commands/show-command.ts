@@ -1,12 +1,9 @@
-/** `rcb show`: a run's tasks one by one: answer, diff of the spliced file, verdict, test log. */
-import { resolve } from 'node:path';
 import type { Judge } from '../../core/types';
 import type { TaskRecord } from '../../core/records';
 import { defaultJudge } from '../../core/report/build-report';
 import { countDetails, detailStatus, formatTaskDetail, promptPrefixes, taskDetails } from '../../core/report/task-detail';
-import { loadRun } from '../../core/report/loaded-run';
-import { closestNames } from '../../core/util/closest-names';
-import { openRunDir, UsageError } from './common';
+import { unknownName } from '../../core/util/did-you-mean';
+import { readRunDir, UsageError } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';
 
 export interface ShowOptions extends TaskSourceFlags {
@@ -22,55 +19,44 @@ export interface ShowOptions extends TaskSourceFlags {
 /** A filter value that matches nothing gets the list of what would, nearest first. */
 function checkValue(flag: string, value: string | undefined, present: string[]): void {
   if (value === undefined || present.includes(value)) return;
-  const near = closestNames(value, present);
-  throw new UsageError(
-    `${flag} "${value}" matches no task of the run` +
-      (near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '') +
-      ` (${flag.slice(2)}s: ${[...new Set(present)].sort().join(', ')})`,
-  );
+  throw new UsageError(unknownName(flag, flag.slice(2), value, present, 'among the tasks of the run'));
 }
 
 export async function showCommand(runDir: string, opts: ShowOptions): Promise<number> {
   if (opts.judge !== undefined && opts.judge !== 'strict' && opts.judge !== 'official') {
     throw new UsageError(`--judge must be one of strict, official (got "${opts.judge}")`);
   }
-  const { store, runId } = openRunDir(runDir, false);
-  try {
-    if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-    const loaded = await loadRun(store, runId);
-    const judge: Judge = (opts.judge as Judge | undefined) ?? defaultJudge(loaded.run, 'table');
-    const sample = opts.sample === undefined ? undefined : Number(opts.sample);
-    if (sample !== undefined && !(Number.isInteger(sample) && sample >= 0)) throw new UsageError(`--sample must be a whole number >= 0 (got "${opts.sample}")`);
-    checkValue('--paper', opts.paper, [...new Set(loaded.tasks.map((t) => t.paper))]);
-    const inPaper = loaded.tasks.filter((t) => !opts.paper || t.paper === opts.paper);
-    checkValue('--snippet', opts.snippet, [...new Set(inPaper.map((t) => t.snippet))]);
-    checkValue('--model', opts.model, [...new Set(loaded.tasks.map((t) => t.model))]);
-    const chosen = inPaper.filter(
-      (t: TaskRecord) =>
-        (!opts.snippet || t.snippet === opts.snippet) && (!opts.model || t.model === opts.model) && (sample === undefined || t.sample === sample),
-    );
-    const sources = taskSources(loaded.run, opts);
-    let details = taskDetails(loaded, judge, sources, chosen);
-    // Failed means judged and not passing: an untested task or one whose paper cannot run here did not fail.
-    if (opts.failed) details = details.filter((d) => detailStatus(d) === 'fail');
-    if (!details.length) {
-      process.stderr.write(`no task ${opts.failed ? `failed the ${judge} judge` : 'matches'} among the ${chosen.length} selected\n`);
-      return 0;
-    }
-    const prefixes = opts.prompt ? promptPrefixes(loaded.run, sources) : new Map<string, string>();
-    for (const d of details) {
-      process.stdout.write(formatTaskDetail(d, judge));
-      if (opts.prompt && d.promptTail !== null) process.stdout.write(`--- prompt:\n${prefixes.get(d.task.paper) ?? ''}${d.promptTail}`);
-      process.stdout.write('\n');
-    }
-    const n = countDetails(details);
-    const rest = [
-      n.untested ? `${n.untested} untested` : '',
-      n.envBroken ? `${n.envBroken} env_broken (their paper cannot run here; out of the scores)` : '',
-    ].filter(Boolean);
-    process.stderr.write(`${n.shown} task(s) shown, ${n.failed} failed under the ${judge} judge (${[`${n.passed} passed`, ...rest].join(', ')})\n`);
+  const loaded = await readRunDir(runDir);
+  const judge: Judge = (opts.judge as Judge | undefined) ?? defaultJudge(loaded.run, 'table');
+  const sample = opts.sample === undefined ? undefined : Number(opts.sample);
+  if (sample !== undefined && !(Number.isInteger(sample) && sample >= 0)) throw new UsageError(`--sample must be a whole number >= 0 (got "${opts.sample}")`);
+  checkValue('--paper', opts.paper, [...new Set(loaded.tasks.map((t) => t.paper))]);
+  const inPaper = loaded.tasks.filter((t) => !opts.paper || t.paper === opts.paper);
+  checkValue('--snippet', opts.snippet, [...new Set(inPaper.map((t) => t.snippet))]);
+  checkValue('--model', opts.model, [...new Set(loaded.tasks.map((t) => t.model))]);
+  const chosen = inPaper.filter(
+    (t: TaskRecord) =>
+      (!opts.snippet || t.snippet === opts.snippet) && (!opts.model || t.model === opts.model) && (sample === undefined || t.sample === sample),
+  );
+  const sources = taskSources(loaded.run, opts);
+  let details = taskDetails(loaded, judge, sources, chosen);
+  // Failed means judged and not passing: an untested task or one whose paper cannot run here did not fail.
+  if (opts.failed) details = details.filter((d) => detailStatus(d) === 'fail');
+  if (!details.length) {
+    process.stderr.write(`no task ${opts.failed ? `failed the ${judge} judge` : 'matches'} among the ${chosen.length} selected\n`);
     return 0;
-  } finally {
-    await store.close();
   }
+  const prefixes = opts.prompt ? promptPrefixes(loaded.run, sources) : new Map<string, string>();
+  for (const d of details) {
+    process.stdout.write(formatTaskDetail(d, judge));
+    if (opts.prompt && d.promptTail !== null) process.stdout.write(`--- prompt:\n${prefixes.get(d.task.paper) ?? ''}${d.promptTail}`);
+    process.stdout.write('\n');
+  }
+  const n = countDetails(details);
+  const rest = [
+    n.untested ? `${n.untested} untested` : '',
+    n.envBroken ? `${n.envBroken} env_broken (their paper cannot run here; out of the scores)` : '',
+  ].filter(Boolean);
+  process.stderr.write(`${n.shown} task(s) shown, ${n.failed} failed under the ${judge} judge (${[`${n.passed} passed`, ...rest].join(', ')})\n`);
+  return 0;
 }

@@ -76,11 +76,12 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
   if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} problem(s) in the sweep file`);
   // The sweep's entries over the registry's, so that a name equal to a registry id takes the sweep's parameters.
   const hosted = new HostedModels([...registry.filter((e) => !entries.has(e.id)), ...entries.values()], keys);
-  const run = resolveRun(sweepRunFlags(sweep), hosted);
+  const sources = { models: `${sweep.file}: models`, papers: `${sweep.file}: papers` };
+  const run = resolveRun(sweepRunFlags(sweep), hosted, sources);
   let screen: ResolvedRun | null = null;
   if (sweep.screening) {
     try {
-      screen = resolveRun({ ...sweepRunFlags(sweep), subset: sweep.screening.subset }, hosted);
+      screen = resolveRun({ ...sweepRunFlags(sweep), subset: sweep.screening.subset }, hosted, sources);
     } catch (e) {
       throw new UsageError(`${sweep.file}:${sweep.screening.line}: screening.subset ${(e as Error).message.replace(/^--subset /, '')}`);
     }

@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Paper, PaperMeta, Pset, PsetProblem, SourceFile } from '../types';
 import { parseSnippets, readMarkerLine } from './markers';
-import { closestNames } from '../util/closest-names';
+import { didYouMean } from '../util/did-you-mean';
 
 export const PAPER_TEXT_FILES = ['paper2code_paper.tex', 'paper2code_paper.md'] as const;
 export const TEST_ENTRY = 'paper2code_test.py';
@@ -151,12 +151,11 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
   if (wanted) {
     for (const id of wanted) {
       if (found.has(id)) continue;
-      const near = closestNames(id, ids.keys());
-      const hint = near.length ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '';
       problems.push({
         path: show(indexPath),
         line: 0,
-        message: `paper "${id}" is not in papers.yaml${hint} (its papers: ${[...ids.keys()].sort().join(', ')})`,
+        message: `paper "${id}" is not in papers.yaml${didYouMean(id, ids.keys())} (its papers: ${[...ids.keys()].sort().join(', ')})`,
+        unknownPaper: { id, known: [...ids.keys()] },
       });
     }
   }

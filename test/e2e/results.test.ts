@@ -471,7 +471,7 @@ describe('rcb show', () => {
   it('answers a misspelt snippet with the nearest names', () => {
     const r = rcb(['show', dirA, '--paper', 'adamlite', '--snippet', 'cosine decy']);
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('--snippet "cosine decy" matches no task of the run; did you mean "cosine decay"?');
+    expect(r.stderr).toContain('--snippet: unknown snippet "cosine decy" among the tasks of the run; did you mean "cosine decay"?');
   });
 });
 

@@ -51,7 +51,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
   const run = addRunSpecOptions(
     stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')),
     {
-      model: 'model: oracle, empty or a registry id (repeatable)',
+      model: 'model: oracle, empty, replay:FILE (recorded answers, uploaded with the run) or a registry id (repeatable)',
       budget: 'hard cap on model spend for the run, USD (PlanRun refuses a larger estimate)',
     },
   )
