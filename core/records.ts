@@ -28,7 +28,16 @@ export interface RunSpec {
   budgetUsd: number | null;
 }
 
-export type RunStatus = 'planned' | 'generating' | 'evaluating' | 'aggregating' | 'succeeded' | 'failed' | 'budget_exhausted' | 'cancelled';
+export type RunStatus =
+  | 'planned'
+  | 'generating'
+  | 'evaluating'
+  | 'aggregating'
+  | 'succeeded'
+  | 'succeeded_with_errors'
+  | 'failed'
+  | 'budget_exhausted'
+  | 'cancelled';
 
 /** What reports need to know of a model, kept with the run. */
 export interface ModelInfo {

@@ -84,6 +84,7 @@ export class RcbStack extends Stack {
       },
       generationTimeout,
       evaluationMaxConcurrency: props.evaluationMaxConcurrency,
+      maxShards: props.maxShards,
       evaluationReady: interfaceEndpoints,
       modelsFile: props.modelsFile,
     });

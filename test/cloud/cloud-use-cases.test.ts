@@ -17,7 +17,7 @@ import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor } from '../../adapters/executor';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
 import { createPsetBundle, materialisePsetBundle, loadBundledPset, RunInputError } from '../../core/cloud/pset-bundle';
-import { BudgetExceededError, planCloudRun } from '../../core/cloud/plan-cloud-run';
+import { BudgetExceededError, planCloudRun, readShardManifest } from '../../core/cloud/plan-cloud-run';
 import { generateTask } from '../../core/cloud/generate-task';
 import { checkProgress, GenerationTimeoutError } from '../../core/cloud/check-progress';
 import { evaluateShard, ShardIncompleteError } from '../../core/cloud/evaluate-shard';
@@ -216,11 +216,14 @@ describe('evaluateShard and aggregateRun', () => {
     const ctx = await contexts.get(f.input.runId);
 
     // Act
-    for (const shard of plan.shards) {
+    for (const shard of await readShardManifest(f.blobs, plan.shardManifestKey)) {
       await evaluateShard({ store: f.store, blobs: f.blobs, executor }, { runId: f.input.runId, paper: shard.paper, pset: ctx.pset });
     }
     // A shard evaluated again (a retried task) tests nothing.
-    const again = await evaluateShard({ store: f.store, blobs: f.blobs, executor }, { runId: f.input.runId, paper: plan.shards[0].paper, pset: ctx.pset });
+    const again = await evaluateShard(
+      { store: f.store, blobs: f.blobs, executor },
+      { runId: f.input.runId, paper: (await readShardManifest(f.blobs, plan.shardManifestKey))[0].paper, pset: ctx.pset },
+    );
     const summary = await aggregateRun({ store: f.store, blobs: f.blobs }, f.input.runId);
 
     // Assess
@@ -275,7 +278,7 @@ describe('evaluateShard and aggregateRun', () => {
         }),
       close: async () => undefined,
     };
-    const shard = { runId: f.input.runId, paper: plan.shards[0].paper, pset: ctx.pset };
+    const shard = { runId: f.input.runId, paper: (await readShardManifest(f.blobs, plan.shardManifestKey))[0].paper, pset: ctx.pset };
 
     // Act / Assess
     await expect(evaluateShard({ store: f.store, blobs: f.blobs, executor: flaky }, shard)).rejects.toThrow(ShardIncompleteError);
