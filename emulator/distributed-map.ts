@@ -151,7 +151,8 @@ export async function runDistributedMap(opts: RunDistributedMapOptions): Promise
   const items = JSON.parse(raw.toString('utf8')) as unknown;
   if (!Array.isArray(items)) throw new DistributedMapError('States.ItemReaderFailed', `${name}: ${location.Key} is not a JSON array`);
 
-  const processor = map.ItemProcessor as { StartAt: string; States: States };
+  // A child execution's definition: the processor without its ProcessorConfig (a Map-only field).
+  const { ProcessorConfig: _config, ...processor } = map.ItemProcessor as { StartAt: string; States: States; ProcessorConfig?: unknown };
   const selector = map.ItemSelector as Record<string, unknown> | undefined;
   const maxConcurrency = Number(map.MaxConcurrency ?? 0) || items.length || 1;
   const mapRunId = `${opts.executionName}-${name}-${Date.now().toString(36)}`;
