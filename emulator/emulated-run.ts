@@ -113,8 +113,8 @@ export interface EmulatorOptions {
 
 /** Faults of one execution. */
 export interface ExecutionFaults {
-  /** Every container run of these shards stops with SIGTERM (a shard that cannot finish). */
-  failShard?: (paper: string) => boolean;
+  /** Every container run of these shards stops with SIGTERM (a shard that cannot finish): the paper, and the shard as JSON (paper, model, slice). */
+  failShard?: (paper: string, shardRef?: string) => boolean;
   /**
    * Lambda task states throttled: the first N invocations of each named state fail with
    * Lambda.TooManyRequestsException before reaching the function (the definition's Retry
@@ -526,7 +526,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
     },
     scratchRoot: containerScratch,
     failFirstRunOnce: options.failFirstShardOnce,
-    failShard: (paper) => live.faults.failShard?.(paper) ?? false,
+    failShard: (paper, shardRef) => live.faults.failShard?.(paper, shardRef) ?? false,
     onExit: (outcome) => shardRuns.push(outcome),
   });
 
