@@ -149,7 +149,7 @@ export async function aggregateRun(
     runId,
     status,
     infraTasks.size
-      ? `${infraTasks.size} task(s) of ${infra.shards.length} shard(s) are infra_error (the shard failed every attempt): start the run again to evaluate them`
+      ? `infra_error: ${infraTasks.size} of ${tasks.length} task(s) (${((100 * infraTasks.size) / Math.max(1, tasks.length)).toFixed(1)}% infra error rate), in ${infra.shards.length} shard(s) that failed every attempt; kept out of the judged tasks: start the run again to evaluate them`
       : undefined,
   );
   return { runId, status, reportPrefix, ...(infraTasks.size ? { infraErrorTasks: infraTasks.size } : {}) };
