@@ -95,9 +95,14 @@ describe('planCloudRun', () => {
       enqueued: 56,
       estimatedCostUsd: 0,
       batchTasks: 0,
-      // One shard per paper and model (core/cloud/shard-plan.ts), the models in spec order.
-      shards: ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
+      shardCount: 8,
+      shardManifestKey: cloudKeys.shardManifest(f.input.runId),
+      deadlineSec: 24 * 3600,
     });
+    // One shard per paper and model (core/cloud/shard-plan.ts), the models in spec order, in the manifest the Map reads.
+    expect(await readShardManifest(f.blobs, plan.shardManifestKey)).toEqual(
+      ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
+    );
     expect((await f.store.getRun(f.input.runId))?.status).toBe('generating');
     expect(await f.store.listTasks(f.input.runId)).toHaveLength(56);
     expect(new Set(f.queue.sent.map((m) => m.message.taskId)).size).toBe(56);
