@@ -46,7 +46,16 @@ export interface RunSubset {
   file: SubsetFile;
 }
 
-export type RunStatus = 'planned' | 'generating' | 'evaluating' | 'aggregating' | 'succeeded' | 'failed' | 'budget_exhausted' | 'cancelled';
+export type RunStatus =
+  | 'planned'
+  | 'generating'
+  | 'evaluating'
+  | 'aggregating'
+  | 'succeeded'
+  | 'succeeded_with_errors'
+  | 'failed'
+  | 'budget_exhausted'
+  | 'cancelled';
 
 /** What reports need to know of a model, kept with the run. */
 export interface ModelInfo {

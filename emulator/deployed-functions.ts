@@ -110,6 +110,14 @@ export function resolveValue(value: unknown, template: CfnTemplate, values: Toke
     const [sep, parts] = token['Fn::Join'] as [string, unknown[]];
     return parts.map((p) => resolveValue(p, template, values)).join(sep);
   }
+  if ('Fn::Sub' in token && typeof token['Fn::Sub'] === 'string') {
+    // `${AWS::Region}`, `${Logical}` and `${Logical.Attr}` (the one-argument form CDK writes for image URIs).
+    return (token['Fn::Sub'] as string).replace(/\$\{([^}]+)\}/g, (_, ref: string) => {
+      const [id, attribute] = ref.split('.');
+      if (PSEUDO[id]) return PSEUDO[id];
+      return attribute ? values.getAtt(id, typeOf(id), attribute) : values.ref(id, typeOf(id));
+    });
+  }
   throw new Error(`the emulator cannot resolve ${JSON.stringify(value).slice(0, 200)}`);
 }
 

@@ -56,6 +56,7 @@ import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from '
 import { EmulatorState } from './emulator-state';
 import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
 import { retryableFailedTasks } from '../core/cloud/failed-tasks';
+import { runDistributedMap, withDistributedMapsAsTasks, type DistributedMapRun } from './distributed-map';
 
 /** What an emulated run is started with: what `rcb cloud run` uploads (app/cloud-run.ts). */
 export type EmulatedRunRequest = CloudRunInputs;
@@ -112,8 +113,38 @@ export interface EmulatorOptions {
 
 /** Faults of one execution. */
 export interface ExecutionFaults {
-  /** Every container run of these shards stops with SIGTERM (a shard that cannot finish). */
-  failShard?: (paper: string) => boolean;
+  /** Every container run of these shards stops with SIGTERM (a shard that cannot finish): the paper, and the shard as JSON (paper, model, slice). */
+  failShard?: (paper: string, shardRef?: string) => boolean;
+  /**
+   * Lambda task states throttled: the first N invocations of each named state fail with
+   * Lambda.TooManyRequestsException before reaching the function (the definition's Retry
+   * must absorb them).
+   */
+  throttle?: Record<string, number>;
+  /**
+   * Generation messages of these tasks fail every delivery (their invocation crashes for
+   * them), so SQS redelivers them up to maxReceiveCount and dead-letters them.
+   */
+  poisonTask?: (taskId: string) => boolean;
+}
+
+/** The faults of the execution under way, read by the bindings at each call. */
+interface LiveFaults {
+  faults: ExecutionFaults;
+  /** Throttles injected so far, by state. */
+  throttled: Record<string, number>;
+}
+
+/** The lanes' consumer with the poisoned tasks' records failed, as a crashed invocation returns them. */
+function withPoison(live: LiveFaults, consume: (event: SQSEvent) => Promise<SQSBatchResponse>): (event: SQSEvent) => Promise<SQSBatchResponse> {
+  return async (event) => {
+    const poison = live.faults.poisonTask;
+    if (!poison) return consume(event);
+    const bad = event.Records.filter((r) => poison((JSON.parse(r.body) as GenerationMessage).taskId));
+    const good = event.Records.filter((r) => !bad.includes(r));
+    const result = good.length ? await consume({ ...event, Records: good }) : { batchItemFailures: [] };
+    return { batchItemFailures: [...(result?.batchItemFailures ?? []), ...bad.map((r) => ({ itemIdentifier: r.messageId }))] };
+  };
 }
 
 export interface EmulatedRun {
@@ -139,6 +170,10 @@ export interface EmulatedRun {
   containerApp: string;
   /** Invocations of each deployed function, by logical id (`functions: 'bundles'`). */
   invocations: Record<string, number>;
+  /** Each Distributed Map Run of this execution (items, children succeeded and failed, peak concurrency). */
+  mapRuns: DistributedMapRun[];
+  /** Lambda.TooManyRequestsException injected, by state (ExecutionFaults.throttle). */
+  throttled: Record<string, number>;
   /**
    * Starts the same run again, as `rcb cloud run` does after a failed execution: a new
    * execution of the same input on the same tables, bucket and functions. Resolves with
@@ -228,25 +263,34 @@ async function followed(
     shardRuns: [],
     containerApp: '',
     invocations: {},
+    mapRuns: [],
+    throttled: {},
     runAgain: async () => run,
     close: closeAll,
   };
   return run;
 }
 
-/** The Lambda states and the lanes' consumer, bound to code. */
+/**
+ * The Lambda states and the lanes' consumer, bound to code. With bundles, every Lambda task
+ * state of the synthesized definition is bound to the function it invokes (functionsByState),
+ * so a new stage needs no edit here; with sources, SOURCE_STAGES is the one table.
+ */
 interface Bindings {
-  planRun(input: unknown): Promise<unknown>;
-  checkProgress(input: unknown): Promise<unknown>;
-  batchRound(input: unknown): Promise<unknown>;
-  aggregate(input: unknown): Promise<unknown>;
-  markFailed(input: unknown): Promise<unknown>;
+  /** Handler of each Lambda task state, by state name. */
+  states: Record<string, (input: unknown) => Promise<unknown>>;
   lanes: SimulatedLanes;
   invocations(): Record<string, number>;
 }
 
+/** The emulated evaluator deployment a source-bound PlanRun pins (bundles read the template's RCB_TASK_DEFINITION). */
+function emulatedEvaluation(workflow: SynthesizedWorkflow): { taskDefinitionArn: string; image: string } {
+  const digest = workflow.imageContext?.digest ?? 'unknown';
+  return { taskDefinitionArn: 'arn:aws:ecs:us-east-1:000000000000:task-definition/rcb-evaluation:1', image: `rcb-evaluation:${digest.slice(0, 12)}` };
+}
+
 /** Bindings to the handlers in this process, with the emulator's adapters handed in. */
-function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow, options: EmulatorOptions): Bindings {
+function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow, options: EmulatorOptions, live: LiveFaults): Bindings {
   const hosted =
     options.hosted ?? once(() => new HostedModels(loadRegistry(options.modelsFile ? { userFile: options.modelsFile } : {}), envKeySource(process.env)));
   const keys = envKeySource(process.env);
@@ -259,13 +303,25 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
     logger: silentLogger('rcb-dead-letter'),
     metrics: metrics('dead-letter'),
   }));
-  const lanes = new SimulatedLanes((event) => generate(event), {
-    deliverTwice: options.deliverTwice,
-    maxReceiveCount: workflow.maxReceiveCount,
-    deadLetterHandler: (event) => deadLetter(event),
-  });
+  const lanes = new SimulatedLanes(
+    withPoison(live, (event) => generate(event) as Promise<SQSBatchResponse>),
+    {
+      deliverTwice: options.deliverTwice,
+      maxReceiveCount: workflow.maxReceiveCount,
+      deadLetterHandler: (event) => deadLetter(event),
+    },
+  );
   const planRun = planRunFn.createHandler(() =>
-    planRunDeps({ storage, queue: lanes, hosted, evaluationReady: true, logger: silentLogger('rcb-plan-run'), metrics: metrics('plan-run') }),
+    planRunDeps({
+      storage,
+      queue: lanes,
+      hosted,
+      evaluationReady: true,
+      evaluation: emulatedEvaluation(workflow),
+      defaultDeadlineSec: workflow.generationTimeoutSec,
+      logger: silentLogger('rcb-plan-run'),
+      metrics: metrics('plan-run'),
+    }),
   );
   const checkProgress = checkProgressFn.createHandler(() => ({
     store: storage.store,
@@ -279,7 +335,15 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
   const batchRound = batchRoundFn.createHandler(() =>
     batchRoundDeps({ storage, keys, hosted, logger: silentLogger('rcb-batch-round'), metrics: metrics('batch-round') }),
   );
-  return { planRun, checkProgress, batchRound, aggregate, markFailed, lanes, invocations: () => ({}) };
+  // SOURCE_STAGES: the one table of Lambda task states bound to handlers in this process.
+  const states: Bindings['states'] = {
+    [STATE_NAMES.planRun]: planRun,
+    [STATE_NAMES.checkProgress]: checkProgress,
+    [STATE_NAMES.batchRound]: batchRound,
+    [STATE_NAMES.aggregate]: aggregate,
+    [STATE_NAMES.markRunFailed]: markFailed,
+  };
+  return { states, lanes, invocations: () => ({}) };
 }
 
 /** The keys the emulated provider-keys secret holds: each hosted model's key variable, from this environment. */
@@ -316,6 +380,7 @@ async function bundleBindings(
   spec: RunSpec,
   options: EmulatorOptions,
   closers: Array<() => Promise<void>>,
+  live: LiveFaults,
 ): Promise<Bindings> {
   const { template, assemblyDir } = workflow.deployment!;
   let lanes: SimulatedLanes | undefined;
@@ -363,13 +428,13 @@ async function bundleBindings(
     processes.set(fn.logicalId, p);
     closers.push(() => p.close());
   }
-  const byState = functionsByState(workflow.definition.States);
-  const stateFunction = (state: string): FunctionProcesses => {
-    const id = byState.get(state);
-    const p = id && processes.get(id);
-    if (!p) throw new Error(`emulator: state ${state} invokes no bundled function of the template`);
-    return p;
-  };
+  // Every Lambda task state of the definition, bound to the bundle of the function it invokes.
+  const states: Bindings['states'] = {};
+  for (const [state, id] of functionsByState(workflow.definition.States)) {
+    const p = processes.get(id);
+    if (!p) throw new Error(`emulator: state ${state} invokes ${id}, which is no bundled function of the template`);
+    states[state] = (i) => p.invoke(i);
+  }
   // Lane queues have a redrive policy; their dead-letter queues have none. One consumer of each kind.
   const consumers = queueConsumers(template);
   const consumerOf = (dlq: boolean): FunctionProcesses => {
@@ -391,24 +456,15 @@ async function bundleBindings(
         return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
       });
   const mapping = laneMapping(template);
-  lanes = new SimulatedLanes(consume(generator), {
+  lanes = new SimulatedLanes(withPoison(live, consume(generator)), {
     deliverTwice: options.deliverTwice,
     maxReceiveCount: workflow.maxReceiveCount,
     batchSize: mapping.batchSize,
     concurrency: mapping.concurrency,
     deadLetterHandler: consume(deadLetter),
   });
-  const planRun = stateFunction(STATE_NAMES.planRun);
-  const checkProgress = stateFunction(STATE_NAMES.checkProgress);
-  const batchRound = stateFunction(STATE_NAMES.batchRound);
-  const aggregate = stateFunction(STATE_NAMES.aggregate);
-  const markFailed = stateFunction(STATE_NAMES.markRunFailed);
   return {
-    planRun: (i) => planRun.invoke(i),
-    checkProgress: (i) => checkProgress.invoke(i),
-    batchRound: (i) => batchRound.invoke(i),
-    aggregate: (i) => aggregate.invoke(i),
-    markFailed: (i) => markFailed.invoke(i),
+    states,
     lanes,
     invocations: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.invocations])),
   };
@@ -432,11 +488,12 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   const { StateMachine } = await import('aws-local-stepfunctions');
   const { aws, storage, state, scratchDir, workflow, request, runId, input, options, closers, closeAll } = prepared;
   const spec = input.spec as RunSpec;
+  const live: LiveFaults = { faults: {}, throttled: {} };
 
   const bindings =
     (options.functions ?? 'bundles') === 'bundles'
-      ? await bundleBindings(aws, scratchDir, workflow, spec, options, closers)
-      : sourceBindings(storage, workflow, options);
+      ? await bundleBindings(aws, scratchDir, workflow, spec, options, closers, live)
+      : sourceBindings(storage, workflow, options, live);
   const { lanes } = bindings;
 
   // Parent of each container run's /scratch; test users (when this runs as root) must traverse it.
@@ -445,6 +502,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   chmodSync(scratchDir, 0o755);
   chmodSync(containerScratch, 0o755);
   const maxConcurrency = Number(workflow.definition.States[STATE_NAMES.evaluateShards]?.MaxConcurrency ?? 1) || 1;
+  const { states: topStates, maps } = withDistributedMapsAsTasks(workflow.definition.States);
   const shardsAtOnce = Math.min(maxConcurrency, Math.max(1, request.pset.papers.length));
   const shardRuns: ShardRunOutcome[] = [];
   if (!workflow.imageContext) throw new Error('emulator: the workflow carries no image build context (synthesize it with synthesizeWorkflow)');
@@ -468,16 +526,23 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
     },
     scratchRoot: containerScratch,
     failFirstRunOnce: options.failFirstShardOnce,
-    failShard: (paper) => faults.failShard?.(paper) ?? false,
+    failShard: (paper, shardRef) => live.faults.failShard?.(paper, shardRef) ?? false,
     onExit: (outcome) => shardRuns.push(outcome),
   });
-  let faults: ExecutionFaults = {};
 
   const note = options.onState ?? (() => undefined);
   const bound =
     (state: string, fn: (input: any) => Promise<unknown>) =>
     async (stateInput: any): Promise<any> => {
       try {
+        // An injected throttle: Lambda refuses the invocation before the function runs.
+        const limit = live.faults.throttle?.[state] ?? 0;
+        if ((live.throttled[state] ?? 0) < limit) {
+          live.throttled[state] = (live.throttled[state] ?? 0) + 1;
+          const err = new Error(`Rate exceeded (injected throttle of ${state})`);
+          err.name = 'Lambda.TooManyRequestsException';
+          throw err;
+        }
         const result = await fn(stateInput);
         note(state, result);
         return result;
@@ -486,24 +551,41 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
         throw err;
       }
     };
-  const handlers = {
-    [STATE_NAMES.planRun]: bound(STATE_NAMES.planRun, bindings.planRun),
-    [STATE_NAMES.checkProgress]: bound(STATE_NAMES.checkProgress, bindings.checkProgress),
-    [STATE_NAMES.batchRound]: bound(STATE_NAMES.batchRound, bindings.batchRound),
+  const handlers: Record<string, (input: any) => Promise<any>> = {
+    ...Object.fromEntries(Object.entries(bindings.states).map(([name, fn]) => [name, bound(name, fn)])),
     [STATE_NAMES.evaluateShard]: bound(STATE_NAMES.evaluateShard, evaluateShard),
     [STATE_NAMES.evaluateShardOnDemand]: bound(STATE_NAMES.evaluateShardOnDemand, evaluateShard),
-    [STATE_NAMES.aggregate]: bound(STATE_NAMES.aggregate, bindings.aggregate),
-    [STATE_NAMES.markRunFailed]: bound(STATE_NAMES.markRunFailed, async (stateInput) => {
-      await bindings.markFailed(stateInput);
-      return null;
-    }),
   };
-  const machine = new StateMachine(workflow.definition as never, { validationOptions: { checkArn: false } });
+  // Retries keep their count and order; only the pauses between them go.
+  const retryIntervalOverrides = Object.fromEntries(statesWithRetry(workflow.definition.States).map((name) => [name, 0]));
+  let mapRuns: DistributedMapRun[] = [];
+  let executionName = runId;
+  for (const [name, map] of maps) {
+    handlers[name] = bound(name, (mapInput) =>
+      runDistributedMap({
+        name,
+        map,
+        input: mapInput,
+        executionName,
+        blobs: storage.blobs,
+        onRun: (r) => mapRuns.push(r),
+        // Each item its own execution of the ItemProcessor, as a Distributed Map's child.
+        runChild: (processor, childInput) =>
+          new StateMachine(processor as never, { validationOptions: { checkArn: false } }).run(childInput as never, {
+            overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides },
+          }).result,
+      }),
+    );
+  }
+  const machine = new StateMachine({ ...workflow.definition, States: topStates } as never, { validationOptions: { checkArn: false } });
   const executeOnce = async (these: ExecutionFaults, given?: Attempt): Promise<EmulatedRun> => {
     // A new execution name per attempt, as `rcb cloud run` starts one (core/cloud/execution-attempts.ts).
     const attempt = given ?? (await startOrFollow(state, runId, restartWithFailures(storage.store, runId)));
     if (!attempt.started) return followed(state, storage, runId, input, attempt, closeAll);
-    faults = these;
+    live.faults = these;
+    live.throttled = {};
+    mapRuns = [];
+    executionName = attempt.name;
     const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
       overrides: {
         taskResourceLocalHandlers: handlers,
@@ -511,8 +593,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
           [STATE_NAMES.waitForGeneration]: options.generationPollMs ?? 100,
           [STATE_NAMES.waitForBatches]: options.batchPollMs ?? options.generationPollMs ?? 100,
         },
-        // Retries keep their count and order; only the pauses between them go.
-        retryIntervalOverrides: Object.fromEntries(statesWithRetry(workflow.definition.States).map((name) => [name, 0])),
+        retryIntervalOverrides,
       },
     });
     let output: unknown;
@@ -542,6 +623,8 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       shardRuns,
       containerApp: app.appDir,
       invocations: bindings.invocations(),
+      mapRuns,
+      throttled: { ...live.throttled },
       runAgain: (next = {}) => executeOnce(next),
       close: closeAll,
     };

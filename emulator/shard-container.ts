@@ -82,8 +82,8 @@ export interface ShardContainerOptions {
   scratchRoot: string;
   /** Stop the first container run with SIGTERM (a Spot interruption), once. @default false */
   failFirstRunOnce?: boolean;
-  /** Stop every container run of the shards this accepts with SIGTERM. @default none */
-  failShard?: (paper: string) => boolean;
+  /** Stop every container run of the shards this accepts with SIGTERM (the paper, and the shard as RCB_SHARD_REF JSON). @default none */
+  failShard?: (paper: string, shardRef?: string) => boolean;
   /** Called when a container run ends. */
   onExit?: (outcome: ShardRunOutcome) => void;
 }
@@ -96,7 +96,7 @@ export function shardContainerHandler(
   const running = new Set<Promise<unknown>>();
   const handler = async (parameters: RunTaskParameters): Promise<Record<string, never>> => {
     const overrides = containerOverrideEnv(parameters);
-    const inject = faultPending || !!options.failShard?.(overrides.RCB_SHARD ?? '');
+    const inject = faultPending || !!options.failShard?.(overrides.RCB_SHARD ?? '', overrides.RCB_SHARD_REF);
     faultPending = false;
     const scratch = mkdtempSync(join(options.scratchRoot, 'task-'));
     // Test users (when this runs as root) must traverse it, as the image's user owns /scratch.

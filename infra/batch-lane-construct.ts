@@ -1,9 +1,10 @@
 import { Duration } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
-import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import type * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
 import { STATE_NAMES } from './state-names';
+import { lambdaTask } from './lambda-retry';
 
 /** Retry of a failed round: the batches are in the ledger, so a round tried again loses nothing and sends nothing twice. */
 export const BATCH_ROUND_RETRY: sfn.RetryProps = { errors: ['States.TaskFailed'], interval: Duration.seconds(30), maxAttempts: 2, backoffRate: 2 };
@@ -33,7 +34,7 @@ export class BatchLaneConstruct extends sfn.StateMachineFragment {
 
   constructor(scope: Construct, id: string, props: BatchLaneConstructProps) {
     super(scope, id);
-    this.round = new tasks.LambdaInvoke(this, 'Round', {
+    this.round = lambdaTask(this, 'Round', {
       stateName: STATE_NAMES.batchRound,
       comment: 'Submit what fits, poll each pending batch once, ingest the ended ones',
       lambdaFunction: props.batchRound,
@@ -42,7 +43,6 @@ export class BatchLaneConstruct extends sfn.StateMachineFragment {
       // Invoked directly, as the workflow's other functions: the round's small result is `$.batch`.
       payloadResponseOnly: true,
       resultPath: '$.batch',
-      retryOnServiceExceptions: true,
     });
     this.round.addRetry(BATCH_ROUND_RETRY);
     const wait = new sfn.Wait(this, 'Wait', { stateName: STATE_NAMES.waitForBatches, time: sfn.WaitTime.secondsPath('$.batch.waitSec') });

@@ -3,6 +3,7 @@
  * context or `-c key=value` on the command line, validated once, with the failing key
  * named. Tests build the same object directly and skip the context.
  */
+import { MAP_MAX_CONCURRENCY } from './state-names';
 import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import type { Node } from 'constructs';
@@ -47,10 +48,17 @@ export interface RcbOptions {
    */
   readonly alarmEmail?: string;
   /**
-   * Shards evaluated at once per run (Map MaxConcurrency).
+   * Shards evaluated at once per run (the evaluation Distributed Map's MaxConcurrency:
+   * 1..10,000, infra/state-names.ts MAP_MAX_CONCURRENCY), i.e. Fargate tasks in flight.
    * @default 10
    */
   readonly evaluationMaxConcurrency?: number;
+  /**
+   * Most evaluation shards one run may have: the largest sweep this deployment admits
+   * (PlanRun refuses more and says how to split it). 1..100,000.
+   * @default 5000 (core/cloud/shard-plan.ts MAX_SHARDS_DEFAULT)
+   */
+  readonly maxShards?: number;
   /**
    * CPU units of a shard task.
    * @default 2048
@@ -144,6 +152,7 @@ export const CONTEXT_KEYS = {
   lanes: 'rcb:lanes',
   alarmEmail: 'rcb:alarmEmail',
   evaluationMaxConcurrency: 'rcb:evaluationMaxConcurrency',
+  maxShards: 'rcb:maxShards',
   taskCpu: 'rcb:taskCpu',
   taskMemoryMiB: 'rcb:taskMemoryMiB',
   cpuArchitecture: 'rcb:cpuArchitecture',
@@ -305,7 +314,8 @@ export function configFromContext(node: Node): RcbDeployConfig {
     region: readString(node, CONTEXT_KEYS.region),
     lanes,
     alarmEmail,
-    evaluationMaxConcurrency: readInt(node, CONTEXT_KEYS.evaluationMaxConcurrency, 1, 1000),
+    evaluationMaxConcurrency: readInt(node, CONTEXT_KEYS.evaluationMaxConcurrency, 1, MAP_MAX_CONCURRENCY.distributed),
+    maxShards: readInt(node, CONTEXT_KEYS.maxShards, 1, 100_000),
     taskCpu: readInt(node, CONTEXT_KEYS.taskCpu, 256, 16384),
     taskMemoryMiB: readInt(node, CONTEXT_KEYS.taskMemoryMiB, 512, 122880),
     cpuArchitecture: arch as RcbDeployConfig['cpuArchitecture'],

@@ -21,6 +21,9 @@ export interface GenerationLane {
   readonly deadLetterQueue: sqs.Queue;
 }
 
+/** Receives of a lane message before its DLQ: AWS's advice for an SQS queue with a Lambda consumer (throttles count). */
+export const DEFAULT_MAX_RECEIVE_COUNT = 5;
+
 export interface GenerationConstructProps {
   /** The run table: runs, tasks, completions, claims and the batch ledger. */
   readonly table: dynamodb.ITable;
@@ -45,8 +48,10 @@ export interface GenerationConstructProps {
   /**
    * Deliveries of a message before it moves to the lane's DLQ. The generator retries
    * retryable provider errors itself and stores a failed completion for final ones, so a
-   * message is redelivered only when an invocation crashed or timed out.
-   * @default 3
+   * message is redelivered only when an invocation crashed or timed out, or was throttled:
+   * AWS advises at least 5 where Lambda consumes the queue, as throttled polls count as
+   * receives. At least 5.
+   * @default DEFAULT_MAX_RECEIVE_COUNT (5)
    */
   readonly maxReceiveCount?: number;
   /**
@@ -117,7 +122,10 @@ export class GenerationConstruct extends Construct {
     super(scope, id);
     const lanes = validateLanes(props.lanes ?? DEFAULT_LANES) as Required<LaneConfig>[];
     const timeout = props.generatorTimeout ?? Duration.minutes(10);
-    const maxReceiveCount = props.maxReceiveCount ?? 3;
+    const maxReceiveCount = props.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT;
+    if (!Number.isInteger(maxReceiveCount) || maxReceiveCount < 5 || maxReceiveCount > 1000) {
+      throw new Error(`maxReceiveCount must be an integer in 5..1000 (got ${maxReceiveCount}): AWS advises at least 5 on a queue Lambda consumes`);
+    }
     const { table, bucket } = props;
 
     this.keysSecret = new secretsmanager.Secret(this, 'ProviderKeys', {

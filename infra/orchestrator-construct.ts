@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { type CfnResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -17,7 +17,9 @@ import { ShardRunTask } from './shard-run-task';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PATTERNS, KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { artifactWildcardFinding, grantArtifacts, grantTableItems } from './storage-grants';
-import { STATE_NAMES } from './state-names';
+import { MAP_MAX_CONCURRENCY, MAP_RESULTS_PREFIX, STATE_NAMES } from './state-names';
+import { lambdaTask } from './lambda-retry';
+import { MAX_SHARDS_DEFAULT } from '../core/cloud/shard-plan';
 import { DEFAULT_POLL_SCHEDULE } from '../core/cloud/generation-polling';
 
 export { STATE_NAMES };
@@ -58,10 +60,16 @@ export interface OrchestratorConstructProps {
   /** The shard task the evaluation Map runs (EvaluationConstruct and NetworkConstruct). */
   readonly shardTask: ShardTaskTarget;
   /**
-   * Shards (papers) evaluated at once: the Map's MaxConcurrency, i.e. Fargate tasks in flight per run.
+   * Shards evaluated at once: the Distributed Map's MaxConcurrency, i.e. Fargate tasks in
+   * flight per run; at most MAP_MAX_CONCURRENCY.distributed (10,000).
    * @default 10
    */
   readonly evaluationMaxConcurrency?: number;
+  /**
+   * Most shards one run may have (PlanRun refuses more, saying how to split the sweep).
+   * @default MAX_SHARDS_DEFAULT (5,000)
+   */
+  readonly maxShards?: number;
   /**
    * Shortest pause between two generation progress checks (a young run's).
    * @default Duration.seconds(30)
@@ -126,6 +134,16 @@ export class OrchestratorConstruct extends Construct {
     const common = { RCB_TABLE: table.tableName, RCB_BUCKET: bucket.bucketName };
     const stack = Stack.of(this);
     const generationTimeoutSec = String((props.generationTimeout ?? DEFAULT_GENERATION_TIMEOUT).toSeconds());
+    const maxConcurrency = props.evaluationMaxConcurrency ?? 10;
+    if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > MAP_MAX_CONCURRENCY.distributed) {
+      throw new Error(
+        `evaluationMaxConcurrency must be an integer in 1..${MAP_MAX_CONCURRENCY.distributed}, a Distributed Map's limit (got ${maxConcurrency})`,
+      );
+    }
+    // Every shard of a run uses the revision its PlanRun pinned: a deploy must leave the old
+    // revision ACTIVE (an INACTIVE one cannot start tasks), so a replaced revision is retained
+    // (and one left by a deleted stack: task definitions cost nothing).
+    (props.shardTask.taskDefinition.node.defaultChild as CfnResource).applyRemovalPolicy(RemovalPolicy.RETAIN);
 
     this.planRun = new RcbFunction(this, 'PlanRunFunction', {
       functionDir: 'plan-run',
@@ -137,6 +155,11 @@ export class OrchestratorConstruct extends Construct {
         ...common,
         RCB_LANE_QUEUES: stack.toJsonString(Object.fromEntries(props.lanes.map((l) => [l.name, l.queue.queueUrl]))),
         RCB_EVALUATION_READY: String(props.evaluationReady ?? true),
+        // The evaluator a new run pins (core/cloud/plan-cloud-run.ts pinEvaluation): this deploy's revision.
+        RCB_TASK_DEFINITION: props.shardTask.taskDefinition.taskDefinitionArn,
+        RCB_EVALUATION_IMAGE: props.shardTask.container.imageName,
+        RCB_MAX_SHARDS: String(props.maxShards ?? MAX_SHARDS_DEFAULT),
+        RCB_GENERATION_TIMEOUT_SEC: generationTimeoutSec,
       },
     });
     grantTableItems(table, this.planRun.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
@@ -209,7 +232,7 @@ export class OrchestratorConstruct extends Construct {
     this.stateMachine = new sfn.StateMachine(this, 'RunWorkflow', {
       stateMachineType: sfn.StateMachineType.STANDARD,
       comment: 'rcb run: plan, generate (SQS lanes), evaluate shards (Fargate), aggregate',
-      definitionBody: sfn.DefinitionBody.fromChainable(this.buildDefinition(props)),
+      definitionBody: sfn.DefinitionBody.fromChainable(this.buildDefinition(props, maxConcurrency)),
       timeout: props.runTimeout ?? Duration.days(3),
       tracingEnabled: true,
       logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
@@ -233,13 +256,13 @@ export class OrchestratorConstruct extends Construct {
     );
   }
 
-  private buildDefinition(props: OrchestratorConstructProps): sfn.IChainable {
+  private buildDefinition(props: OrchestratorConstructProps, maxConcurrency: number): sfn.IChainable {
     const failurePath = this.failurePhase();
-    const catchToFailed = (state: sfn.TaskStateBase | sfn.Map): void => {
+    const catchToFailed = (state: sfn.TaskStateBase | sfn.DistributedMap): void => {
       state.addCatch(failurePath, { errors: [sfn.Errors.ALL], resultPath: '$.failure' });
     };
 
-    const planRun = new tasks.LambdaInvoke(this, 'PlanRun', {
+    const planRun = lambdaTask(this, 'PlanRun', {
       stateName: STATE_NAMES.planRun,
       comment: 'Validate the spec, write tasks, refuse a spec over budget, enqueue generation',
       lambdaFunction: this.planRun.function,
@@ -249,14 +272,15 @@ export class OrchestratorConstruct extends Construct {
     });
     catchToFailed(planRun);
 
-    const evaluateShards = this.evaluationPhase(props);
+    const evaluateShards = this.evaluationPhase(props, maxConcurrency);
     catchToFailed(evaluateShards);
 
-    const aggregate = new tasks.LambdaInvoke(this, 'Aggregate', {
+    const aggregate = lambdaTask(this, 'Aggregate', {
       stateName: STATE_NAMES.aggregate,
       comment: 'Scores, reports to S3, summary item, final run status',
       lambdaFunction: this.aggregate.function,
-      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId') }),
+      // The Map Run's results: the shards that failed every attempt become infra_error.
+      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), mapResults: sfn.JsonPath.objectAt('$.evaluation.ResultWriterDetails') }),
       payloadResponseOnly: true,
       resultPath: '$.summary',
     });
@@ -301,12 +325,17 @@ export class OrchestratorConstruct extends Construct {
       stateName: STATE_NAMES.waitForGeneration,
       time: sfn.WaitTime.secondsPath('$.progress.waitSec'),
     });
-    const check = new tasks.LambdaInvoke(this, 'CheckProgress', {
+    const check = lambdaTask(this, 'CheckProgress', {
       stateName: STATE_NAMES.checkProgress,
       comment: 'Count settled tasks of the run; fail it past the generation deadline',
       lambdaFunction: this.checkProgress.function,
       // The execution's start, not the run's creation: a run started again gets its own deadline.
-      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime') }),
+      // The run's deadline is PlanRun's (the run's own --deadline, else the stack's).
+      payload: sfn.TaskInput.fromObject({
+        runId: sfn.JsonPath.stringAt('$.runId'),
+        startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime'),
+        deadlineSec: sfn.JsonPath.numberAt('$.plan.deadlineSec'),
+      }),
       payloadResponseOnly: true,
       resultPath: '$.progress',
     });
@@ -318,19 +347,27 @@ export class OrchestratorConstruct extends Construct {
   }
 
   /**
-   * Map over the shards PlanRun listed (one paper each), each an ECS RunTask `.sync` on
-   * Fargate Spot; capacity errors are retried with backoff, and a shard Spot cannot run
-   * (no capacity, or interrupted twice) moves to on-demand Fargate.
+   * A Distributed Map over the shards PlanRun wrote to the bucket (ItemReader: a JSON array
+   * at `$.plan.shardManifestKey`), each shard its own Standard child execution, so the run's
+   * history holds a Map Run's few events whatever the sweep and each child's history holds
+   * one shard's. A shard is an ECS RunTask `.sync` on Fargate Spot of the run's pinned task
+   * definition revision; capacity errors are retried with backoff, a shard Spot cannot run
+   * (no capacity, or interrupted twice) moves to on-demand Fargate, and one that fails there
+   * too fails its child execution only (ShardFailed): every failure is tolerated, the
+   * ResultWriter lists the failed children in the bucket and Aggregate records their tasks
+   * infra_error.
    */
-  private evaluationPhase(props: OrchestratorConstructProps): sfn.Map {
+  private evaluationPhase(props: OrchestratorConstructProps, maxConcurrency: number): sfn.DistributedMap {
     const { shardTask } = props;
     const runShard = (id: string, stateName: string, capacityProvider: 'FARGATE_SPOT' | 'FARGATE'): tasks.EcsRunTask =>
       new ShardRunTask(this, id, {
         stateName,
-        comment: `Evaluate one paper's candidates on ${capacityProvider}`,
+        comment: `Evaluate one shard's candidates on ${capacityProvider}`,
         integrationPattern: sfn.IntegrationPattern.RUN_JOB,
         cluster: shardTask.cluster,
         taskDefinition: shardTask.taskDefinition,
+        taskDefinitionArnPath: '$.taskDefinitionArn',
+        tagPaths: { run: '$.runId', execution: '$.execution', shard: '$.paper' },
         launchTarget: new tasks.EcsFargateLaunchTarget({
           platformVersion: ecs.FargatePlatformVersion.LATEST,
           capacityProviderOptions: tasks.CapacityProviderOptions.custom([{ capacityProvider, weight: 1 }]),
@@ -374,18 +411,34 @@ export class OrchestratorConstruct extends Construct {
     onDemand.addRetry(capacityRetry);
     onDemand.addRetry({ errors: ['States.TaskFailed', 'States.Timeout'], interval: Duration.seconds(60), maxAttempts: 1 });
     onSpot.addCatch(onDemand, { errors: [...CAPACITY_ERRORS, 'States.TaskFailed', 'States.Timeout'], resultPath: '$.spotFailure' });
+    // The shard's child execution fails with the on-demand error; the Map tolerates it.
+    const shardFailed = new sfn.Fail(this, 'ShardFailed', {
+      stateName: STATE_NAMES.shardFailed,
+      comment: 'This shard only: its tasks become infra_error, the other shards go on',
+      errorPath: '$.shardFailure.Error',
+      causePath: '$.shardFailure.Cause',
+    });
+    onDemand.addCatch(shardFailed, { errors: [sfn.Errors.ALL], resultPath: '$.shardFailure' });
 
-    const map = new sfn.Map(this, 'EvaluateShards', {
+    const map = new sfn.DistributedMap(this, 'EvaluateShards', {
       stateName: STATE_NAMES.evaluateShards,
-      comment: 'One Fargate task per shard (paper x model, split when large); MaxConcurrency bounds tasks in flight per run',
-      itemsPath: '$.plan.shards',
+      comment: 'One child execution and Fargate task per shard (paper x model, split when large); MaxConcurrency bounds tasks in flight per run',
+      mapExecutionType: sfn.StateMachineType.STANDARD,
+      itemReader: new sfn.S3JsonItemReader({ bucket: props.bucket, key: sfn.JsonPath.stringAt('$.plan.shardManifestKey') }),
       itemSelector: {
         runId: sfn.JsonPath.stringAt('$.runId'),
+        // The parent's execution name: the tag that tells a run's attempts apart.
+        execution: sfn.JsonPath.stringAt('$$.Execution.Name'),
         paper: sfn.JsonPath.stringAt('$$.Map.Item.Value.paper'),
         shard: sfn.JsonPath.objectAt('$$.Map.Item.Value'),
+        taskDefinitionArn: sfn.JsonPath.stringAt('$.plan.taskDefinitionArn'),
       },
-      maxConcurrency: props.evaluationMaxConcurrency ?? 10,
-      resultPath: sfn.JsonPath.DISCARD,
+      maxConcurrency,
+      // A failed shard fails only itself (its child execution); the run goes on to Aggregate.
+      toleratedFailurePercentage: 100,
+      resultWriterV2: new sfn.ResultWriterV2({ bucket: props.bucket, prefix: MAP_RESULTS_PREFIX }),
+      label: 'Shards',
+      resultPath: '$.evaluation',
     });
     map.itemProcessor(onSpot);
     return map;
@@ -398,7 +451,7 @@ export class OrchestratorConstruct extends Construct {
       errorPath: '$.failure.Error',
       causePath: '$.failure.Cause',
     });
-    const mark = new tasks.LambdaInvoke(this, 'MarkRunFailed', {
+    const mark = lambdaTask(this, 'MarkRunFailed', {
       stateName: STATE_NAMES.markRunFailed,
       comment: 'Record the error on the run item; completions and verdicts already written stay',
       lambdaFunction: this.markRunFailed.function,

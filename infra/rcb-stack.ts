@@ -94,6 +94,7 @@ export class RcbStack extends Stack {
       },
       generationTimeout,
       evaluationMaxConcurrency: props.evaluationMaxConcurrency,
+      maxShards: props.maxShards,
       evaluationReady: interfaceEndpoints,
       modelsFile: props.modelsFile,
     });

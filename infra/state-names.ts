@@ -20,8 +20,32 @@ export const STATE_NAMES = {
   evaluateShards: 'EvaluateShards',
   evaluateShard: 'EvaluateShard',
   evaluateShardOnDemand: 'EvaluateShardOnDemand',
+  /** Fail state of a shard's child execution once Spot and on-demand both gave up: the shard's tasks become infra_error. */
+  shardFailed: 'ShardFailed',
   aggregate: 'Aggregate',
   markRunFailed: 'MarkRunFailed',
   succeeded: 'RunSucceeded',
   failed: 'RunFailed',
 } as const;
+
+/**
+ * Errors of a Lambda task state that a retry can clear: throttling and the service's own
+ * transient failures (Step Functions' "Handle transient Lambda service exceptions"). Every
+ * Lambda task state of the run workflow retries them (infra/lambda-retry.ts).
+ */
+export const LAMBDA_TRANSIENT_ERRORS = [
+  'Lambda.TooManyRequestsException',
+  'Lambda.ServiceException',
+  'Lambda.AWSLambdaException',
+  'Lambda.SdkClientException',
+  'Lambda.ClientExecutionTimeoutException',
+] as const;
+
+/**
+ * Most iterations a Map runs at once, by kind: an inline Map runs at most 40 at a time (more
+ * are queued), a Distributed Map's child executions at most 10,000 (Step Functions quotas).
+ */
+export const MAP_MAX_CONCURRENCY = { inline: 40, distributed: 10_000 } as const;
+
+/** Where the evaluation Map's ResultWriter puts each Map Run's results (under the runs/ prefix the functions may read). */
+export const MAP_RESULTS_PREFIX = 'runs/_map-runs';

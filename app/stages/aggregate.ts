@@ -3,22 +3,23 @@
  * Aggregate (Step Functions task): score the run from its verdicts, write reports to
  * `runs/<runId>/reports/` in the bucket, set the final run status. A thin adapter over
  * core/cloud/aggregate-run.ts; a run with unjudged tasks (and no budget or cancel to
- * explain it) throws, which the workflow's catch path records.
+ * explain it) throws, which the workflow's catch path records. Its input carries the
+ * evaluation Map Run's results (`mapResults`): the shards that failed every attempt, whose
+ * tasks become infra_error.
  *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { aggregateRun } from '../../core/cloud/aggregate-run';
-import { parsePayload, runRefSchema, type AggregateResult, type RunRef } from '../../core/cloud/payloads';
+import { aggregateInputSchema, parsePayload, type AggregateInput, type AggregateResult } from '../../core/cloud/payloads';
 import type { BlobStore, RunStore } from '../../core/store';
 import type { EnvironmentChecks } from '../../core/cloud/ports';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
-export const aggregateInputSchema = runRefSchema;
-export type AggregateInput = RunRef;
-export type { AggregateResult };
+export { aggregateInputSchema };
+export type { AggregateInput, AggregateResult };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
   return { storage: loadStorageConfig(env) };
@@ -39,7 +40,7 @@ export function createHandler(getDeps: () => AggregateHandlerDeps): (event: unkn
     const deps = getDeps();
     deps.logger.appendKeys({ runId: input.runId });
     try {
-      const summary = await aggregateRun(deps, input.runId);
+      const summary = await aggregateRun(deps, input.runId, input.mapResults ? { mapResultsKey: input.mapResults.Key } : {});
       deps.logger.info('run aggregated', { ...summary });
       deps.metrics.addMetric(`Runs_${summary.status}`, MetricUnit.Count, 1);
       return summary;

@@ -59,7 +59,8 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
     deps.logger.appendKeys({ runId: input.runId });
     try {
       const progress = await checkProgress(deps.store, input.runId, {
-        deadlineMs: deps.generationTimeoutSec * 1000,
+        // The run's own deadline (rcb cloud run --deadline), else the stack's.
+        deadlineMs: (input.deadlineSec ?? deps.generationTimeoutSec) * 1000,
         startedAt: input.startedAt,
         schedule: deps.schedule,
         counters: deps.counters,

@@ -7,7 +7,9 @@
  * A thin adapter over core/cloud/plan-cloud-run.ts.
  *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES (JSON lane -> queue URL),
- * RCB_EVALUATION_READY ("true" | "false").
+ * RCB_EVALUATION_READY ("true" | "false"), RCB_TASK_DEFINITION (the evaluator's task
+ * definition revision ARN) and RCB_EVALUATION_IMAGE (its image), which a run pins,
+ * RCB_MAX_SHARDS (largest sweep admitted), RCB_GENERATION_TIMEOUT_SEC (default deadline).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -32,6 +34,26 @@ export interface PlanRunConfig {
   laneQueues: Record<string, string>;
   /** RCB_EVALUATION_READY: false on a parked stack (no interface endpoints), which refuses runs. */
   evaluationReady: boolean;
+  /** RCB_TASK_DEFINITION and RCB_EVALUATION_IMAGE: the deployed evaluator a new run pins. */
+  evaluation: { taskDefinitionArn: string; image: string };
+  /** RCB_MAX_SHARDS. */
+  maxShards?: number;
+  /** RCB_GENERATION_TIMEOUT_SEC: the deadline of a run that sets none. */
+  defaultDeadlineSec?: number;
+}
+
+function positiveIntEnv(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
+function requiredEnv(env: NodeJS.ProcessEnv, name: string): string {
+  const v = env[name];
+  if (!v) throw new Error(`${name} is not set: PlanRun pins the evaluator it names`);
+  return v;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): PlanRunConfig {
@@ -39,6 +61,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PlanRunConfig 
     storage: loadStorageConfig(env),
     laneQueues: jsonRecordEnv(env, 'RCB_LANE_QUEUES'),
     evaluationReady: env.RCB_EVALUATION_READY !== 'false',
+    evaluation: { taskDefinitionArn: requiredEnv(env, 'RCB_TASK_DEFINITION'), image: requiredEnv(env, 'RCB_EVALUATION_IMAGE') },
+    maxShards: positiveIntEnv(env, 'RCB_MAX_SHARDS'),
+    defaultDeadlineSec: positiveIntEnv(env, 'RCB_GENERATION_TIMEOUT_SEC'),
   };
 }
 
@@ -61,6 +86,9 @@ export function planRunDeps(parts: {
   /** Registry for routing and prices only (PlanRun never calls a model); loaded on first need. */
   hosted: () => HostedModels;
   evaluationReady: boolean;
+  evaluation: PlanRunConfig['evaluation'];
+  maxShards?: number;
+  defaultDeadlineSec?: number;
   logger: Logger;
   metrics: Metrics;
 }): PlanRunHandlerDeps {
@@ -72,6 +100,9 @@ export function planRunDeps(parts: {
     batchCostsFor: (spec, batchModels) => runBatchCosts(spec, batchModels, hosted),
     slowModelsFor: (spec) => runSlowModels(spec, hosted),
     evaluationReady: parts.evaluationReady,
+    evaluation: parts.evaluation,
+    ...(parts.maxShards ? { maxShards: parts.maxShards } : {}),
+    ...(parts.defaultDeadlineSec ? { defaultDeadlineSec: parts.defaultDeadlineSec } : {}),
     logger: parts.logger,
     metrics: parts.metrics,
   };
@@ -89,6 +120,9 @@ export function deployedPlanRunDeps(config: PlanRunConfig): PlanRunHandlerDeps {
     ),
     hosted,
     evaluationReady: config.evaluationReady,
+    evaluation: config.evaluation,
+    maxShards: config.maxShards,
+    defaultDeadlineSec: config.defaultDeadlineSec,
     logger: new Logger({ serviceName: 'rcb-plan-run' }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),
   });
@@ -113,7 +147,8 @@ export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknow
         taskCount: plan.taskCount,
         enqueued: plan.enqueued,
         batchTasks: plan.batchTasks,
-        shards: plan.shards.length,
+        shards: plan.shardCount,
+        taskDefinitionArn: plan.taskDefinitionArn,
         estimatedCostUsd: plan.estimatedCostUsd,
       });
       deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);

@@ -12,7 +12,9 @@ import type { BlobStore, RunStore } from '../store';
 import type { RunEnvironment, RunRecord } from '../records';
 import { splitRunnable } from '../scoring';
 import { LEADERBOARD, OFFICIAL_STATS, writeRunOutputs, type RunOutput } from '../run/run-outputs';
-import { cloudKeys, type AggregateResult } from './payloads';
+import { cloudKeys, shardRefSchema, type AggregateResult, type InfraErrors, type InfraErrorShard } from './payloads';
+import { shardTasks } from './shard-plan';
+import type { TaskRecord } from '../records';
 import type { EnvironmentChecks } from './ports';
 import { RunInputError } from './pset-bundle';
 
@@ -54,7 +56,69 @@ export async function shardEnvironment(environments: EnvironmentChecks, run: Run
   };
 }
 
-export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore; environments?: EnvironmentChecks }, runId: string): Promise<AggregateResult> {
+/** The parts of a Map Run's ResultWriter output Aggregate reads (Step Functions' manifest.json and its FAILED_n.json files). */
+interface MapRunManifest {
+  ResultFiles?: { FAILED?: Array<{ Key: string }> };
+}
+interface ChildResult {
+  Input?: string;
+  Error?: string;
+  Cause?: string;
+}
+
+/**
+ * The shards whose child execution failed, from the Map Run's results in the blob store
+ * (ResultWriter: `<prefix>/<mapRunId>/manifest.json` lists the FAILED_n.json files, each an
+ * array of child executions with their input and error). A child's input is the Map's item
+ * selector output, `{ runId, paper, shard, ... }`.
+ */
+export async function failedShards(blobs: BlobStore, manifestKey: string): Promise<Array<Omit<InfraErrorShard, 'taskIds'>>> {
+  const raw = await blobs.get(manifestKey);
+  if (!raw) throw new RunInputError(`the evaluation Map's results manifest ${manifestKey} is not in the bucket`);
+  const manifest = JSON.parse(raw.toString('utf8')) as MapRunManifest;
+  const out: Array<Omit<InfraErrorShard, 'taskIds'>> = [];
+  for (const file of manifest.ResultFiles?.FAILED ?? []) {
+    const body = await blobs.get(file.Key);
+    if (!body) throw new RunInputError(`${manifestKey} lists ${file.Key}, which is not in the bucket`);
+    for (const child of JSON.parse(body.toString('utf8')) as ChildResult[]) {
+      const input = JSON.parse(child.Input ?? '{}') as { shard?: unknown };
+      const shard = shardRefSchema.safeParse(input.shard);
+      if (!shard.success) throw new RunInputError(`${file.Key}: a failed child execution's input has no shard (${child.Input?.slice(0, 200)})`);
+      out.push({ shard: shard.data, error: child.Error ?? 'States.Failed', ...(child.Cause ? { cause: child.Cause.slice(0, 2000) } : {}) });
+    }
+  }
+  return out;
+}
+
+/** Each failed shard with its tasks still unjudged: the run's infra_error tasks. */
+export function infraErrorsOf(runId: string, failed: Array<Omit<InfraErrorShard, 'taskIds'>>, tasks: TaskRecord[], judged: ReadonlySet<string>): InfraErrors {
+  const shards = failed
+    .map((f) => ({
+      ...f,
+      taskIds: shardTasks(tasks, f.shard)
+        .filter((t) => !judged.has(t.taskId))
+        .map((t) => t.taskId),
+    }))
+    .filter((f) => f.taskIds.length > 0);
+  return { runId, shards, tasks: new Set(shards.flatMap((s) => s.taskIds)).size };
+}
+
+/** The run's infra_error record (`runs/<runId>/infra-errors.json`), if its latest aggregation wrote one. */
+export async function readInfraErrors(blobs: BlobStore, runId: string): Promise<InfraErrors | null> {
+  const raw = await blobs.get(cloudKeys.infraErrors(runId));
+  return raw ? (JSON.parse(raw.toString('utf8')) as InfraErrors) : null;
+}
+
+export interface AggregateOptions {
+  /** Key of the evaluation Map Run's results manifest (the Map state's ResultWriterDetails.Key). @default none: no shard failed */
+  mapResultsKey?: string;
+}
+
+export async function aggregateRun(
+  deps: { store: RunStore; blobs: BlobStore; environments?: EnvironmentChecks },
+  runId: string,
+  options: AggregateOptions = {},
+): Promise<AggregateResult> {
   const run = await deps.store.getRun(runId);
   if (!run) throw new RunInputError(`no run ${runId} in the run store`);
   await deps.store.setRunStatus(runId, 'aggregating');
@@ -67,10 +131,17 @@ export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore; en
   const tasks = splitRunnable(run, await deps.store.listTasks(runId)).runnable;
   const verdicts = await deps.store.listVerdicts(runId);
   const judged = new Set(verdicts.map((v) => v.taskId));
+  // A shard that failed every attempt fails only itself: its unjudged tasks are infra_error,
+  // kept out of the score as env_broken tasks are, and the run ends succeeded_with_errors.
+  // Written on every aggregation (empty when none), so a restart that judged them clears it.
+  const failed = options.mapResultsKey ? await failedShards(deps.blobs, options.mapResultsKey) : [];
+  const infra = infraErrorsOf(runId, failed, tasks, judged);
+  await deps.blobs.put(cloudKeys.infraErrors(runId), JSON.stringify(infra), 'application/json');
+  const infraTasks = new Set(infra.shards.flatMap((s) => s.taskIds));
   // env_broken tasks have no verdict by design.
-  const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper)).length;
+  const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper) && !infraTasks.has(t.taskId)).length;
   // The status before aggregation says why a run may be incomplete.
-  let status: AggregateResult['status'] = 'succeeded';
+  let status: AggregateResult['status'] = infraTasks.size ? 'succeeded_with_errors' : 'succeeded';
   if (missing > 0) {
     if (run.status !== 'budget_exhausted' && run.status !== 'cancelled') {
       const err = new IncompleteRunError(runId, missing, tasks.length);
@@ -79,6 +150,12 @@ export async function aggregateRun(deps: { store: RunStore; blobs: BlobStore; en
     }
     status = run.status;
   }
-  await deps.store.setRunStatus(runId, status);
-  return { runId, status, reportPrefix };
+  await deps.store.setRunStatus(
+    runId,
+    status,
+    infraTasks.size
+      ? `infra_error: ${infraTasks.size} of ${tasks.length} task(s) (${((100 * infraTasks.size) / Math.max(1, tasks.length)).toFixed(1)}% infra error rate), in ${infra.shards.length} shard(s) that failed every attempt; kept out of the judged tasks: start the run again to evaluate them`
+      : undefined,
+  );
+  return { runId, status, reportPrefix, ...(infraTasks.size ? { infraErrorTasks: infraTasks.size } : {}) };
 }

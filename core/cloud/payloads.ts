@@ -60,6 +60,9 @@ export const batchSettingsSchema = z
   .strict();
 export type BatchSettings = z.infer<typeof batchSettingsSchema>;
 
+/** Longest generation deadline a run may ask for: the execution's own timeout (3 days) less a day for evaluation. */
+export const MAX_DEADLINE_SEC = 2 * 24 * 3600;
+
 /** Execution input of the run workflow, as `rcb cloud run` starts it; PlanRun receives it whole. */
 export const runWorkflowInputSchema = z.object({
   /** Id of the run (core/ids.ts runId(spec)); also the execution name. */
@@ -71,6 +74,11 @@ export const runWorkflowInputSchema = z.object({
   force: z.boolean().optional(),
   /** Models answered by the batch lane; none when absent. */
   batch: batchSettingsSchema.optional(),
+  /**
+   * How long generation may run before CheckProgress fails the run, seconds (`rcb cloud run
+   * --deadline`). @default the stack's RCB_GENERATION_TIMEOUT_SEC (24 h)
+   */
+  deadlineSec: z.number().int().positive().max(MAX_DEADLINE_SEC).optional(),
 });
 export type RunWorkflowInput = z.infer<typeof runWorkflowInputSchema>;
 
@@ -90,7 +98,25 @@ export const shardRefSchema = z.object({
 });
 export type ShardRef = z.infer<typeof shardRefSchema>;
 
-/** What PlanRun returns; the workflow keeps it at `$.plan` and maps over `$.plan.shards`. */
+/**
+ * The task definition revision and image every shard of a run uses: read from the deployment
+ * by the run's first PlanRun and kept (`runs/<runId>/evaluation-pin.json`), so a deploy during
+ * a sweep, or between a run and its restart, does not change the evaluator.
+ */
+export const evaluationPinSchema = z.object({
+  /** Full ARN of the task definition revision (`...:task-definition/<family>:<revision>`). */
+  taskDefinitionArn: z.string().min(1),
+  /** The evaluator image as the revision names it (repository URI and tag, or @digest). */
+  image: z.string().min(1),
+  pinnedAt: z.string(),
+});
+export type EvaluationPin = z.infer<typeof evaluationPinSchema>;
+
+/**
+ * What PlanRun returns; the workflow keeps it at `$.plan`. The shards themselves are in the
+ * blob store (`shardManifestKey`, read by the evaluation Map's ItemReader), so the state's
+ * payload stays the same size whatever the sweep.
+ */
 export const planRunResultSchema = z.object({
   runId: z.string().min(1),
   /** Tasks of the run (snippets x models x samples). */
@@ -101,7 +127,16 @@ export const planRunResultSchema = z.object({
   estimatedCostUsd: z.number().nonnegative(),
   /** Unanswered tasks of batch-mode models, left to the batch lane (not enqueued); the workflow skips the lane when 0. */
   batchTasks: z.number().int().nonnegative(),
-  shards: z.array(shardRefSchema),
+  /** Shards this execution evaluates: those with a task still unjudged (all of them on a first execution). */
+  shardCount: z.number().int().nonnegative(),
+  /** Blob key of the JSON array of this execution's shards (ShardRef[]). */
+  shardManifestKey: z.string().min(1),
+  /** Generation deadline of this run, seconds (CheckProgress reads it). */
+  deadlineSec: z.number().int().positive(),
+  /** The run's pinned task definition revision (every shard's RunTask names it); the deployed PlanRun always sets it. */
+  taskDefinitionArn: z.string().min(1).optional(),
+  /** The run's pinned evaluator image. */
+  image: z.string().min(1).optional(),
 });
 export type PlanRunResult = z.infer<typeof planRunResultSchema>;
 
@@ -134,6 +169,8 @@ export type RunRef = z.infer<typeof runRefSchema>;
  */
 export const checkProgressInputSchema = runRefSchema.extend({
   startedAt: z.string().datetime({ offset: true }).optional(),
+  /** The run's generation deadline, seconds (PlanRun's `deadlineSec`). @default the function's RCB_GENERATION_TIMEOUT_SEC */
+  deadlineSec: z.number().int().positive().optional(),
 });
 export type CheckProgressInput = z.infer<typeof checkProgressInputSchema>;
 
@@ -178,7 +215,29 @@ export const shardInputSchema = z.object({
 export type ShardInput = z.infer<typeof shardInputSchema>;
 
 /** Final statuses Aggregate sets; any other ending goes through MarkRunFailed. */
-export const aggregateStatusSchema = z.enum(['succeeded', 'budget_exhausted', 'cancelled']);
+export const aggregateStatusSchema = z.enum(['succeeded', 'succeeded_with_errors', 'budget_exhausted', 'cancelled']);
+
+/** Where the evaluation Map's ResultWriter put its Map Run's results (the Map state's `ResultWriterDetails`). */
+export const mapResultsSchema = z.object({ Bucket: z.string().min(1), Key: z.string().min(1) });
+
+/** Input of Aggregate: the run, and the Map Run's results when the evaluation Map wrote them. */
+export const aggregateInputSchema = runRefSchema.extend({ mapResults: mapResultsSchema.optional() });
+export type AggregateInput = z.infer<typeof aggregateInputSchema>;
+
+/** One shard whose every attempt failed: its tasks without a verdict are recorded infra_error. */
+export const infraErrorShardSchema = z.object({
+  shard: shardRefSchema,
+  /** The error of its last attempt (e.g. States.TaskFailed) and its cause. */
+  error: z.string(),
+  cause: z.string().optional(),
+  /** Its tasks without a verdict when the run was aggregated. */
+  taskIds: z.array(z.string()),
+});
+export type InfraErrorShard = z.infer<typeof infraErrorShardSchema>;
+
+/** `runs/<runId>/infra-errors.json`: the shards of the run's latest execution that failed every attempt. */
+export const infraErrorsSchema = z.object({ runId: z.string(), shards: z.array(infraErrorShardSchema), tasks: z.number().int().nonnegative() });
+export type InfraErrors = z.infer<typeof infraErrorsSchema>;
 
 /** What Aggregate returns; kept at `$.summary`. */
 export const aggregateResultSchema = z.object({
@@ -186,6 +245,8 @@ export const aggregateResultSchema = z.object({
   status: aggregateStatusSchema,
   /** Blob prefix holding the reports (`runs/<runId>/reports/`). */
   reportPrefix: z.string(),
+  /** Tasks recorded infra_error (their shard failed every attempt); the status is then succeeded_with_errors. */
+  infraErrorTasks: z.number().int().nonnegative().optional(),
 });
 export type AggregateResult = z.infer<typeof aggregateResultSchema>;
 

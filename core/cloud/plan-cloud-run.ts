@@ -16,8 +16,19 @@ import { runId as computeRunId } from '../ids';
 import { buildPrompt } from '../prompt/template';
 import { findSnippet } from '../prompt/mask';
 import type { RunCounters, TaskQueue } from './ports';
-import { planShards, type ShardSizing } from './shard-plan';
-import { cloudKeys, type PlanManifest, type PlanRunResult, type RunWorkflowInput } from './payloads';
+import { MAX_SHARDS_DEFAULT, planShards, shardTasks, type ShardSizing } from './shard-plan';
+import { z } from 'zod';
+import {
+  cloudKeys,
+  evaluationPinSchema,
+  shardRefSchema,
+  parsePayload,
+  type EvaluationPin,
+  type PlanManifest,
+  type PlanRunResult,
+  type RunWorkflowInput,
+  type ShardRef,
+} from './payloads';
 import { loadBundledPset, loadPromptTemplateBlob, RunInputError } from './pset-bundle';
 import { asyncLanes } from '../run/lanes';
 
@@ -38,7 +49,69 @@ export interface PlanCloudRunDeps {
   shardSizing?: ShardSizing;
   /** Answers a task may get in all when the earlier ones were errors (as a local run). @default MAX_ANSWER_ATTEMPTS */
   maxAnswerAttempts?: number;
+  /**
+   * The deployed evaluator: the task definition revision and its image (RCB_TASK_DEFINITION,
+   * RCB_EVALUATION_IMAGE). A run's first PlanRun pins them; its later ones keep that pin.
+   * @default none: nothing pinned (planning outside a deployment: tests, bench, image checks)
+   */
+  evaluation?: { taskDefinitionArn: string; image: string };
+  /**
+   * Most shards one run may have: the largest sweep the deployment admits (RCB_MAX_SHARDS,
+   * config.ts maxShards, whose worst-case history test/infra/history-bound.test.ts counts).
+   * @default MAX_SHARDS_DEFAULT
+   */
+  maxShards?: number;
+  /** Generation deadline of a run that sets none, seconds (RCB_GENERATION_TIMEOUT_SEC). @default 24 h */
+  defaultDeadlineSec?: number;
   now?: () => Date;
+}
+
+export { MAX_SHARDS_DEFAULT };
+
+/** A sweep with more shards than the deployment admits; says how to split it. */
+export class SweepTooLargeError extends RunInputError {
+  constructor(
+    readonly shards: number,
+    readonly maxShards: number,
+    readonly models: number,
+  ) {
+    const perRun = Math.max(1, Math.floor((maxShards * models) / shards));
+    super(
+      `the run has ${shards} evaluation shards, more than the ${maxShards} this deployment admits (rcb:maxShards): split the sweep into runs of at most ${perRun} model(s) each (or fewer papers), or raise rcb:maxShards after checking the history bound (docs/cloud.md)`,
+    );
+    this.name = 'SweepTooLargeError';
+  }
+}
+
+/**
+ * The run's pin: the one its first PlanRun stored, else the deployed evaluator, stored now.
+ * A restart after a deploy keeps evaluating with the revision the run began with.
+ */
+export async function pinEvaluation(
+  blobs: BlobStore,
+  runId: string,
+  deployed: { taskDefinitionArn: string; image: string },
+  now: Date,
+): Promise<EvaluationPin> {
+  const key = cloudKeys.evaluationPin(runId);
+  const stored = await blobs.get(key);
+  if (stored) return parsePayload(evaluationPinSchema, JSON.parse(stored.toString('utf8')), key);
+  const pin: EvaluationPin = { ...deployed, pinnedAt: now.toISOString() };
+  await blobs.put(key, JSON.stringify(pin), 'application/json');
+  return pin;
+}
+
+/** The shards an execution evaluates, as PlanRun wrote them (`PlanRunResult.shardManifestKey`). */
+export async function readShardManifest(blobs: BlobStore, key: string): Promise<ShardRef[]> {
+  const raw = await blobs.get(key);
+  if (!raw) throw new RunInputError(`no shard manifest at ${key}`);
+  return parsePayload(z.array(shardRefSchema), JSON.parse(raw.toString('utf8')), key);
+}
+
+/** The shards with at least one task still unjudged: a restarted run evaluates only those. */
+export function shardsToEvaluate(shards: ShardRef[], tasks: TaskRecord[], judged: ReadonlySet<string>): ShardRef[] {
+  if (!judged.size) return shards;
+  return shards.filter((s) => shardTasks(tasks, s).some((t) => !judged.has(t.taskId)));
 }
 
 /** The worst-case cost of the run's unanswered tasks exceeds its budget, and planning was not forced. */
@@ -101,6 +174,9 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
   const batchModels = new Set([...batchApiModels, ...background]);
 
   const tasks = planTasks(pset, spec);
+  const allShards = planShards(tasks, deps.shardSizing);
+  const maxShards = deps.maxShards ?? MAX_SHARDS_DEFAULT;
+  if (allShards.length > maxShards) throw new SweepTooLargeError(allShards.length, maxShards, spec.models.length);
   const existing = await openRun(deps.store, { runId: input.runId, spec, pset, models: input.models }, now);
 
   // A restarted run asks again for the answers that were errors (dead-lettered, provider
@@ -145,6 +221,22 @@ export async function planCloudRun(deps: PlanCloudRunDeps, input: RunWorkflowInp
     }),
   );
 
-  const shards = planShards(tasks, deps.shardSizing);
-  return { runId: input.runId, taskCount: tasks.length, enqueued: lanes.length, estimatedCostUsd, batchTasks: todo.length - lanes.length, shards };
+  // A restarted run evaluates only the shards with a task still unjudged (a shard that failed
+  // every attempt, whose tasks were infra_error, or one a cancelled run never reached).
+  const judged = new Set((await deps.store.listVerdicts(input.runId)).map((v) => v.taskId));
+  const shards = shardsToEvaluate(allShards, tasks, judged);
+  const shardManifestKey = cloudKeys.shardManifest(input.runId);
+  await deps.blobs.put(shardManifestKey, JSON.stringify(shards), 'application/json');
+  const pin = deps.evaluation ? await pinEvaluation(deps.blobs, input.runId, deps.evaluation, now()) : undefined;
+  return {
+    runId: input.runId,
+    taskCount: tasks.length,
+    enqueued: lanes.length,
+    estimatedCostUsd,
+    batchTasks: todo.length - lanes.length,
+    shardCount: shards.length,
+    shardManifestKey,
+    deadlineSec: input.deadlineSec ?? deps.defaultDeadlineSec ?? 24 * 3600,
+    ...(pin ? { taskDefinitionArn: pin.taskDefinitionArn, image: pin.image } : {}),
+  };
 }

@@ -64,13 +64,14 @@ export async function progressLine(
   return formatProgress(run, run ? await readProgress(store, counters, run.runId, envBroken) : null);
 }
 
-/** Exit codes of `rcb run`, by the run's final status: 0 succeeded, 3 budget exhausted, 1 otherwise. */
+/** Exit codes of `rcb run`, by the run's final status: 0 succeeded, 3 budget exhausted, 4 succeeded with infra errors (start it again), 1 otherwise. */
 export const EXIT_BY_STATUS: Readonly<Record<RunStatus, number>> = {
   planned: 1,
   generating: 1,
   evaluating: 1,
   aggregating: 1,
   succeeded: 0,
+  succeeded_with_errors: 4,
   budget_exhausted: 3,
   cancelled: 1,
   failed: 1,

@@ -15,6 +15,13 @@ export interface ShardSizing {
   targetSec: number;
 }
 
+/**
+ * Shards a run may have when the deployment sets no limit (config.ts maxShards): a 32-model
+ * x 5-sample sweep of the 20 papers is 640 to about 1,300 shards; 5,000 leaves room for a
+ * larger pset. PlanRun refuses more (core/cloud/plan-cloud-run.ts SweepTooLargeError).
+ */
+export const MAX_SHARDS_DEFAULT = 5000;
+
 /** A warm executor's typical test is a few seconds; a shard aims at 20 minutes of them (the task timeout is 2 h). */
 export const DEFAULT_SHARD_SIZING: ShardSizing = { testSecPerCandidate: 5, targetSec: 20 * 60 };
 

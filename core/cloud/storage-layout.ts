@@ -92,6 +92,12 @@ const evaluation = 'evaluation/';
 /** Where run artifacts live in the bucket. */
 export const cloudKeys = {
   planManifest: (runId: string) => `${runs}${runId}/plan.json`,
+  /** The shards one execution evaluates, a JSON array the evaluation Map's ItemReader reads (PlanRun writes it). */
+  shardManifest: (runId: string) => `${runs}${runId}/shards.json`,
+  /** The task definition revision and image a run's shards use, fixed by its first PlanRun. */
+  evaluationPin: (runId: string) => `${runs}${runId}/evaluation-pin.json`,
+  /** The shards whose every attempt failed and their tasks (infra_error), as Aggregate found them. */
+  infraErrors: (runId: string) => `${runs}${runId}/infra-errors.json`,
   reportPrefix: (runId: string) => `${runs}${runId}/reports/`,
   /** Verdicts and logs of one shard (the container may write only under `runs/<id>/evaluation/`). */
   shardVerdicts: (runId: string, paper: string, slice?: string) => `${runs}${runId}/${evaluation}${paper}/${slice ? `${slice}/` : ''}verdicts.json`,

@@ -17,7 +17,7 @@ import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { createLocalExecutor } from '../../adapters/executor';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
 import { createPsetBundle, materialisePsetBundle, loadBundledPset, RunInputError } from '../../core/cloud/pset-bundle';
-import { BudgetExceededError, planCloudRun } from '../../core/cloud/plan-cloud-run';
+import { BudgetExceededError, planCloudRun, readShardManifest } from '../../core/cloud/plan-cloud-run';
 import { generateTask } from '../../core/cloud/generate-task';
 import { checkProgress, GenerationTimeoutError } from '../../core/cloud/check-progress';
 import { evaluateShard, ShardIncompleteError } from '../../core/cloud/evaluate-shard';
@@ -95,9 +95,14 @@ describe('planCloudRun', () => {
       enqueued: 56,
       estimatedCostUsd: 0,
       batchTasks: 0,
-      // One shard per paper and model (core/cloud/shard-plan.ts), the models in spec order.
-      shards: ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
+      shardCount: 8,
+      shardManifestKey: cloudKeys.shardManifest(f.input.runId),
+      deadlineSec: 24 * 3600,
     });
+    // One shard per paper and model (core/cloud/shard-plan.ts), the models in spec order, in the manifest the Map reads.
+    expect(await readShardManifest(f.blobs, plan.shardManifestKey)).toEqual(
+      ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
+    );
     expect((await f.store.getRun(f.input.runId))?.status).toBe('generating');
     expect(await f.store.listTasks(f.input.runId)).toHaveLength(56);
     expect(new Set(f.queue.sent.map((m) => m.message.taskId)).size).toBe(56);
@@ -216,11 +221,14 @@ describe('evaluateShard and aggregateRun', () => {
     const ctx = await contexts.get(f.input.runId);
 
     // Act
-    for (const shard of plan.shards) {
+    for (const shard of await readShardManifest(f.blobs, plan.shardManifestKey)) {
       await evaluateShard({ store: f.store, blobs: f.blobs, executor }, { runId: f.input.runId, paper: shard.paper, pset: ctx.pset });
     }
     // A shard evaluated again (a retried task) tests nothing.
-    const again = await evaluateShard({ store: f.store, blobs: f.blobs, executor }, { runId: f.input.runId, paper: plan.shards[0].paper, pset: ctx.pset });
+    const again = await evaluateShard(
+      { store: f.store, blobs: f.blobs, executor },
+      { runId: f.input.runId, paper: (await readShardManifest(f.blobs, plan.shardManifestKey))[0].paper, pset: ctx.pset },
+    );
     const summary = await aggregateRun({ store: f.store, blobs: f.blobs }, f.input.runId);
 
     // Assess
@@ -275,7 +283,7 @@ describe('evaluateShard and aggregateRun', () => {
         }),
       close: async () => undefined,
     };
-    const shard = { runId: f.input.runId, paper: plan.shards[0].paper, pset: ctx.pset };
+    const shard = { runId: f.input.runId, paper: (await readShardManifest(f.blobs, plan.shardManifestKey))[0].paper, pset: ctx.pset };
 
     // Act / Assess
     await expect(evaluateShard({ store: f.store, blobs: f.blobs, executor: flaky }, shard)).rejects.toThrow(ShardIncompleteError);

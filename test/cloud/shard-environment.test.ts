@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestExecutor } from '../../core/executor';
 import { createLocalExecutor } from '../../adapters/executor';
-import { planCloudRun } from '../../core/cloud/plan-cloud-run';
+import { planCloudRun, readShardManifest } from '../../core/cloud/plan-cloud-run';
 import { generateTask } from '../../core/cloud/generate-task';
 import { evaluateShard, type EvaluateShardResult } from '../../core/cloud/evaluate-shard';
 import { aggregateRun } from '../../core/cloud/aggregate-run';
@@ -56,7 +56,7 @@ async function planned(papers: string[]): Promise<{ f: CloudFixture; shards: { p
   const plan = await planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, f.input);
   const contexts = new RunContextCache({ store: f.store, blobs: f.blobs, scratchDir: f.scratchDir });
   for (const { message } of f.queue.sent) await generateTask({ store: f.store, clients: f.clients }, await contexts.get(message.runId), message);
-  return { f, shards: plan.shards, contexts };
+  return { f, shards: await readShardManifest(f.blobs, plan.shardManifestKey), contexts };
 }
 
 describe('evaluateShard with the environment check', () => {

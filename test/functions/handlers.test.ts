@@ -21,7 +21,7 @@ import { createHandler as createCheckProgress } from '../../app/stages/check-pro
 import { createHandler as createAggregate } from '../../app/stages/aggregate';
 import { createHandler as createMarkFailed } from '../../app/stages/mark-failed';
 import { LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
-import { planCloudRun } from '../../core/cloud/plan-cloud-run';
+import { planCloudRun, readShardManifest } from '../../core/cloud/plan-cloud-run';
 import type { RunStore } from '../../core/store';
 import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';
 import { makeCompletion } from '../aws/records';
@@ -222,7 +222,9 @@ describe('plan-run handler', () => {
   it('returns the plan the workflow maps over', async () => {
     const f = await cloudFixture();
     const plan = await planHandler(f)(f.input);
-    expect(plan.shards).toEqual(['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))));
+    expect(await readShardManifest(f.blobs, plan.shardManifestKey)).toEqual(
+      ['oracle', 'empty'].flatMap((model) => f.pset.papers.map((p) => ({ paper: p.meta.id, model }))),
+    );
     expect(plan.taskCount).toBe(56);
   });
 

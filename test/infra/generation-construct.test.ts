@@ -30,7 +30,7 @@ describe('GenerationConstruct', () => {
         const queue = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}Queue`);
         expect(resourcesOfType(template, 'AWS::SQS::Queue')[queue].Properties?.RedrivePolicy).toEqual({
           deadLetterTargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] },
-          maxReceiveCount: 3,
+          maxReceiveCount: 5,
         });
       }
     });

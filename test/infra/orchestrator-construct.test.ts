@@ -90,7 +90,7 @@ describe('OrchestratorConstruct', () => {
           STATE_NAMES.failed,
         ].sort(),
       );
-      expect(Object.keys(shardStates()).sort()).toEqual([STATE_NAMES.evaluateShard, STATE_NAMES.evaluateShardOnDemand].sort());
+      expect(Object.keys(shardStates()).sort()).toEqual([STATE_NAMES.evaluateShard, STATE_NAMES.evaluateShardOnDemand, STATE_NAMES.shardFailed].sort());
       const [lanes, batch] = branchStates(definition().States[STATE_NAMES.generate]);
       expect(Object.keys(lanes).sort()).toEqual(
         [STATE_NAMES.checkProgress, STATE_NAMES.generationDone, STATE_NAMES.waitForGeneration, STATE_NAMES.lanesSettled].sort(),
@@ -136,7 +136,7 @@ describe('OrchestratorConstruct', () => {
     it('loops CheckProgress -> GenerationDone? -> Wait (the pause CheckProgress chose) until $.progress.done, then evaluates', () => {
       const states = allStates(definition().States);
       expect(states.WaitForGeneration).toEqual({ Type: 'Wait', SecondsPath: '$.progress.waitSec', Next: 'CheckProgress' });
-      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
+      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime', 'deadlineSec.$': '$.plan.deadlineSec' });
       expect(states.CheckProgress.Next).toBe('GenerationDone?');
       expect(states.CheckProgress.ResultPath).toBe('$.progress');
       expect(states['GenerationDone?']).toEqual({
@@ -156,20 +156,28 @@ describe('OrchestratorConstruct', () => {
       }
       expect(states.PlanRun.Parameters).toBeUndefined();
       expect(states.PlanRun.ResultPath).toBe('$.plan');
-      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
-      expect(states.Aggregate.Parameters).toEqual({ 'runId.$': '$.runId' });
+      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime', 'deadlineSec.$': '$.plan.deadlineSec' });
+      expect(states.Aggregate.Parameters).toEqual({ 'runId.$': '$.runId', 'mapResults.$': '$.evaluation.ResultWriterDetails' });
       expect(states.MarkRunFailed.Parameters).toEqual({ 'runId.$': '$.runId', 'failure.$': '$.failure' });
     });
 
-    it('maps over $.plan.shards with MaxConcurrency and hands each shard { runId, paper, shard }', () => {
+    it('maps over the shard manifest (ItemReader) with MaxConcurrency and hands each shard { runId, execution, paper, shard, taskDefinitionArn }', () => {
       const map = definition().States.EvaluateShards;
       expect(map.Type).toBe('Map');
       expect(map.MaxConcurrency).toBe(10);
-      expect(map.ItemsPath).toBe('$.plan.shards');
-      expect(map.ItemSelector).toEqual({ 'runId.$': '$.runId', 'paper.$': '$$.Map.Item.Value.paper', 'shard.$': '$$.Map.Item.Value' });
-      expect(map.ResultPath).toBeNull();
+      expect(map.ItemsPath).toBeUndefined();
+      expect(map.ItemReader.Parameters['Key.$']).toBe('$.plan.shardManifestKey');
+      expect(map.ItemSelector).toEqual({
+        'runId.$': '$.runId',
+        'execution.$': '$$.Execution.Name',
+        'paper.$': '$$.Map.Item.Value.paper',
+        'shard.$': '$$.Map.Item.Value',
+        'taskDefinitionArn.$': '$.plan.taskDefinitionArn',
+      });
+      expect(map.ResultPath).toBe('$.evaluation');
       expect(map.ItemProcessor.StartAt).toBe('EvaluateShard');
       expect(stateMachineDefinition(orchestratorStack({ evaluationMaxConcurrency: 3 }).template).States.EvaluateShards.MaxConcurrency).toBe(3);
+      expect(() => orchestratorStack({ evaluationMaxConcurrency: 10_001 })).toThrow(/evaluationMaxConcurrency must be an integer in 1..10000/);
     });
 
     it('runs each shard as an ECS RunTask .sync on Fargate Spot, private, with the shard in containerOverrides', () => {
@@ -244,13 +252,15 @@ describe('OrchestratorConstruct', () => {
   });
 
   describe('state machine role', () => {
-    it('may run the shard task definition and pass only the task and execution roles', () => {
+    it('may run any revision of the shard task definition family (a run is pinned to one) and pass only the task and execution roles', () => {
       const { template } = orchestratorStack();
       const role = logicalIdStartingWith(template, 'AWS::IAM::Role', 'OrchestratorRunWorkflowRole');
       const statements = roleStatements(template, role);
       const runTask = statements.filter((s) => actionsOf(s).includes('ecs:RunTask'));
       expect(runTask).toHaveLength(1);
-      expect(flatten(runTask[0].Resource)).toMatch(/^\$\{EvaluationShardTask[0-9A-F]+\}$/);
+      expect(flatten(runTask[0].Resource)).toMatch(/:task-definition\/.*:\*$/);
+      const tag = statements.filter((s) => actionsOf(s).includes('ecs:TagResource'));
+      expect(tag.map((s) => s.Condition)).toEqual([{ StringEquals: { 'ecs:CreateAction': 'RunTask' } }]);
       const cluster = logicalIdStartingWith(template, 'AWS::ECS::Cluster', 'EvaluationCluster');
       expect(runTask[0].Condition).toEqual({ ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } } });
       const passRole = statements.filter((s) => actionsOf(s).includes('iam:PassRole'));

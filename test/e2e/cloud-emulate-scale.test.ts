@@ -1,0 +1,146 @@
+/**
+ * Issue 22 item 7: a synthetic sweep at full scale through the emulated cloud: 20 papers x
+ * 40 replay models x 2 samples (a trivial pset generated here, one snippet a paper, so the
+ * tests cost little), 800 shards in the evaluation Distributed Map, with faults injected:
+ * one shard whose container fails every attempt (Spot and on-demand), throttled Lambda
+ * invocations of PlanRun, CheckProgress and Aggregate, and a generation message that fails
+ * every delivery until it is dead-lettered. The run ends succeeded_with_errors with only that
+ * shard's tasks infra_error, every other task judged and no model called twice for a task;
+ * starting it again evaluates only the shards with unjudged tasks and finishes the run.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ModelClient, ModelRequest } from '../../core/model';
+import { replayModels } from '../../adapters/models/offline';
+import { emulateCloudRun, type EmulatedRun } from '../../emulator/emulated-run';
+import { resolveRun } from '../../bin/commands/resolve-run';
+import { readInfraErrors } from '../../core/cloud/aggregate-run';
+import { STATE_NAMES } from '../../infra/state-names';
+import { tempDir } from '../helpers/cli';
+
+const PAPERS = Array.from({ length: 20 }, (_, i) => `p${String(i).padStart(2, '0')}`);
+const MODELS = Array.from({ length: 40 }, (_, i) => `m${String(i).padStart(2, '0')}`);
+const SAMPLES = 2;
+const FAILING = { paper: 'p07', model: 'm13' };
+const THROTTLES = { [STATE_NAMES.planRun]: 3, [STATE_NAMES.checkProgress]: 5, [STATE_NAMES.aggregate]: 2 };
+
+/** A pset of PAPERS, each one annotated file with one snippet and a unittest that checks it. */
+function writePset(root: string): void {
+  const yaml = PAPERS.map(
+    (id) => `- id: ${id}\n  title: Paper ${id}\n  first_commit_date: 2024-03-15\n  annotated_file_paths: model.py\n  context_file_paths: utils.py\n`,
+  ).join('');
+  writeFileSync(join(root, 'papers.yaml'), yaml);
+  for (const id of PAPERS) {
+    mkdirSync(join(root, id), { recursive: true });
+    writeFileSync(join(root, id, 'paper2code_paper.tex'), `\\section{${id}}\nWe double.\n`);
+    writeFileSync(join(root, id, 'model.py'), 'def f(x):\n    # <paper2code name="double">\n    b = x * 2\n    # </paper2code name="double">\n    return b\n');
+    writeFileSync(join(root, id, 'utils.py'), 'def helper():\n    return 1\n');
+    writeFileSync(
+      join(root, id, 'paper2code_test.py'),
+      'import unittest\nimport model\n\n\nclass T(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(model.f(3), 6)\n\n\nif __name__ == "__main__":\n    unittest.main()\n',
+    );
+  }
+}
+
+/** One replay file answering every paper, model and sample right. */
+function writeReplay(path: string): void {
+  const lines: string[] = [];
+  for (const model of MODELS)
+    for (const paper of PAPERS)
+      for (let sample = 0; sample < SAMPLES; sample++)
+        lines.push(JSON.stringify({ paper, snippet: 'double', model, sample, completion: '```python\n    b = x * 2\n```\n' }));
+  writeFileSync(path, `${lines.join('\n')}\n`);
+}
+
+const calls = new Map<string, number>();
+let first: EmulatedRun;
+let second: EmulatedRun;
+let poisoned: string;
+
+beforeAll(async () => {
+  const dir = tempDir('rcb-scale-');
+  const psetDir = join(dir, 'pset');
+  mkdirSync(psetDir);
+  writePset(psetDir);
+  const replay = join(dir, 'sweep.jsonl');
+  writeReplay(replay);
+  // Each model call counted by task (paper, model, sample): a task paid twice would show 2.
+  const clients = new Map<string, ModelClient>(
+    replayModels(replay).map((m) => [
+      m.id,
+      Object.assign(Object.create(m) as ModelClient, {
+        complete: (req: ModelRequest) => {
+          const key = `${req.task.paper}/${m.id}/${req.sample}`;
+          calls.set(key, (calls.get(key) ?? 0) + 1);
+          return m.complete(req);
+        },
+      }),
+    ]),
+  );
+  const resolved = resolveRun({ pset: psetDir, model: [`replay:${replay}`], samples: String(SAMPLES), timeout: '30', paper: true }, null);
+  const request = { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info };
+  let poison = '';
+  first = await emulateCloudRun(
+    request,
+    { functions: 'source', clients, python: process.env.RCB_PYTHON || '/usr/bin/python3', jobs: 1, unsafeNoSandbox: true },
+    {
+      failShard: (paper, ref) => paper === FAILING.paper && JSON.parse(ref ?? '{}').model === FAILING.model,
+      throttle: THROTTLES,
+      poisonTask: (taskId) => {
+        // The first task delivered becomes the poisoned one, for this execution.
+        poison ||= taskId;
+        return taskId === poison;
+      },
+    },
+  );
+  poisoned = poison;
+  second = await first.runAgain({});
+}, 3_600_000);
+
+afterAll(async () => {
+  await first?.close();
+});
+
+describe('a 20-paper x 40-model x 2-sample sweep in the emulated cloud, with faults', () => {
+  it('runs every shard as its own child execution of one Map Run, one failing, within MaxConcurrency', () => {
+    expect(first.mapRuns).toHaveLength(1);
+    expect(first.mapRuns[0]).toMatchObject({ items: PAPERS.length * MODELS.length, failed: 1, succeeded: PAPERS.length * MODELS.length - 1 });
+    expect(first.mapRuns[0].peakConcurrency).toBeLessThanOrEqual(10);
+  });
+
+  it('absorbs the throttled Lambda invocations with the Retry every Lambda state carries', () => {
+    expect(first.throttled).toEqual(THROTTLES);
+  });
+
+  it('dead-letters the message that fails every delivery', () => {
+    expect(first.lanes.deadLettered).toContain(poisoned);
+  });
+
+  it('ends succeeded_with_errors: the failed shard tasks infra_error, every other task judged', async () => {
+    expect([first.succeeded, first.error]).toEqual([true, undefined]);
+    expect(first.output).toMatchObject({ summary: { status: 'succeeded_with_errors', infraErrorTasks: SAMPLES } });
+    const infra = await readInfraErrors(first.blobs, first.runId);
+    expect(infra?.shards.map((s) => s.shard)).toEqual([FAILING]);
+    expect(infra?.shards[0].error).toBe('States.TaskFailed');
+    const tasks = await first.store.listTasks(first.runId);
+    expect(tasks).toHaveLength(PAPERS.length * MODELS.length * SAMPLES);
+    const infraIds = new Set(infra!.shards[0].taskIds);
+    expect(tasks.filter((t) => infraIds.has(t.taskId)).every((t) => t.paper === FAILING.paper && t.model === FAILING.model)).toBe(true);
+    expect((await first.store.getRun(first.runId))?.status).toBe('succeeded_with_errors');
+  });
+
+  it('started again, evaluates only the shards with unjudged tasks and finishes: every task judged and passing, no task paid twice', async () => {
+    expect([second.succeeded, second.execution.name]).toEqual([true, `${first.runId}-2`]);
+    expect(second.output).toMatchObject({ summary: { status: 'succeeded' } });
+    // The failed shard and the dead-lettered task's shard (its verdict was reopened with its answer).
+    expect(second.mapRuns[0].items).toBeLessThanOrEqual(2);
+    expect(second.mapRuns[0].failed).toBe(0);
+    const tasks = await second.store.listTasks(second.runId);
+    const verdicts = await second.store.listVerdicts(second.runId);
+    expect(verdicts).toHaveLength(tasks.length);
+    expect(verdicts.every((v) => v.strictPass)).toBe(true);
+    expect(await readInfraErrors(second.blobs, second.runId)).toMatchObject({ shards: [], tasks: 0 });
+    expect(calls.size).toBe(tasks.length);
+    expect([...calls.values()].every((n) => n === 1)).toBe(true);
+  });
+});
