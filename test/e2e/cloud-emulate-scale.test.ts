@@ -18,10 +18,13 @@ import { readInfraErrors } from '../../core/cloud/aggregate-run';
 import { STATE_NAMES } from '../../infra/state-names';
 import { tempDir } from '../helpers/cli';
 
-const PAPERS = Array.from({ length: 20 }, (_, i) => `p${String(i).padStart(2, '0')}`);
-const MODELS = Array.from({ length: 40 }, (_, i) => `m${String(i).padStart(2, '0')}`);
+// The full size (20 x 40 x 2, 800 shards) runs with `npm run check:scale` (about an hour on
+// 2 cores: one container start per shard); `npm test` runs the same faults on 4 x 5 x 2.
+const SIZE = { papers: Number(process.env.RCB_SCALE_PAPERS) || 4, models: Number(process.env.RCB_SCALE_MODELS) || 5 };
+const PAPERS = Array.from({ length: SIZE.papers }, (_, i) => `p${String(i).padStart(2, '0')}`);
+const MODELS = Array.from({ length: SIZE.models }, (_, i) => `m${String(i).padStart(2, '0')}`);
 const SAMPLES = 2;
-const FAILING = { paper: 'p07', model: 'm13' };
+const FAILING = { paper: PAPERS[Math.min(7, PAPERS.length - 1)], model: MODELS[Math.min(13, MODELS.length - 1)] };
 const THROTTLES = { [STATE_NAMES.planRun]: 3, [STATE_NAMES.checkProgress]: 5, [STATE_NAMES.aggregate]: 2 };
 
 /** A pset of PAPERS, each one annotated file with one snippet and a unittest that checks it. */
@@ -101,7 +104,7 @@ afterAll(async () => {
   await first?.close();
 });
 
-describe('a 20-paper x 40-model x 2-sample sweep in the emulated cloud, with faults', () => {
+describe(`a ${SIZE.papers}-paper x ${SIZE.models}-model x ${SAMPLES}-sample sweep in the emulated cloud, with faults`, () => {
   it('runs every shard as its own child execution of one Map Run, one failing, within MaxConcurrency', () => {
     expect(first.mapRuns).toHaveLength(1);
     expect(first.mapRuns[0]).toMatchObject({ items: PAPERS.length * MODELS.length, failed: 1, succeeded: PAPERS.length * MODELS.length - 1 });
