@@ -93,7 +93,15 @@ describe('RcbStack', () => {
       expect(text).toContain(`"AwsvpcConfiguration":{"Subnets":["\${${subnets[0]}}","\${${subnets[1]}}"],"SecurityGroups":["\${${sg}.GroupId}"]}`);
       expect(text).toContain(`"Cluster":"\${${logicalIdStartingWith(template, 'AWS::ECS::Cluster', 'EvaluationCluster')}.Arn}"`);
       const task = resourcesOfType(template, 'AWS::ECS::TaskDefinition')[logicalIdStartingWith(template, 'AWS::ECS::TaskDefinition', 'EvaluationShardTask')];
-      expect(text).toContain(`"TaskDefinition":"${task.Properties?.Family}"`);
+      // The revision PlanRun pinned for the run (issue 22): every shard's RunTask uses it, and
+      // PlanRun is told the stack's task definition to pin.
+      expect(text).toContain('"TaskDefinition.$":"$.taskDefinitionArn"');
+      expect(task).toBeDefined();
+      const taskId = logicalIdStartingWith(template, 'AWS::ECS::TaskDefinition', 'EvaluationShardTask');
+      const planRun = Object.values(resourcesOfType(template, 'AWS::Lambda::Function')).find(
+        (f) => (f.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.RCB_TASK_DEFINITION !== undefined,
+      );
+      expect(JSON.stringify(planRun?.Properties?.Environment)).toContain(taskId);
     });
 
     it('gives CheckProgress and the batch round the same generation deadline', () => {
