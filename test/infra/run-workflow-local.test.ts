@@ -8,7 +8,13 @@
 import '../../emulator/promise-polyfill';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { STATE_NAMES } from '../../infra/orchestrator-construct';
+import { runDistributedMap, withDistributedMapsAsTasks } from '../../emulator/distributed-map';
+import { MemoryBlobStore } from '../cloud/memory-blob-store';
 import { sharedStack, stateMachineDefinition } from './helpers';
+
+/** Where the fake PlanRun writes its shards, as the real one writes runs/<id>/shards.json. */
+const SHARD_MANIFEST = 'runs/local/shards.json';
+const PINNED_TASK_DEFINITION = 'arn:aws:ecs:eu-west-1:123456789012:task-definition/shard:7';
 
 /** An error as Step Functions sees it: matched by name in Retry/Catch. */
 function stateError(name: string, message: string): Error {
@@ -28,15 +34,49 @@ function shardEnv(runTaskParameters: any): Record<string, string> {
   return Object.fromEntries(override.Environment.map((e: { Name: string; Value: string }) => [e.Name, e.Value]));
 }
 
+/**
+ * Runs the definition as the emulator does: the evaluation Distributed Map (which
+ * aws-local-stepfunctions only validates) runs each item as a child execution of its
+ * ItemProcessor, reading the items PlanRun wrote. The tests' PlanRun handlers return their
+ * shards as a list; this writes them to the manifest and returns PlanRun's real output shape
+ * (manifest key and count, the run's deadline, the pinned task definition) in their place.
+ */
 function run(handlers: Partial<Record<string, Handler>>, input: Parameters<StateMachine['run']>[0]) {
-  const machine = new StateMachine(stateMachineDefinition(sharedStack().template), {
+  const definition = stateMachineDefinition(sharedStack().template);
+  const { states, maps } = withDistributedMapsAsTasks(definition.States);
+  const blobs = new MemoryBlobStore();
+  const retryIntervalOverrides = { [STATE_NAMES.evaluateShard]: 0, [STATE_NAMES.evaluateShardOnDemand]: 0, [STATE_NAMES.batchRound]: 0 };
+  const bound: Record<string, Handler> = { ...(handlers as Record<string, Handler>) };
+  const planRun = handlers.PlanRun;
+  if (planRun) {
+    bound.PlanRun = async (planInput) => {
+      const { shards = [], ...plan } = await planRun(planInput);
+      await blobs.put(SHARD_MANIFEST, JSON.stringify(shards));
+      return { deadlineSec: 86_400, taskDefinitionArn: PINNED_TASK_DEFINITION, shardManifestKey: SHARD_MANIFEST, shardCount: shards.length, ...plan };
+    };
+  }
+  for (const [name, map] of maps) {
+    bound[name] = (mapInput) =>
+      runDistributedMap({
+        name,
+        map,
+        input: mapInput,
+        executionName: 'local',
+        blobs,
+        runChild: (processor, childInput) =>
+          new StateMachine(processor as never, { validationOptions: { checkArn: false } }).run(childInput as never, {
+            overrides: { taskResourceLocalHandlers: bound, retryIntervalOverrides },
+          }).result,
+      });
+  }
+  const machine = new StateMachine({ ...definition, States: states } as never, {
     validationOptions: { checkArn: false },
   });
   const execution = machine.run(input, {
     overrides: {
-      taskResourceLocalHandlers: handlers as Record<string, Handler>,
+      taskResourceLocalHandlers: bound,
       waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: 0, [STATE_NAMES.waitForBatches]: 0 },
-      retryIntervalOverrides: { [STATE_NAMES.evaluateShard]: 0, [STATE_NAMES.evaluateShardOnDemand]: 0, [STATE_NAMES.batchRound]: 0 },
+      retryIntervalOverrides,
     },
   });
   return execution.result;
@@ -77,12 +117,13 @@ describe('run workflow, executed locally', () => {
       { RCB_RUN_ID: 'run-1', RCB_SHARD: 'alpha', RCB_SHARD_REF: '{"paper":"alpha"}', capacity: 'FARGATE_SPOT' },
       { RCB_RUN_ID: 'run-1', RCB_SHARD: 'beta', RCB_SHARD_REF: '{"paper":"beta"}', capacity: 'FARGATE_SPOT' },
     ]);
-    expect(output).toEqual({
+    expect(output).toMatchObject({
       runId: 'run-1',
       spec: { samples: 1 },
-      plan: { runId: 'run-1', taskCount: 4, estimatedCostUsd: 0.5, shards: [{ paper: 'alpha' }, { paper: 'beta' }] },
+      plan: { runId: 'run-1', taskCount: 4, estimatedCostUsd: 0.5, shardManifestKey: SHARD_MANIFEST, shardCount: 2, taskDefinitionArn: PINNED_TASK_DEFINITION },
       summary: { runId: 'run-1', status: 'succeeded', reportPrefix: 'runs/run-1/reports/' },
     });
+    expect(Object.keys(output as object).sort()).toEqual(['evaluation', 'plan', 'runId', 'spec', 'summary']);
   });
 
   it('runs the batch lane beside the progress loop when PlanRun left it tasks, waiting while a batch is pending, then evaluates', async () => {

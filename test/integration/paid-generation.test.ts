@@ -194,10 +194,11 @@ describe('a run under a budget', () => {
 describe('paid generation when answers come later than the client waits', () => {
   it('counts each timed-out attempt at its worst case, so recorded spend covers what the provider billed', async () => {
     // Prepare: 20% of answers arrive after the client gave up; the server bills them anyway.
-    // The client's 400 ms leave an on-time answer room on a loaded machine (at 150 ms, on-time
-    // answers timed out too, and a task could fail all six attempts).
-    const ep = await startEndpoint(0, { rate: 0.2, ms: 1500 });
-    const { pset, template, entry, resolved, store, tasks } = setup(ep.url, 400);
+    // The client's 2 s leave an on-time answer room on a loaded machine (at 150 ms and at 400 ms,
+    // on-time answers timed out too under a CPU-bound neighbour, and a task could fail all six
+    // attempts); late answers come 4x later than the client waits, so they are late on any machine.
+    const ep = await startEndpoint(0, { rate: 0.2, ms: 8000 });
+    const { pset, template, entry, resolved, store, tasks } = setup(ep.url, 2000);
     await createRun(store, 't', null);
     try {
       // Act
