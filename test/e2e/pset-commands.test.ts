@@ -86,7 +86,7 @@ describe('rcb prompt', () => {
   it('names the snippets of the paper when the snippet is unknown', () => {
     const r = rcb(['prompt', 'smoothfocal', 'nope']);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/no snippet "nope".*"log softmax"/);
+    expect(r.stderr).toMatch(/unknown snippet "nope" in paper "smoothfocal" \(snippets: .*log softmax/);
   });
 
   it('uses a replacement template and reports its unknown placeholders with file and line', () => {
