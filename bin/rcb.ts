@@ -25,6 +25,9 @@ import type * as DoctorCommandModule from './commands/doctor-command';
 import type * as ModelsModule from '../app/models';
 import type * as RunCommandModule from './commands/run-command';
 import type * as PromptsCommandModule from './commands/prompts-command';
+import type * as OverlayCommandModule from './commands/overlay-command';
+import type * as EnvCommandModule from './commands/env-command';
+import type * as ExportCommandModule from './commands/export-command';
 
 // rcb supports Node 20 (docs/running-locally.md, "Node versions"): the AWS SDK's notice that its releases
 // after January 2027 will need Node 22 is about versions this lockfile does not install,
@@ -83,7 +86,7 @@ async function main(argv: string[]): Promise<number> {
     .requiredOption('--overlay <dir>', 'overlay folder: overlay.yaml (file, reason per entry) and the replacement files')
     .requiredOption('--out <dir>', 'new folder for the patched pset')
     .action((o) => {
-      const { overlayCommand } = require('./commands/overlay-command') as typeof import('./commands/overlay-command');
+      const { overlayCommand }: typeof OverlayCommandModule = require('./commands/overlay-command');
       code = overlayCommand(o);
     });
 
@@ -176,7 +179,7 @@ async function main(argv: string[]): Promise<number> {
       "PyTorch's CPU-only wheels from this index instead of the lock's CUDA build (torch, torchvision as <version>+cpu, no nvidia-* packages; their sha256 is recorded, not locked)",
     )
     .action(async (o) => {
-      const { envInstallCommand } = require('./commands/env-command') as typeof import('./commands/env-command');
+      const { envInstallCommand }: typeof EnvCommandModule = require('./commands/env-command');
       code = await envInstallCommand(o);
     });
   env
@@ -184,7 +187,7 @@ async function main(argv: string[]): Promise<number> {
     .description("print the installed environment's interpreter (exit 1 if there is none)")
     .option('--dir <dir>', 'where (default: as for env install)')
     .action((o) => {
-      const { envPathCommand } = require('./commands/env-command') as typeof import('./commands/env-command');
+      const { envPathCommand }: typeof EnvCommandModule = require('./commands/env-command');
       code = envPathCommand(o);
     });
 
@@ -259,7 +262,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--pset <dir>', 'the pset for the prompts and targets (default: where the run read it)')
     .option('--prompt-template <file>', "the run's prompt template, if not a shipped one")
     .action(async (dir, o) => {
-      const { exportCommand } = require('./commands/export-command') as typeof import('./commands/export-command');
+      const { exportCommand }: typeof ExportCommandModule = require('./commands/export-command');
       code = await exportCommand(dir, o);
     });
 
