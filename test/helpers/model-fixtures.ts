@@ -105,12 +105,8 @@ export const FAKE_KEYS: Record<FakeProvider, Record<string, string>> = {
   bedrock: {},
 };
 
-/** A local run of `spec` in a fresh run directory: its store and batch ledger on one SQLite file, its run item `r` generating. */
-export async function openLocalRun(spec: RunSpec, opts: { prefix?: string; runId?: string; file?: string } = {}) {
-  const runId = opts.runId ?? 'r';
-  const file = opts.file ?? join(tempDir(opts.prefix ?? 'rcb-run-'), 'rcb.sqlite');
-  const store = new SqliteRunStore(file);
-  const ledger = new SqliteBatchLedger(file);
+/** The run item of a run that is generating, nothing spent: what generation tests start from. */
+export async function createGeneratingRun(store: Pick<SqliteRunStore, 'createRun'>, runId: string, spec: RunSpec): Promise<void> {
   const stamp = new Date().toISOString();
   await store.createRun({
     runId,
@@ -124,6 +120,15 @@ export async function openLocalRun(spec: RunSpec, opts: { prefix?: string; runId
     spentUsd: 0,
     reservedUsd: 0,
   });
+}
+
+/** A local run of `spec` in a fresh run directory: its store and batch ledger on one SQLite file, its run item `r` generating. */
+export async function openLocalRun(spec: RunSpec, opts: { prefix?: string; runId?: string; file?: string } = {}) {
+  const runId = opts.runId ?? 'r';
+  const file = opts.file ?? join(tempDir(opts.prefix ?? 'rcb-run-'), 'rcb.sqlite');
+  const store = new SqliteRunStore(file);
+  const ledger = new SqliteBatchLedger(file);
+  await createGeneratingRun(store, runId, spec);
   const close = async (): Promise<void> => {
     await store.close();
     ledger.close();

@@ -15,6 +15,7 @@ import { summarizeErrors, formatErrorSummary } from '../../core/run/error-summar
 import { loadTemplate } from '../../core/prompt/template';
 import { staticKeySource } from '../../core/keys';
 import { verdictWithoutRun } from '../../core/judge';
+import { createGeneratingRun } from '../helpers/model-fixtures';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry } from '../../adapters/models/registry';
@@ -92,18 +93,16 @@ function setup(baseUrl: string) {
 }
 
 async function createRun(store: SqliteRunStore, runId: string, budgetUsd: number | null) {
-  const stamp = new Date().toISOString();
-  await store.createRun({
-    runId,
-    spec: { psetDigest: 'x', psetRoot: '', models: [], samples: 1, withPaper: true, papers: null, promptTemplateDigest: '', timeoutSec: 60, budgetUsd },
-    source: 'rcb',
-    papers: [],
-    models: {},
-    status: 'generating',
-    createdAt: stamp,
-    updatedAt: stamp,
-    spentUsd: 0,
-    reservedUsd: 0,
+  await createGeneratingRun(store, runId, {
+    psetDigest: 'x',
+    psetRoot: '',
+    models: [],
+    samples: 1,
+    withPaper: true,
+    papers: null,
+    promptTemplateDigest: '',
+    timeoutSec: 60,
+    budgetUsd,
   });
 }
 

@@ -12,6 +12,7 @@ import { generate } from '../../core/run/generate';
 import { loadTemplate } from '../../core/prompt/template';
 import { staticKeySource } from '../../core/keys';
 import { costOf } from '../../core/cost';
+import { createGeneratingRun } from '../helpers/model-fixtures';
 import { SqliteCompletionCache, SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -108,18 +109,16 @@ function setup(url: string, timeoutMs?: number) {
 }
 
 async function createRun(store: SqliteRunStore, runId: string, budgetUsd: number | null) {
-  const stamp = new Date().toISOString();
-  await store.createRun({
-    runId,
-    spec: { psetDigest: 'x', psetRoot: '', models: [], samples: 8, withPaper: true, papers: null, promptTemplateDigest: '', timeoutSec: 60, budgetUsd },
-    source: 'rcb',
-    papers: [],
-    models: {},
-    status: 'generating',
-    createdAt: stamp,
-    updatedAt: stamp,
-    spentUsd: 0,
-    reservedUsd: 0,
+  await createGeneratingRun(store, runId, {
+    psetDigest: 'x',
+    psetRoot: '',
+    models: [],
+    samples: 8,
+    withPaper: true,
+    papers: null,
+    promptTemplateDigest: '',
+    timeoutSec: 60,
+    budgetUsd,
   });
 }
 
