@@ -14,6 +14,7 @@ import type { BatchSettings } from '../../core/cloud/payloads';
 import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
 import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';
 import { emulateCloudRun } from '../../emulator/emulated-run';
+import { emulatorWorkflow } from '../../emulator/assembly-cache';
 import { defaultCloudDeps } from '../../app/deployed-stack';
 import { cloudRun } from './cloud/run';
 import { resolveRun, type ResolvedRun } from './resolve-run';
@@ -206,6 +207,8 @@ async function emulatedSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promis
       jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
       // The deployed bundles carry the registry: the sweep's models file is synthesized into them.
       modelsFile: loaded.sweep.modelsFile ?? undefined,
+      // The stack synthesized with its bundles, kept by the sources' digest (emulator/assembly-cache.ts).
+      workflow: await emulatorWorkflow(loaded.sweep.modelsFile ?? undefined),
       // The sweep's poll_seconds stands in for the deployed pause between batch rounds.
       batchPollMs: loaded.sweep.batch.pollSeconds * 1000,
       onState: (state) => process.stderr.write(`${state}\n`),

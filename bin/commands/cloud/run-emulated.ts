@@ -18,15 +18,18 @@ import type { ShardEvaluatedLog } from '../../../emulator/shard-container';
 import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
 import { emulatorStateDir } from './emulated-stack-flags';
 import type * as EmulatedRunModule from '../../../emulator/emulated-run';
+import type * as AssemblyCacheModule from '../../../emulator/assembly-cache';
 
 export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
   // Loaded on use: the emulator brings its local servers and the CDK synthesis.
   const { emulateCloudRun }: typeof EmulatedRunModule = require('../../../emulator/emulated-run');
+  const { emulatorWorkflow }: typeof AssemblyCacheModule = require('../../../emulator/assembly-cache');
   const resolved = resolveCloudRun(opts, hosted);
   const { pset, template, spec, runId, models } = resolved;
   const batch = cloudBatchSettings(opts, hosted, resolved);
   const stateDir = emulatorStateDir(opts.stateDir);
   const started = Date.now();
+  const modelsFile = opts.modelsFile ? resolve(opts.modelsFile) : undefined;
   deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); state in ${stateDir}\n`);
   const run = await emulateCloudRun(
     { pset, templateText: template.text, spec, models: models.info, force: opts.force, ...(batch ? { batch } : {}) },
@@ -38,7 +41,9 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
       jobs: opts.jobs ? parsePositiveInt('--jobs', opts.jobs) : undefined,
       unsafeNoSandbox: opts.unsafeNoSandbox,
       // The deployed bundles carry the registry: --models-file is synthesized into them.
-      modelsFile: opts.modelsFile ? resolve(opts.modelsFile) : undefined,
+      modelsFile,
+      // The stack synthesized with its bundles, kept by the sources' digest (emulator/assembly-cache.ts).
+      workflow: await emulatorWorkflow(modelsFile),
       onState: (state, result) => deps.err(`${describeState(state, result)}\n`),
     },
   ).catch((e: Error) => {
