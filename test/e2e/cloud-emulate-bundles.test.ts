@@ -15,6 +15,7 @@ import { BUNDLED_RESOURCES, DEPLOYED_MODELS_FILE } from '../../core/cloud/bundle
 import { CONTEXT_KEYS } from '../../infra/config';
 import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
 import { emulateCloudRun } from '../../emulator/emulated-run';
+import { cachedWorkflow } from '../../emulator/assembly-cache';
 import { resolveRun } from '../../bin/commands/resolve-run';
 import { hostedModels } from '../../app/models';
 import { deployedFunctions, FunctionProcesses, type DeployedFunction } from '../../emulator/deployed-functions';
@@ -138,7 +139,8 @@ beforeAll(async () => {
   await endpoint.start();
   await proxy.start();
   writeFileSync(modelsFile, fakeModelsYaml(proxy.url, KEY_ENV));
-  workflow = await synthesizeWorkflow({ bundle: true, outdir: join(work, 'cdk.out'), context: { [CONTEXT_KEYS.modelsFile]: modelsFile } });
+  // The assembly `rcb cloud run --emulate --models-file` below reads too (emulator/assembly-cache.ts).
+  workflow = (await cachedWorkflow({ bundle: true, context: { [CONTEXT_KEYS.modelsFile]: modelsFile } })).workflow;
   functions = deployedFunctions(workflow.deployment!.template, workflow.deployment!.assemblyDir);
 }, 900_000);
 

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Verdict } from '../../core/records';
 import { emulateCloudRun, type EmulatedRun } from '../../emulator/emulated-run';
+import { cachedWorkflow } from '../../emulator/assembly-cache';
 import { resolveRun } from '../../bin/commands/resolve-run';
 import { rcb, tempDir } from '../helpers/cli';
 import { strayProcesses as strays, writeHostileFixture } from '../security/support/hostile-fixture';
@@ -54,7 +55,8 @@ beforeAll(async () => {
   const resolved = resolveRun({ model: FLAGS.slice(1, 2), papers: 'smoothfocal', samples: '15', timeout: '10', paper: true }, null);
   cloud = await emulateCloudRun(
     { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info },
-    { python: '/usr/bin/python3' },
+    // The assembly that command synthesizes, from emulator/assembly-cache.ts as it reads it.
+    { python: '/usr/bin/python3', workflow: (await cachedWorkflow({ bundle: true })).workflow },
   );
 }, 900_000);
 

@@ -18,7 +18,8 @@ import { buildReport } from '../../core/report/build-report';
 import { cloudKeys } from '../../core/cloud/payloads';
 import { EmptyModel, OracleModel } from '../../adapters/models/offline';
 import { emulateCloudRun, type EmulatedRun, type EmulatorOptions } from '../../emulator/emulated-run';
-import { synthesizeWorkflow, type SynthesizedWorkflow } from '../../emulator/workflow-definition';
+import type { SynthesizedWorkflow } from '../../emulator/workflow-definition';
+import { cachedWorkflow } from '../../emulator/assembly-cache';
 import { rcb, PSET_MINI, tempDir } from '../helpers/cli';
 import { startRcb } from '../reliability/run-cli';
 import { counting } from '../cloud/cloud-fixture';
@@ -41,8 +42,9 @@ function scores(text: string): unknown {
 
 let reference: Reference;
 /**
- * The stack synthesized once (no bundling) for the file's in-process emulated runs: both take
- * the same definition, as `emulateCloudRun` would synthesize it for each.
+ * The stack synthesized for the file's in-process emulated runs: both take the same
+ * definition, as `emulateCloudRun` would synthesize it for each. It is the assembly the CLI
+ * runs use too (with bundles, from emulator/assembly-cache.ts), so the file synthesizes once.
  */
 let workflow: SynthesizedWorkflow;
 /** The emulated cloud's state folder of the CLI tests. */
@@ -101,7 +103,7 @@ beforeAll(async () => {
   // process runs while this one synthesizes the stack.
   const dir = tempDir('rcb-emulate-ref-');
   const local = startRcb(['run', '--model', 'oracle', '--model', 'empty', '--out', dir]).done;
-  workflow = await synthesizeWorkflow();
+  workflow = (await cachedWorkflow({ bundle: true })).workflow;
   const r = await local;
   expect([r.status, r.stderr.slice(-1500)]).toEqual([0, expect.any(String)]);
   const runId = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')).runId as string;
