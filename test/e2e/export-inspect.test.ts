@@ -1,10 +1,12 @@
 /**
  * `rcb export RUN --format inspect --out DIR`, read back by inspect_ai's own log reader
  * (`read_eval_log`) in a virtualenv this test makes: the pinned inspect_ai from the
- * machine's configured package index, cached under ~/.cache/rcb-test/ by version. Where the
+ * machine's configured package index, with only the packages its log reader imports
+ * (test/fixtures/inspect-ai-read-requirements.txt), cached under ~/.cache/rcb-test/ by version. Where the
  * index cannot be reached the test says so in one loud line and checks nothing else.
  */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +20,13 @@ jest.setTimeout(900_000);
 
 /** The inspect_ai release whose log schema (log/_log.py) the exporter was written against. */
 const INSPECT_AI_VERSION = '0.3.285';
-const VENV = join(process.env.RCB_TEST_CACHE ?? join(homedir(), '.cache', 'rcb-test'), `inspect_ai-${INSPECT_AI_VERSION}`);
+/**
+ * The packages inspect_ai's log reader imports, pinned: installed without resolving
+ * dependencies, they take a fraction of the full install's time on a fresh machine.
+ */
+const READ_REQUIREMENTS = join(__dirname, '..', 'fixtures', 'inspect-ai-read-requirements.txt');
+const requirementsDigest = createHash('sha256').update(readFileSync(READ_REQUIREMENTS)).digest('hex').slice(0, 12);
+const VENV = join(process.env.RCB_TEST_CACHE ?? join(homedir(), '.cache', 'rcb-test'), `inspect_ai-${INSPECT_AI_VERSION}-read-${requirementsDigest}`);
 const PYTHON = join(VENV, 'bin', 'python');
 const SAMPLES = 3;
 
@@ -26,23 +34,40 @@ const SAMPLES = 3;
 const UNREACHABLE =
   /Could not find a version|No matching distribution|Temporary failure in name resolution|Max retries exceeded|Network is unreachable|Connection refused|timed out|ProxyError/i;
 
-/** The virtualenv's interpreter, made once per inspect_ai version; or why it cannot be made here. */
+/** pip of the virtualenv, reading the machine's own configuration (pip.conf, PIP_* variables) for its index. */
+const pip = (...args: string[]) => spawnSync(PYTHON, ['-m', 'pip', 'install', '--quiet', ...args], { encoding: 'utf8', timeout: 800_000 });
+
+/**
+ * The virtualenv's interpreter, made once per inspect_ai version and reader requirements; or
+ * why it cannot be made here. The reader's pinned packages first (--no-deps); where they do
+ * not import (another Python wanting other packages), the full install of inspect_ai.
+ */
 function inspectPython(): { python: string } | { skip: string } {
-  const probe = () => spawnSync(PYTHON, ['-c', 'import inspect_ai, sys; sys.stdout.write(inspect_ai.__version__)'], { encoding: 'utf8' });
+  const probe = () =>
+    spawnSync(PYTHON, ['-c', 'import inspect_ai, sys; from inspect_ai.log import list_eval_logs, read_eval_log; sys.stdout.write(inspect_ai.__version__)'], {
+      encoding: 'utf8',
+    });
   if (existsSync(PYTHON) && probe().stdout === INSPECT_AI_VERSION) return { python: PYTHON };
+  expect(readFileSync(READ_REQUIREMENTS, 'utf8')).toMatch(new RegExp(`^inspect_ai==${INSPECT_AI_VERSION.replace(/\./g, '\\.')}$`, 'm'));
   rmSync(VENV, { recursive: true, force: true });
   mkdirSync(VENV, { recursive: true });
   const venv = spawnSync('python3', ['-m', 'venv', VENV], { encoding: 'utf8' });
   if (venv.status !== 0) throw new Error(`python3 -m venv ${VENV} failed: ${venv.stderr}`);
-  // pip reads the machine's own configuration (pip.conf, PIP_* variables) for its index.
-  const pip = spawnSync(PYTHON, ['-m', 'pip', 'install', '--quiet', `inspect_ai==${INSPECT_AI_VERSION}`], { encoding: 'utf8', timeout: 800_000 });
-  if (pip.status !== 0) {
+  const unreachable = (r: ReturnType<typeof pip>): { skip: string } | undefined => {
+    const said = `${r.stderr}${r.stdout}`;
+    return r.status !== 0 && UNREACHABLE.test(said) ? { skip: said.trim().split('\n').slice(-1)[0] } : undefined;
+  };
+  let installed = pip('--no-deps', '-r', READ_REQUIREMENTS);
+  if (installed.status === 0 && probe().stdout !== INSPECT_AI_VERSION) installed = pip(`inspect_ai==${INSPECT_AI_VERSION}`);
+  if (installed.status !== 0) {
     rmSync(VENV, { recursive: true, force: true });
-    const said = `${pip.stderr}${pip.stdout}`;
-    if (UNREACHABLE.test(said)) return { skip: said.trim().split('\n').slice(-1)[0] };
-    throw new Error(`pip install inspect_ai==${INSPECT_AI_VERSION} failed:\n${said}`);
+    const skip = unreachable(installed);
+    if (skip) return skip;
+    throw new Error(`pip install (${READ_REQUIREMENTS}, then inspect_ai==${INSPECT_AI_VERSION}) failed:\n${installed.stderr}${installed.stdout}`);
   }
-  if (probe().stdout !== INSPECT_AI_VERSION) throw new Error(`${PYTHON} does not import inspect_ai ${INSPECT_AI_VERSION} after installing it`);
+  const probed = probe();
+  if (probed.stdout !== INSPECT_AI_VERSION)
+    throw new Error(`${PYTHON} does not import inspect_ai ${INSPECT_AI_VERSION}'s log reader after installing it: ${probed.stderr}`);
   return { python: PYTHON };
 }
 
