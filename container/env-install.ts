@@ -6,11 +6,13 @@
  *     `rcb env install`, with the wheels it built in wheelhouse/built/) and passes --offline:
  *     the build has no network and compiles nothing;
  *   - a production build (`cdk deploy`) fetches from the index pip is configured with.
+ * Then the papers' test-time assets (container/requirements-assets.json), unless --offline.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { EnvInstallError, installEnv, readRecipes } from '../adapters/local/paper-env/install';
 import { LockError, parseLock } from '../adapters/local/paper-env/lock';
+import { fetchAssets, readEnvNotes } from '../adapters/local/paper-env/assets';
 
 interface Args {
   dir: string;
@@ -55,6 +57,15 @@ async function main(): Promise<number> {
     progress: (line) => process.stderr.write(`env-install: ${line}\n`),
   });
   process.stderr.write(`env-install: ${result.packages} packages in ${args.dir} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  // The papers' test-time assets (REPA-E's VGG16 weights): fetched when the build reaches
+  // their host, reported and left out otherwise (an --offline build fetches nothing).
+  await fetchAssets({
+    envDir: args.dir,
+    python: result.python,
+    assets: readEnvNotes(join(dirname(args.lock), 'requirements-assets.json')).assets,
+    offline: args.offline,
+    progress: (line) => process.stderr.write(`env-install: ${line}\n`),
+  });
   return 0;
 }
 

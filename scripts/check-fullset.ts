@@ -91,6 +91,7 @@ function main(): number {
     paper: string;
     runs: boolean;
     reason: string | null;
+    note: string | null;
   }[];
   const runnable = doctor.filter((p) => p.runs).map((p) => p.paper);
   const tDoctor = Date.now();
@@ -120,7 +121,7 @@ function main(): number {
     process.stdout.write(
       r
         ? `${p.paper.padEnd(30)} runnable  ${String(r.snippets).padStart(3)} snippets  ${r.wrong.length ? `WRONG: ${r.wrong.join('; ')}` : 'oracle 100% strict, empty 0%'}\n`
-        : `${p.paper.padEnd(30)} not runnable: ${p.reason}\n`,
+        : `${p.paper.padEnd(30)} not runnable: ${p.note ? `${p.note} (${p.reason})` : p.reason}\n`,
     );
   }
   const snippets = results.reduce((n, r) => n + r.snippets, 0);

@@ -4,6 +4,7 @@
  * the interpreter probed as the test user, the tests' environment, and the bubblewrap
  * command line checked by starting an empty sandbox once.
  */
+import { existsSync } from 'node:fs';
 import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -70,6 +71,8 @@ export async function prepareSandboxHost<Files extends object>(options: SandboxH
       );
     });
     const env = sandboxEnvironment({ allow: options.envAllow, interpreterDir: dirname(python.executable) });
+    const torchHome = testTorchHome(python);
+    if (torchHome && env.TORCH_HOME === undefined) env.TORCH_HOME = torchHome;
 
     let sandbox: SandboxHost['sandbox'] = null;
     let kind: SandboxHost['kind'] = mode === 'none' ? 'none' : 'uid';
@@ -103,6 +106,17 @@ export async function prepareSandboxHost<Files extends object>(options: SandboxH
     releaseSandboxUsers(users);
     throw error;
   }
+}
+
+/**
+ * The tests' TORCH_HOME: the `assets/torch` folder of the interpreter's environment, where
+ * `rcb env install` puts the checkpoints a paper's test would download (torch.hub; REPA-E's
+ * VGG16 weights: container/requirements-assets.json), when it exists. It lies under the
+ * environment's prefix, which both sandboxes already give the tests read-only.
+ */
+export function testTorchHome(python: Pick<PythonInfo, 'prefix'>): string | null {
+  const dir = join(python.prefix, 'assets', 'torch');
+  return existsSync(dir) ? dir : null;
 }
 
 /** Neither sandbox can be had: bubblewrap cannot start, and rcb is not root. */

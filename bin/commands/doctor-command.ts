@@ -7,7 +7,10 @@
  * changes between runs (flaky references) listed; `rcb run` then flags their verdicts
  * (core/run/reference-repeat.ts).
  */
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { explainGap, readEnvNotes } from '../../adapters/local/paper-env/assets';
+import { readEnvMarker } from '../../adapters/local/paper-env/location';
+import { lockFile, notesFile } from './env-command';
 import { checkEnvironment } from '../../core/run/env-check';
 import { FileEnvironmentCache, FileFlakyCache } from '../../adapters/local/environment-cache';
 import { createLocalExecutor, defaultJobs } from '../../adapters/executor';
@@ -55,10 +58,12 @@ export async function doctorCommand(opts: DoctorOptions): Promise<number> {
     await executor.close();
   }
   const running = papers.filter((p) => p.runs).length;
+  const notes = knownGaps(interpreter);
+  const noted = papers.map((p) => ({ ...p, note: p.runs || !p.reason ? null : notes(p.paper, p.reason) }));
   if (opts.json) {
     process.stdout.write(
       `${JSON.stringify(
-        papers.map((p) => ({ paper: p.paper, runs: p.runs, reason: p.reason })),
+        noted.map((p) => ({ paper: p.paper, runs: p.runs, reason: p.reason, note: p.note })),
         null,
         2,
       )}\n`,
@@ -66,13 +71,33 @@ export async function doctorCommand(opts: DoctorOptions): Promise<number> {
   } else {
     const width = Math.max(5, ...papers.map((p) => p.paper.length));
     process.stdout.write(`${'paper'.padEnd(width)}  runs  reason\n${'-'.repeat(width)}  ----  ------\n`);
-    for (const p of papers) process.stdout.write(`${`${p.paper.padEnd(width)}  ${p.runs ? 'yes ' : 'no  '}  ${p.reason ?? ''}`.trimEnd()}\n`);
+    for (const p of noted) {
+      const reason = p.note ? `${p.note} (${p.reason})` : (p.reason ?? '');
+      process.stdout.write(`${`${p.paper.padEnd(width)}  ${p.runs ? 'yes ' : 'no  '}  ${reason}`.trimEnd()}\n`);
+    }
   }
   process.stderr.write(
     `${running} of ${papers.length} paper(s) run here (${interpreter}); ` +
       (running < papers.length ? 'rcb run reports the tasks of the others as env_broken, out of the scores\n' : 'every paper runs\n'),
   );
   return running === papers.length ? 0 : 1;
+}
+
+/**
+ * The known gaps of rcb's environment (container/requirements-assets.json): why a paper cannot
+ * run with the lock, in one line, for the papers whose reason matches. The assets are looked
+ * for in the interpreter's environment when it is one `rcb env install` made.
+ */
+function knownGaps(interpreter: string): (paper: string, reason: string) => string | null {
+  const envDir = dirname(dirname(interpreter));
+  const ours = readEnvMarker(envDir) ? envDir : null;
+  let notes;
+  try {
+    notes = readEnvNotes(notesFile(lockFile()));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  return (paper, reason) => explainGap(notes, paper, reason, ours);
 }
 
 /** `rcb doctor --repeat N`: every snippet's oracle N times, through the warm executor `rcb run` uses. */

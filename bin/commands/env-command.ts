@@ -9,6 +9,7 @@ import { packageRoot } from '../../core/util/package-root';
 import { parseLock, LockError } from '../../adapters/local/paper-env/lock';
 import { EnvInstallError, installEnv, readRecipes } from '../../adapters/local/paper-env/install';
 import { defaultEnvDir, defaultWheelhouse, installedEnvPython } from '../../adapters/local/paper-env/location';
+import { fetchAssets, readEnvNotes } from '../../adapters/local/paper-env/assets';
 import { UsageError } from './common';
 
 export interface EnvInstallOptions {
@@ -22,6 +23,11 @@ export interface EnvInstallOptions {
 
 export function lockFile(): string {
   return join(packageRoot(), 'container', 'requirements.txt');
+}
+
+/** The assets and known gaps beside a lock (container/requirements-assets.json). */
+export function notesFile(lock: string): string {
+  return join(dirname(lock), 'requirements-assets.json');
 }
 
 /** A Python 3.11 every user can run: Debian's first (root's tests run as other uids), then python3.11 on PATH. */
@@ -79,6 +85,23 @@ export async function envInstallCommand(opts: EnvInstallOptions): Promise<number
         ? `rcb env: ${dir} already holds the lock's ${result.packages} packages\n`
         : `rcb env: installed ${result.packages} packages in ${seconds} s (log: ${result.log})\n`,
     );
+    let notes;
+    try {
+      notes = readEnvNotes(notesFile(file));
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    const assets = await fetchAssets({
+      envDir: dir,
+      python: result.python,
+      assets: notes.assets,
+      offline: opts.offline,
+      progress: (line) => process.stderr.write(`rcb env: ${line}\n`),
+    });
+    if (assets.length) {
+      const have = assets.filter((a) => a.state !== 'missing').length;
+      process.stderr.write(`rcb env: ${have} of ${assets.length} test-time asset(s) in ${join(dir, 'assets')}\n`);
+    }
     process.stdout.write(`${installedEnvPython(dir) ?? result.python}\n`);
     return 0;
   } catch (e) {
