@@ -238,14 +238,14 @@ function ensureBase(opts: Options, env: NodeJS.ProcessEnv): string {
   return base;
 }
 
-interface Synth {
+export interface Synth {
   context: string;
   dockerfile: string;
   container: SynthContainerDefinition;
 }
 
 /** The stack as `cdk synth` makes it (cdk.json's context), bundling aside: the image asset's context and the task definition. */
-function synthesize(dir: string): Synth {
+export function synthesize(dir: string): Synth {
   const root = packageRoot();
   const cdkJson = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
   const outdir = join(dir, 'cdk.out');

@@ -17,6 +17,8 @@ import { shardTasks } from './shard-plan';
 import type { TaskRecord } from '../records';
 import type { EnvironmentChecks } from './ports';
 import { RunInputError } from './pset-bundle';
+import { recordedCloudRun } from './recorded-run';
+import { priceRecordedInfra } from '../cost/recorded-infra';
 
 /** The explorable page, `rcb cloud results RUN --format html --out FILE` (or `--url`). */
 export const HTML_REPORT: RunOutput = { file: 'report.html', format: 'html', judge: 'strict', contentType: 'text/html; charset=utf-8' };
@@ -126,7 +128,6 @@ export async function aggregateRun(
   if (environment) await deps.store.setRunEnvironment(runId, environment);
   const broken = new Set((environment?.papers ?? []).filter((p) => !p.runs).map((p) => p.paper));
   const reportPrefix = cloudKeys.reportPrefix(runId);
-  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS);
   // Tasks of papers that cannot run in the run's environment are never judged: not missing.
   const tasks = splitRunnable(run, await deps.store.listTasks(runId)).runnable;
   const verdicts = await deps.store.listVerdicts(runId);
@@ -137,6 +138,9 @@ export async function aggregateRun(
   const failed = options.mapResultsKey ? await failedShards(deps.blobs, options.mapResultsKey) : [];
   const infra = infraErrorsOf(runId, failed, tasks, judged);
   await deps.blobs.put(cloudKeys.infraErrors(runId), JSON.stringify(infra), 'application/json');
+  // The reports after the infra_error record: their infrastructure cost bills the failed shards.
+  const infraCost = priceRecordedInfra(await recordedCloudRun(deps, (await deps.store.getRun(runId)) ?? run));
+  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS, infraCost);
   const infraTasks = new Set(infra.shards.flatMap((s) => s.taskIds));
   // env_broken tasks have no verdict by design.
   const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper) && !infraTasks.has(t.taskId)).length;

@@ -9,6 +9,8 @@ import type { ReportFormat } from '../report/format';
 import { buildReport } from '../report/build-report';
 import { CLOUD_REPORTS } from './aggregate-run';
 import { cloudKeys } from './payloads';
+import { recordedCloudRun } from './recorded-run';
+import { priceRecordedInfra } from '../cost/recorded-infra';
 
 export interface RunResultsDeps {
   store: RunStore;
@@ -41,6 +43,8 @@ export async function readRunResults(
   }
   const run = await deps.store.getRun(runId);
   if (!run) return null;
-  const { text } = await buildReport(deps.store, runId, opts);
+  // Official results have no cost lines: nothing to read for them.
+  const infra = opts.format === 'official' ? undefined : priceRecordedInfra(await recordedCloudRun(deps, run));
+  const { text } = await buildReport(deps.store, runId, { ...opts, infra });
   return { text, ...(run.status !== 'succeeded' ? { note: `run ${runId} is ${run.status}; these are the results so far` } : {}) };
 }

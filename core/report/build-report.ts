@@ -14,6 +14,8 @@ import type { TaskSources } from './task-detail';
 import { loadRun } from './loaded-run';
 import { buildHtmlReport } from './html-report';
 import { estimateRun, estimateSourceOf, type EstimateSource } from './subset-estimate';
+import { runCost } from './run-cost';
+import { priceRecordedInfra, type InfraCost } from '../cost/recorded-infra';
 
 export interface ReportOptions {
   format: ReportFormat;
@@ -26,6 +28,17 @@ export interface ReportOptions {
   label?: string;
   /** Estimate the full-set score from this subset (`--subset-file`); default the run's own subset, if any. */
   estimate?: EstimateSource;
+  /**
+   * The run's infrastructure cost (core/cost/recorded-infra.ts), printed beside its model
+   * spend with dollars per solved line. @default a local run's: $0, said to be local
+   */
+  infra?: InfraCost;
+}
+
+/** The cost lines of every format but official: none for imported results (they record no spend). */
+function costOf(run: RunRecord, infra: InfraCost | undefined) {
+  if (run.source === 'import') return undefined;
+  return infra ?? priceRecordedInfra({ where: 'local' });
 }
 
 /**
@@ -48,21 +61,26 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     const loaded = await loadRun(store, runId);
     const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
     const estimate = from ? estimateRun(run, loaded.tasks, loaded.verdicts, from) : undefined;
-    return { run, text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate }], { judge, subset: opts.subset }) };
+    return {
+      run,
+      text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate, infra: costOf(run, opts.infra) }], { judge, subset: opts.subset }),
+    };
   }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
   const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset);
   const estimates = from ? estimateRun(run, tasks, verdicts, from) : undefined;
+  const infra = opts.format === 'official' ? undefined : costOf(run, opts.infra);
+  const cost = infra ? runCost(report, tasks, await store.getCompletions(tasks.map((t) => t.taskId)), infra) : undefined;
   switch (opts.format) {
     case 'table':
-      return { run, text: formatTable(report, run, estimates) };
+      return { run, text: formatTable(report, run, estimates, cost) };
     case 'markdown':
-      return { run, text: formatMarkdown(report, run, estimates) };
+      return { run, text: formatMarkdown(report, run, estimates, cost) };
     case 'csv':
-      return { run, text: formatCsv(report, estimates) };
+      return { run, text: formatCsv(report, estimates, cost) };
     case 'json':
-      return { run, text: formatJson(report, run, estimates) };
+      return { run, text: formatJson(report, run, estimates, cost) };
     case 'official':
       // The original format has no place for notes: rcb adds `rcb_notes` only when there are some
       // (untested or env_broken tasks), so a complete run's file stays in the original's shape.

@@ -7,6 +7,7 @@ import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
 import { ESTIMATE_CSV_COLUMNS, ESTIMATE_HEADER, estimateCsvCells, estimateJson, estimateRows, type SubsetEstimates } from './subset-estimate';
+import { COST_CSV_COLUMNS, COST_HEADER, COST_TITLE, costCsvCells, costJson, costRows, type RunCost } from './run-cost';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official' | 'html';
 export const REPORT_FORMATS: ReportFormat[] = ['table', 'json', 'csv', 'markdown', 'official', 'html'];
@@ -110,7 +111,7 @@ export function envBrokenRows(report: ScoreReport): string[][] {
   return report.envBroken.map((p) => [p.paper, String(p.taskSamples), p.reason ?? 'its oracle fails here']);
 }
 
-export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates): string {
+export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
   const out = alignedTable(HEADER, rows(report));
   if (estimates)
     out.push(
@@ -137,6 +138,7 @@ export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: Su
   out.push('', describeScope(report), describeIntervals(report));
   for (const note of report.notes) out.push(`note: ${note}`);
   if (run && run.spec.budgetUsd !== null) out.push(`spend: $${run.spentUsd.toFixed(4)} of $${run.spec.budgetUsd.toFixed(2)} budget`);
+  if (cost) out.push('', `${COST_TITLE}:`, ...alignedTable(COST_HEADER, costRows(cost)), `infrastructure: ${cost.basis}`);
   return `${out.join('\n')}\n`;
 }
 
@@ -145,7 +147,7 @@ export function passAtKLine(m: ModelScore): string {
   return m.passAtK.map((k) => `pass@${k.k}: ${pct(k.tasks)}% ${intervalCell(k.tasksCi)} (LoC-weighted ${pct(k.loc)}% ${intervalCell(k.locCi)})`).join('; ');
 }
 
-export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates): string {
+export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
   const out = [`| ${HEADER.join(' | ')} |`, `|${HEADER.map(() => '---').join('|')}|`];
   for (const r of rows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
@@ -167,6 +169,11 @@ export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?:
   out.push('', `_${describeScope(report)}_`, '', `_${describeIntervals(report)}_`);
   for (const note of emptySubsetNotes(report, run)) out.push('', `- ${esc(note)}`);
   for (const note of report.notes) out.push('', `**note:** ${esc(note)}`);
+  if (cost) {
+    out.push('', '### Cost', '', `| ${COST_HEADER.join(' | ')} |`, `|${COST_HEADER.map(() => '---').join('|')}|`);
+    for (const r of costRows(cost)) out.push(`| ${r.map(esc).join(' | ')} |`);
+    out.push('', `_${esc(COST_TITLE)}; infrastructure: ${esc(cost.basis)}_`);
+  }
   if (report.envBroken.length) {
     out.push('', '### env_broken (cannot run here, not scored)', '', '| paper | task samples | reason |', '|---|---|---|');
     for (const r of envBrokenRows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
@@ -191,7 +198,7 @@ function csvCell(s: string): string {
  * One row per model and paper, plus an `ALL` row per model. The interval columns come last
  * (columns added, none moved); a scope with no task has empty score cells, not zeros.
  */
-export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates): string {
+export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost?: RunCost): string {
   const header = [
     'judge',
     'subset',
@@ -214,6 +221,8 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates): str
     'flaky',
     // Only with a subset's estimate: its columns come last, on each model's ALL row.
     ...(estimates ? ESTIMATE_CSV_COLUMNS : []),
+    // The run's cost (core/report/run-cost.ts), on each model's ALL row, after everything else.
+    ...(cost ? COST_CSV_COLUMNS : []),
   ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
@@ -237,6 +246,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates): str
       report.interval,
       ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky)] : ['', '', '']),
       ...(estimates ? (paper === 'ALL' ? estimateCsvCells(estimates, m.model) : ESTIMATE_CSV_COLUMNS.map(() => '')) : []),
+      ...(cost ? (paper === 'ALL' ? costCsvCells(cost, m.model) : COST_CSV_COLUMNS.map(() => '')) : []),
     ]
       .map(csvCell)
       .join(',');
@@ -249,6 +259,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates): str
         [
           ...[report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n), ''],
           ...(estimates ? ESTIMATE_CSV_COLUMNS.map(() => '') : []),
+          ...(cost ? COST_CSV_COLUMNS.map(() => '') : []),
         ]
           .map(csvCell)
           .join(','),
@@ -258,7 +269,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates): str
   return `${out.join('\n')}\n`;
 }
 
-export function formatJson(report: ScoreReport, run: RunRecord, estimates?: SubsetEstimates): string {
+export function formatJson(report: ScoreReport, run: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
   // A subset run's spec keeps the whole subset file; the report names it (the file has the rest).
   const { subset: runSubset, ...spec } = run.spec;
   return `${JSON.stringify(
@@ -273,6 +284,7 @@ export function formatJson(report: ScoreReport, run: RunRecord, estimates?: Subs
       scope: describeScope(report),
       ...report,
       ...(estimates ? { estimatedFull: estimateJson(estimates) } : {}),
+      ...(cost ? { cost: costJson(cost) } : {}),
       // The scored tasks themselves stay out of the file: it holds the figures.
       models: report.models.map(({ outcomes: _outcomes, ...m }) => {
         const e = estimates?.models.get(m.model);

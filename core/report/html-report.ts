@@ -22,6 +22,8 @@ import { INTERVAL_METHOD } from './bootstrap';
 import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
 import { byName, cutPrefix, dataBlock, dataClasses, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
 import { ESTIMATE_HEADER, estimateRows, type SubsetEstimates } from './subset-estimate';
+import { costRow, solvedLines, usd4, type CostRow } from './run-cost';
+import { priceRecordedInfra, type InfraCost } from '../cost/recorded-infra';
 
 export interface HtmlRunInput {
   /** How the reader knows the run (its directory, or its id in the cloud). */
@@ -30,6 +32,13 @@ export interface HtmlRunInput {
   sources: TaskSources;
   /** Each model's estimated full-set score from a subset (core/report/subset-estimate.ts), if any. */
   estimate?: SubsetEstimates;
+  /** The run's infrastructure cost (core/cost/recorded-infra.ts). @default a local run's ($0), none for imported results */
+  infra?: InfraCost;
+}
+
+/** The run's infrastructure cost as the page shows it: a local run's when none is given, none for imported results. */
+function infraOf(r: HtmlRunInput): InfraCost | undefined {
+  return r.loaded.run.source === 'import' ? undefined : (r.infra ?? priceRecordedInfra({ where: 'local' }));
 }
 
 export interface HtmlReportOptions {
@@ -409,11 +418,33 @@ function costTable(entries: Entry[]): string {
     const median = latencies.length ? latencies[Math.floor(latencies.length / 2)] : null;
     return { e, calls, cost, input, cached, output, reasoning, errors, median };
   });
-  const body = rows
+  const money = (x: number) => `$${usd4(x)}`;
+  const perLine = (c: CostRow) => (c.usdPerSolvedLine === null ? 'n/a' : money(c.usdPerSolvedLine));
+  const costs = rows.map((r) => {
+    const infra = infraOf(r.e.run);
+    return { ...r, infra, c: costRow(r.e.score.model, r.cost, infra?.byModel[r.e.score.model] ?? 0, solvedLines(r.e.score.outcomes)) };
+  });
+  const infraCell = (infra: InfraCost | undefined, usd: number) => (infra === undefined ? '–' : infra.where === 'local' ? 'local ($0)' : money(usd));
+  const body = costs
     .map(
       (r) =>
-        `<tr data-model="${esc(r.e.name)}"><td class="name">${esc(r.e.name)}</td><td class="num">${r.calls}</td><td class="num">${r.errors}</td><td class="num">${r.input}</td><td class="num">${r.cached}</td><td class="num">${r.output}</td><td class="num">${r.reasoning}</td><td class="num" data-metric="cost">$${r.cost.toFixed(4)}</td><td class="num">${r.median === null ? '–' : `${(r.median / 1000).toFixed(2)}s`}</td></tr>`,
+        `<tr data-model="${esc(r.e.name)}"><td class="name">${esc(r.e.name)}</td><td class="num">${r.calls}</td><td class="num">${r.errors}</td><td class="num">${r.input}</td><td class="num">${r.cached}</td><td class="num">${r.output}</td><td class="num">${r.reasoning}</td><td class="num" data-metric="cost">$${r.cost.toFixed(4)}</td><td class="num" data-metric="infra">${infraCell(r.infra, r.c.infraUsd)}</td><td class="num" data-metric="total-cost">${money(r.c.totalUsd)}</td><td class="num" data-metric="solved-lines">${r.c.solvedLines}</td><td class="num" data-metric="usd-per-line">${perLine(r.c)}</td><td class="num">${r.median === null ? '–' : `${(r.median / 1000).toFixed(2)}s`}</td></tr>`,
     )
+    .join('');
+  // Per run: its total and what each of its infrastructure figures rests on.
+  const runs = [...new Set(costs.map((r) => r.e.run))];
+  const runRows = runs
+    .map((run) => {
+      const mine = costs.filter((r) => r.e.run === run);
+      const infra = infraOf(run);
+      const total = costRow(
+        'ALL',
+        mine.reduce((s, r) => s + r.cost, 0),
+        infra?.totalUsd ?? 0,
+        mine.reduce((s, r) => s + r.c.solvedLines, 0),
+      );
+      return `<tr class="run-cost" data-run="${esc(run.label)}"><td>${esc(run.label)}</td><td class="num" data-metric="cost">${money(total.modelUsd)}</td><td class="num" data-metric="infra">${infraCell(infra, total.infraUsd)}</td><td class="num" data-metric="total-cost">${money(total.totalUsd)}</td><td class="num" data-metric="solved-lines">${total.solvedLines}</td><td class="num" data-metric="usd-per-line">${perLine(total)}</td><td>${esc(infra?.basis ?? 'imported results: no spend recorded')}</td></tr>`;
+    })
     .join('');
   const max = Math.max(0, ...rows.map((r) => r.cost));
   const chart =
@@ -431,27 +462,37 @@ function costTable(entries: Entry[]): string {
           })),
         )
       : '<p class="note">No model call cost anything (offline models, or answers reused from the cache).</p>';
-  const scored = rows.filter((r) => r.e.score.tasks);
+  const scored = costs.filter((r) => r.e.score.tasks);
+  // With a cloud run's infrastructure estimate, a point is the model's whole cost; else its model spend.
+  const withInfra = scored.some((r) => r.infra?.where === 'cloud');
   const scatter = scored.length
     ? scatterChart(
         'cost-score-chart',
-        'scaled pass@1 against model spend, one point per model',
-        'model spend (USD) of the run',
+        withInfra
+          ? 'scaled pass@1 against total cost (model spend and estimated infrastructure), one point per model'
+          : 'scaled pass@1 against model spend, one point per model',
+        withInfra ? 'total cost (USD) of the run: model spend + estimated infrastructure' : 'model spend (USD) of the run',
         scored.map((r) => ({
           label: r.e.name,
-          x: r.cost,
+          x: withInfra ? r.c.totalUsd : r.cost,
           y: r.e.score.scaled.mean,
           low: r.e.score.scaled.ci?.low ?? null,
           high: r.e.score.scaled.ci?.high ?? null,
           color: r.e.color,
-          title: `${r.e.name}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for $${r.cost.toFixed(4)} of model calls`,
+          title: withInfra
+            ? `${r.e.name}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for ${money(r.c.totalUsd)} (model calls ${money(r.cost)}, infrastructure ${money(r.c.infraUsd)})`
+            : `${r.e.name}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for $${r.cost.toFixed(4)} of model calls`,
         })),
       ) +
-      '<p class="note">Model spend is what the run recorded for its model calls (answers reused from the cache cost nothing). rcb records no infrastructure cost for a run (test machines, storage), so none is added here.</p>'
+      (withInfra
+        ? '<p class="note">Model spend is what the run recorded for its model calls; infrastructure is estimated from what the cloud run recorded (its shards, the durations of their tests, its generator invocations) at AWS list prices, each model carrying the Fargate time of its shards and its share of the rest.</p>'
+        : '<p class="note">Model spend is what the run recorded for its model calls (answers reused from the cache cost nothing). The tests of a local run ran on this machine: no infrastructure cost is added.</p>')
     : '';
   return `${scroll(
-    `<table id="costs" class="sortable"><thead><tr><th>model</th><th class="num">answers</th><th class="num">failed calls</th><th class="num">input tokens</th><th class="num">cached input</th><th class="num">output tokens</th><th class="num">reasoning</th><th class="num">cost</th><th class="num">median latency</th></tr></thead><tbody>${body}</tbody></table>`,
-  )}${chart}<h3>Score against cost</h3>${scatter}`;
+    `<table id="costs" class="sortable"><thead><tr><th>model</th><th class="num">answers</th><th class="num">failed calls</th><th class="num">input tokens</th><th class="num">cached input</th><th class="num">output tokens</th><th class="num">reasoning</th><th class="num">cost</th><th class="num">infra (estimated)</th><th class="num">total</th><th class="num">lines solved</th><th class="num">$ per solved line</th><th class="num">median latency</th></tr></thead><tbody>${body}</tbody></table>`,
+  )}${scroll(
+    `<table id="run-costs"><thead><tr><th>run</th><th class="num">model spend</th><th class="num">infra (estimated)</th><th class="num">total</th><th class="num">lines solved</th><th class="num">$ per solved line</th><th>infrastructure</th></tr></thead><tbody>${runRows}</tbody></table>`,
+  )}<p class="note">A solved line is a line of code of a passing task sample (the weight of scaled pass@1), under the page's judge and subset; the cost is the whole run's.</p>${chart}<h3>Score against cost</h3>${scatter}`;
 }
 
 /** The estimated full-set scores of the runs that have a subset's estimate, labelled an estimate. */

@@ -8,6 +8,7 @@ import type { RunStore } from '../store';
 import type { Judge } from '../types';
 import { buildReport } from '../report/build-report';
 import type { ReportFormat } from '../report/format';
+import type { InfraCost } from '../cost/recorded-infra';
 
 export interface RunOutput {
   file: string;
@@ -28,10 +29,12 @@ export async function writeRunOutputs(
   runId: string,
   write: (output: RunOutput, text: string) => Promise<void> | void,
   outputs: readonly RunOutput[] = RUN_OUTPUTS,
+  /** The run's infrastructure cost, for the reports' cost lines. @default a local run's ($0) */
+  infra?: InfraCost,
 ): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   for (const output of outputs) {
-    const { text } = await buildReport(store, runId, { format: output.format, judge: output.judge, subset: 'all' });
+    const { text } = await buildReport(store, runId, { format: output.format, judge: output.judge, subset: 'all', infra });
     await write(output, text);
     texts.set(output.file, text);
   }

@@ -17,6 +17,8 @@ import type * as ResultsModule from './results';
 import type * as StatusModule from './status';
 import type * as PushModule from './push';
 import type * as DoctorModule from './doctor';
+import type * as PushImageModule from './push-image';
+import type * as EcrModule from '@aws-sdk/client-ecr';
 
 // The commands' modules, loaded on use: registering must not load the AWS SDK or the emulator.
 // (A typed require: `await import()` of a relative path fails where rcb.ts runs under `node -r tsx/cjs`.)
@@ -27,6 +29,7 @@ const loadCancel = (): typeof CancelModule => require('./cancel');
 const loadRun = (): typeof RunModule => require('./run');
 const loadEmulatedRun = (): typeof RunEmulatedModule => require('./run-emulated');
 const loadDoctor = (): typeof DoctorModule => require('./doctor');
+const loadPushImage = (): typeof PushImageModule => require('./push-image');
 
 /** Adds `rcb cloud ...`; `onExit` receives each command's exit code (default: process.exitCode). */
 export function registerCloudCommands(program: Command, onExit: (code: number) => void = (c) => void (process.exitCode = c)): void {
@@ -47,6 +50,22 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--papers <ids>', 'only these papers, comma-separated')
     .option('--prompt-template <file>', 'prompt template to use instead of the shipped one')
     .action(async (o) => onExit(await loadPush().cloudPush(o, await deps(o))));
+
+  stackFlags(
+    cloud
+      .command('push-image')
+      .description("push an image of `npm run image:build` to the stack's image repository and print the `cdk deploy -c rcb:image=...` line"),
+  )
+    .option('--image <ref>', 'local image to push', 'localhost/rcb-evaluator:latest')
+    .option('--repository <uri>', "ECR repository URI to push to (default: the stack's ImageRepositoryUri output)")
+    .option('--tag <tag>', 'tag in the repository (default: rcb-<12 hex of the local image id>; tags are immutable)')
+    .option('--engine <engine>', 'podman or docker (default: podman if on PATH, else docker)')
+    .action(async (o) => {
+      const { ECRClient }: typeof EcrModule = require('@aws-sdk/client-ecr');
+      const { defaultCloudDeps }: typeof CloudDepsModule = require('../../../app/deployed-stack');
+      const cloudDeps = defaultCloudDeps(o.region);
+      onExit(await loadPushImage().cloudPushImage(o, { ...cloudDeps, ecr: new ECRClient(o.region ? { region: o.region } : {}) }));
+    });
 
   const run = addRunSpecOptions(
     stackFlags(cloud.command('run').description('start a run in the stack and follow it to its leaderboard (same flags and run id as `rcb run`)')),
