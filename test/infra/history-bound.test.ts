@@ -144,7 +144,8 @@ describe('the run workflow history', () => {
       process.stderr.write(`each child: ${childHappy} (happy), ${child} (worst)\n`);
     }
     for (const b of Object.values(cases)) expect(b.parent).toBeLessThan(HISTORY_EVENT_LIMIT);
-    expect(cases['worst, 48 h'].checks).toBeLessThanOrEqual(cases['worst, 24 h'].checks + 1);
+    // A 48 h run is checked about as often as a 24 h one (a few more checks while young).
+    expect(cases['worst, 48 h'].checks).toBeLessThan(cases['worst, 24 h'].checks * 1.05);
     expect(cases['worst, 24 h'].checks).toBeLessThan(400);
     expect(cases['worst, 24 h'].rounds).toBeLessThan(150);
     expect(child).toBeLessThan(HISTORY_EVENT_LIMIT);
