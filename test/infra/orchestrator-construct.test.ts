@@ -111,9 +111,9 @@ describe('OrchestratorConstruct', () => {
     it("generates in a Parallel: the SQS lanes' progress loop beside the batch lane, which runs only when PlanRun left it tasks", () => {
       const generate = definition().States.Generate;
       expect(definition().States.PlanRun.Next).toBe('Generate');
-      expect(generate).toMatchObject({ Type: 'Parallel', ResultPath: null, Next: 'EvaluateShards' });
+      expect(generate).toMatchObject({ Type: 'Parallel', ResultPath: null, Next: 'Aggregate' });
       const [lanes, batch] = generate.Branches;
-      expect(lanes.StartAt).toBe('CheckProgress');
+      expect(lanes.StartAt).toBe('StartWaves');
       expect(batch.StartAt).toBe('BatchLane?');
       expect(batch.States['BatchLane?']).toEqual({
         Type: 'Choice',
@@ -195,9 +195,11 @@ describe('OrchestratorConstruct', () => {
         'shard.$': '$$.Map.Item.Value',
         'taskDefinitionArn.$': '$.plan.taskDefinitionArn',
       });
-      expect(map.ResultPath).toBe('$.evaluation');
+      expect(map.ResultPath).toBe('$.progress.waveRun');
       expect(map.ItemProcessor.StartAt).toBe('EvaluateShard');
-      expect(stateMachineDefinition(orchestratorStack({ evaluationMaxConcurrency: 3 }).template).States.EvaluateShards.MaxConcurrency).toBe(3);
+      expect(
+        stateMachineDefinition(orchestratorStack({ evaluationMaxConcurrency: 3 }).template).States.Generate.Branches[0].States.EvaluateShards.MaxConcurrency,
+      ).toBe(3);
       expect(() => orchestratorStack({ evaluationMaxConcurrency: 10_001 })).toThrow(/evaluationMaxConcurrency must be an integer in 1..10000/);
     });
 
