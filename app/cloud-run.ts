@@ -56,6 +56,8 @@ export interface CloudRunInputs {
   force?: boolean;
   /** Models answered by the batch lane. @default none */
   batch?: BatchSettings;
+  /** The run's generation deadline, seconds (`rcb cloud run --deadline`). @default the stack's */
+  deadlineSec?: number;
 }
 
 /** Uploads the run's inputs and returns its id and workflow input (the spec naming the bundle's key). */
@@ -67,7 +69,14 @@ export async function uploadRunInputs(blobs: BlobStore, inputs: CloudRunInputs):
   const runId = computeRunId(spec);
   const input = parsePayload(
     runWorkflowInputSchema,
-    { runId, spec, models: inputs.models, ...(inputs.force ? { force: true } : {}), ...(inputs.batch ? { batch: inputs.batch } : {}) },
+    {
+      runId,
+      spec,
+      models: inputs.models,
+      ...(inputs.force ? { force: true } : {}),
+      ...(inputs.batch ? { batch: inputs.batch } : {}),
+      ...(inputs.deadlineSec !== undefined ? { deadlineSec: inputs.deadlineSec } : {}),
+    },
     'run workflow input',
   );
   return { runId, input };

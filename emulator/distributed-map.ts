@@ -34,16 +34,26 @@ export class DistributedMapError extends Error {
   }
 }
 
+/** Timeout of the Task standing for a Map Run: 20 days (a timer of the runtime holds at most 24.8). */
+const MAP_TASK_TIMEOUT_SEC = 20 * 86_400;
+
 /** Whether a state is a Map in DISTRIBUTED mode. */
 export function isDistributedMap(state: State): boolean {
   return state.Type === 'Map' && (state.ItemProcessor as { ProcessorConfig?: { Mode?: string } } | undefined)?.ProcessorConfig?.Mode === 'DISTRIBUTED';
 }
 
-/** The definition with each top-level Distributed Map replaced by a Task state bound by name, and those Maps by name. */
-export function withDistributedMapsAsTasks(states: States): { states: States; maps: Map<string, State> } {
-  const maps = new Map<string, State>();
+/**
+ * The definition with each Distributed Map replaced by a Task state bound by name (at the top
+ * level and in Parallel branches, where the progress loop runs its waves), and those Maps by name.
+ */
+export function withDistributedMapsAsTasks(states: States, maps: Map<string, State> = new Map()): { states: States; maps: Map<string, State> } {
   const out: States = {};
   for (const [name, state] of Object.entries(states)) {
+    if (state.Type === 'Parallel' && Array.isArray(state.Branches)) {
+      const branches = (state.Branches as Array<{ States: States }>).map((b) => ({ ...b, States: withDistributedMapsAsTasks(b.States, maps).states }));
+      out[name] = { ...state, Branches: branches };
+      continue;
+    }
     if (!isDistributedMap(state)) {
       out[name] = state;
       continue;
@@ -51,7 +61,8 @@ export function withDistributedMapsAsTasks(states: States): { states: States; ma
     maps.set(name, state);
     const { Type: _t, ItemProcessor: _p, ItemReader: _r, ItemSelector: _s, ResultWriter: _w, MaxConcurrency: _m, Label: _l, ...rest } = state;
     const { ToleratedFailurePercentage: _tp, ToleratedFailureCount: _tc, ItemBatcher: _b, ItemsPath: _ip, ResultSelector: _rs, ...kept } = rest;
-    out[name] = { ...kept, Type: 'Task', Resource: `arn:aws:states:::emulator:distributedMap/${name}` };
+    // A Map state has no timeout of its own; aws-local-stepfunctions gives a Task 60 s unless told.
+    out[name] = { ...kept, Type: 'Task', Resource: `arn:aws:states:::emulator:distributedMap/${name}`, TimeoutSeconds: MAP_TASK_TIMEOUT_SEC };
   }
   return { states: out, maps };
 }
@@ -117,6 +128,8 @@ export interface DistributedMapRun {
   failed: number;
   /** Most children running at once (bounded by MaxConcurrency). */
   peakConcurrency: number;
+  /** The items read (the wave's shards), in order. */
+  values: unknown[];
 }
 
 export interface RunDistributedMapOptions {
@@ -130,6 +143,9 @@ export interface RunDistributedMapOptions {
   /** Told of each Map Run's counts. */
   onRun?: (run: DistributedMapRun) => void;
 }
+
+/** Map Runs started by this process: each wave's Map Run has its own id, as AWS gives each one. */
+let mapRunSeq = 0;
 
 /** One Map Run: read, select, run children, tolerate, write. Resolves with the state's result. */
 export async function runDistributedMap(opts: RunDistributedMapOptions): Promise<unknown> {
@@ -155,7 +171,7 @@ export async function runDistributedMap(opts: RunDistributedMapOptions): Promise
   const { ProcessorConfig: _config, ...processor } = map.ItemProcessor as { StartAt: string; States: States; ProcessorConfig?: unknown };
   const selector = map.ItemSelector as Record<string, unknown> | undefined;
   const maxConcurrency = Number(map.MaxConcurrency ?? 0) || items.length || 1;
-  const mapRunId = `${opts.executionName}-${name}-${Date.now().toString(36)}`;
+  const mapRunId = `${opts.executionName}-${name}-${(mapRunSeq++).toString(36)}-${Date.now().toString(36)}`;
   const mapRunArn = `arn:aws:states:us-east-1:000000000000:mapRun:emulated/${mapRunId}`;
   const records: ChildRecord[] = new Array(items.length);
   let next = 0;
@@ -190,7 +206,7 @@ export async function runDistributedMap(opts: RunDistributedMapOptions): Promise
 
   const failed = records.filter((r) => r.Status === 'FAILED');
   const succeeded = records.filter((r) => r.Status === 'SUCCEEDED');
-  opts.onRun?.({ items: items.length, succeeded: succeeded.length, failed: failed.length, peakConcurrency: peak });
+  opts.onRun?.({ items: items.length, succeeded: succeeded.length, failed: failed.length, peakConcurrency: peak, values: items });
 
   const writer = map.ResultWriter as { Resource?: string; Parameters?: { Bucket?: string; Prefix?: string } } | undefined;
   let details: { Bucket: string; Key: string } | undefined;

@@ -109,6 +109,8 @@ export interface EmulatorOptions {
   stateDir?: string;
   /** Told of each Task state's end (its result, or `{ error }` with the error's name), for progress output. */
   onState?: (state: string, result: unknown) => void;
+  /** Told of each shard container run's end, as it ends (tests order it against generation). */
+  onShardExit?: (outcome: ShardRunOutcome) => void;
 }
 
 /** Faults of one execution. */
@@ -126,6 +128,13 @@ export interface ExecutionFaults {
    * them), so SQS redelivers them up to maxReceiveCount and dead-letters them.
    */
   poisonTask?: (taskId: string) => boolean;
+  /**
+   * A new image deployed mid-run: once this many shard container runs of the execution have
+   * ended, the emulator registers a new task definition revision (and image) and the
+   * deployment's PlanRun would pin it for new runs (`functions: 'source'`). Both revisions
+   * stay ACTIVE, as the retained task definitions do.
+   */
+  deployImageAfterShards?: number;
 }
 
 /** The faults of the execution under way, read by the bindings at each call. */
@@ -133,6 +142,8 @@ interface LiveFaults {
   faults: ExecutionFaults;
   /** Throttles injected so far, by state. */
   throttled: Record<string, number>;
+  /** Shard container runs before this execution (faults count this execution's). */
+  shardRunsBefore: number;
 }
 
 /** The lanes' consumer with the poisoned tasks' records failed, as a crashed invocation returns them. */
@@ -174,6 +185,8 @@ export interface EmulatedRun {
   mapRuns: DistributedMapRun[];
   /** Lambda.TooManyRequestsException injected, by state (ExecutionFaults.throttle). */
   throttled: Record<string, number>;
+  /** The emulated evaluator deployment: every registered task definition revision, and the one deployed now. */
+  evaluator: EmulatedEvaluator;
   /**
    * Starts the same run again, as `rcb cloud run` does after a failed execution: a new
    * execution of the same input on the same tables, bucket and functions. Resolves with
@@ -182,6 +195,13 @@ export interface EmulatedRun {
   runAgain(faults?: ExecutionFaults): Promise<EmulatedRun>;
   /** Stops the servers and removes the scratch space. */
   close(): Promise<void>;
+}
+
+/** The emulated ECS task definition family of the evaluator: its registered revisions and the deployed one. */
+export interface EmulatedEvaluator {
+  revisions: Array<{ taskDefinitionArn: string; image: string }>;
+  /** What the deployment's PlanRun pins for a new run (RCB_TASK_DEFINITION, RCB_EVALUATION_IMAGE). */
+  deployed: { taskDefinitionArn: string; image: string };
 }
 
 /** Metrics that are recorded and dropped: EMF lines on stdout would drown the progress. */
@@ -265,6 +285,7 @@ async function followed(
     invocations: {},
     mapRuns: [],
     throttled: {},
+    evaluator: { revisions: [], deployed: { taskDefinitionArn: '', image: '' } },
     runAgain: async () => run,
     close: closeAll,
   };
@@ -283,14 +304,31 @@ interface Bindings {
   invocations(): Record<string, number>;
 }
 
-/** The emulated evaluator deployment a source-bound PlanRun pins (bundles read the template's RCB_TASK_DEFINITION). */
-function emulatedEvaluation(workflow: SynthesizedWorkflow): { taskDefinitionArn: string; image: string } {
+/** The emulated evaluator deployment a source-bound PlanRun pins (bundles read the template's RCB_TASK_DEFINITION): revision 1. */
+function emulatedEvaluator(workflow: SynthesizedWorkflow): EmulatedEvaluator {
   const digest = workflow.imageContext?.digest ?? 'unknown';
-  return { taskDefinitionArn: 'arn:aws:ecs:us-east-1:000000000000:task-definition/rcb-evaluation:1', image: `rcb-evaluation:${digest.slice(0, 12)}` };
+  const first = { taskDefinitionArn: `${TASK_DEFINITION_FAMILY}:1`, image: `rcb-evaluation:${digest.slice(0, 12)}` };
+  return { revisions: [first], deployed: first };
+}
+
+const TASK_DEFINITION_FAMILY = 'arn:aws:ecs:us-east-1:000000000000:task-definition/rcb-evaluation';
+
+/** A deploy: a new revision of the family, with a new image, registered and deployed. */
+function deployNewRevision(evaluator: EmulatedEvaluator): void {
+  const n = evaluator.revisions.length + 1;
+  const next = { taskDefinitionArn: `${TASK_DEFINITION_FAMILY}:${n}`, image: `${evaluator.deployed.image.split(':')[0]}:deploy-${n}` };
+  evaluator.revisions.push(next);
+  evaluator.deployed = next;
 }
 
 /** Bindings to the handlers in this process, with the emulator's adapters handed in. */
-function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow, options: EmulatorOptions, live: LiveFaults): Bindings {
+function sourceBindings(
+  storage: StorageAdapters,
+  workflow: SynthesizedWorkflow,
+  options: EmulatorOptions,
+  live: LiveFaults,
+  evaluator: EmulatedEvaluator,
+): Bindings {
   const hosted =
     options.hosted ?? once(() => new HostedModels(loadRegistry(options.modelsFile ? { userFile: options.modelsFile } : {}), envKeySource(process.env)));
   const keys = envKeySource(process.env);
@@ -317,7 +355,8 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
       queue: lanes,
       hosted,
       evaluationReady: true,
-      evaluation: emulatedEvaluation(workflow),
+      // Read at each invocation: a deploy mid-run changes what a new run pins, not this one.
+      evaluation: { ...evaluator.deployed },
       defaultDeadlineSec: workflow.generationTimeoutSec,
       logger: silentLogger('rcb-plan-run'),
       metrics: metrics('plan-run'),
@@ -325,6 +364,7 @@ function sourceBindings(storage: StorageAdapters, workflow: SynthesizedWorkflow,
   );
   const checkProgress = checkProgressFn.createHandler(() => ({
     store: storage.store,
+    blobs: storage.blobs,
     counters: storage.counters,
     generationTimeoutSec: workflow.generationTimeoutSec ?? 24 * 3600,
     logger: silentLogger('rcb-check-progress'),
@@ -488,12 +528,13 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   const { StateMachine } = await import('aws-local-stepfunctions');
   const { aws, storage, state, scratchDir, workflow, request, runId, input, options, closers, closeAll } = prepared;
   const spec = input.spec as RunSpec;
-  const live: LiveFaults = { faults: {}, throttled: {} };
+  const live: LiveFaults = { faults: {}, throttled: {}, shardRunsBefore: 0 };
+  const evaluator = emulatedEvaluator(workflow);
 
   const bindings =
     (options.functions ?? 'bundles') === 'bundles'
       ? await bundleBindings(aws, scratchDir, workflow, spec, options, closers, live)
-      : sourceBindings(storage, workflow, options, live);
+      : sourceBindings(storage, workflow, options, live, evaluator);
   const { lanes } = bindings;
 
   // Parent of each container run's /scratch; test users (when this runs as root) must traverse it.
@@ -501,8 +542,8 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   mkdirSync(containerScratch, { recursive: true });
   chmodSync(scratchDir, 0o755);
   chmodSync(containerScratch, 0o755);
-  const maxConcurrency = Number(workflow.definition.States[STATE_NAMES.evaluateShards]?.MaxConcurrency ?? 1) || 1;
   const { states: topStates, maps } = withDistributedMapsAsTasks(workflow.definition.States);
+  const maxConcurrency = Number(maps.get(STATE_NAMES.evaluateShards)?.MaxConcurrency ?? 1) || 1;
   const shardsAtOnce = Math.min(maxConcurrency, Math.max(1, request.pset.papers.length));
   const shardRuns: ShardRunOutcome[] = [];
   if (!workflow.imageContext) throw new Error('emulator: the workflow carries no image build context (synthesize it with synthesizeWorkflow)');
@@ -527,7 +568,18 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
     scratchRoot: containerScratch,
     failFirstRunOnce: options.failFirstShardOnce,
     failShard: (paper, shardRef) => live.faults.failShard?.(paper, shardRef) ?? false,
-    onExit: (outcome) => shardRuns.push(outcome),
+    onExit: (outcome) => {
+      shardRuns.push(outcome);
+      options.onShardExit?.(outcome);
+      const deployAfter = live.faults.deployImageAfterShards;
+      if (deployAfter !== undefined && shardRuns.length - live.shardRunsBefore === deployAfter) deployNewRevision(evaluator);
+    },
+    // ECS starts only a registered revision (the retained ones stay ACTIVE).
+    checkTaskDefinition: (arn) => {
+      if (options.functions === 'source' && !evaluator.revisions.some((r) => r.taskDefinitionArn === arn)) {
+        throw new Error(`ClientException: TaskDefinition not found: ${arn}`);
+      }
+    },
   });
 
   const note = options.onState ?? (() => undefined);
@@ -584,9 +636,12 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
     if (!attempt.started) return followed(state, storage, runId, input, attempt, closeAll);
     live.faults = these;
     live.throttled = {};
+    live.shardRunsBefore = shardRuns.length;
     mapRuns = [];
     executionName = attempt.name;
     const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
+      // $$.Execution.Name: the attempt's name, which its waves and results are kept under.
+      context: { Execution: { Name: attempt.name } },
       overrides: {
         taskResourceLocalHandlers: handlers,
         waitTimeOverrides: {
@@ -625,6 +680,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       invocations: bindings.invocations(),
       mapRuns,
       throttled: { ...live.throttled },
+      evaluator,
       runAgain: (next = {}) => executeOnce(next),
       close: closeAll,
     };

@@ -23,6 +23,8 @@ export class ShardTaskFailedError extends Error {
 
 /** The rendered RunTask parameters a local handler of an ECS state receives (the parts read here). */
 export interface RunTaskParameters {
+  /** The task definition (revision) the state names: the run's pinned one. */
+  TaskDefinition?: string;
   Overrides: { ContainerOverrides: Array<{ Environment?: Array<{ Name: string; Value: string }> }> };
 }
 
@@ -45,6 +47,10 @@ export interface ShardRunOutcome {
   stderr: string;
   /** What the container logged of its shard (its `shard evaluated` line), when it got that far. */
   evaluated?: ShardEvaluatedLog;
+  /** The shard as RCB_SHARD_REF carried it (paper, model, slice as JSON). */
+  shardRef?: string;
+  /** The task definition revision RunTask named. */
+  taskDefinition?: string;
 }
 
 /** The parts of the container's `shard evaluated` log line (container/entry.ts) the emulator reports. */
@@ -86,6 +92,8 @@ export interface ShardContainerOptions {
   failShard?: (paper: string, shardRef?: string) => boolean;
   /** Called when a container run ends. */
   onExit?: (outcome: ShardRunOutcome) => void;
+  /** Refuses a RunTask of a task definition ECS would not start (throws). @default every one starts */
+  checkTaskDefinition?: (arn: string) => void;
 }
 
 /** A local handler for the EvaluateShard / EvaluateShardOnDemand states; `settled()` waits for every container run started. */
@@ -96,6 +104,7 @@ export function shardContainerHandler(
   const running = new Set<Promise<unknown>>();
   const handler = async (parameters: RunTaskParameters): Promise<Record<string, never>> => {
     const overrides = containerOverrideEnv(parameters);
+    if (parameters.TaskDefinition) options.checkTaskDefinition?.(parameters.TaskDefinition);
     const inject = faultPending || !!options.failShard?.(overrides.RCB_SHARD ?? '', overrides.RCB_SHARD_REF);
     faultPending = false;
     const scratch = mkdtempSync(join(options.scratchRoot, 'task-'));
@@ -103,7 +112,11 @@ export function shardContainerHandler(
     chmodSync(scratch, 0o755);
     const run = runContainer(options.app, { ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
     running.add(run);
-    const outcome = await run.finally(() => running.delete(run));
+    const outcome = {
+      ...(await run.finally(() => running.delete(run))),
+      ...(overrides.RCB_SHARD_REF ? { shardRef: overrides.RCB_SHARD_REF } : {}),
+      ...(parameters.TaskDefinition ? { taskDefinition: parameters.TaskDefinition } : {}),
+    };
     options.onExit?.(outcome);
     if (outcome.code !== 0) {
       const how = outcome.signal ? `signal ${outcome.signal}` : `exit code ${outcome.code}`;

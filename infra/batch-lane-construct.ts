@@ -38,8 +38,13 @@ export class BatchLaneConstruct extends sfn.StateMachineFragment {
       stateName: STATE_NAMES.batchRound,
       comment: 'Submit what fits, poll each pending batch once, ingest the ended ones',
       lambdaFunction: props.batchRound,
-      // The execution's start: a run started again polls young again.
-      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime') }),
+      // The execution's start: a run started again polls young again. The run's own deadline
+      // (rcb cloud run --deadline, PlanRun's deadlineSec): the lane cancels and fails by it.
+      payload: sfn.TaskInput.fromObject({
+        runId: sfn.JsonPath.stringAt('$.runId'),
+        startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime'),
+        deadlineSec: sfn.JsonPath.numberAt('$.plan.deadlineSec'),
+      }),
       // Invoked directly, as the workflow's other functions: the round's small result is `$.batch`.
       payloadResponseOnly: true,
       resultPath: '$.batch',

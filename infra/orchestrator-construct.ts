@@ -115,10 +115,11 @@ export interface OrchestratorConstructProps {
 
 /**
  * The run workflow (standard Step Functions): PlanRun; then, in a Parallel, a
- * Wait/CheckProgress/Choice loop while the SQS lanes generate beside the batch lane (rounds
- * of submit/poll/ingest with Waits between them, for the run's batch-mode models); a Map of
- * Fargate RunTask `.sync` over the shards, Aggregate; any failure goes to MarkRunFailed,
- * which records the error and keeps what finished.
+ * CheckProgress/Choice/Wait loop while the SQS lanes generate beside the batch lane (rounds
+ * of submit/poll/ingest with Waits between them, for the run's batch-mode models), the loop
+ * evaluating each wave of ready shards in a Distributed Map of Fargate RunTask `.sync` as
+ * it forms (pipelined evaluation); Aggregate; any failure goes to MarkRunFailed, which
+ * records the error and keeps what finished.
  */
 export class OrchestratorConstruct extends Construct {
   public readonly stateMachine: sfn.StateMachine;
@@ -185,6 +186,8 @@ export class OrchestratorConstruct extends Construct {
     });
     // Progress is read from the run's items alone: it needs no queue access.
     grantTableItems(table, this.checkProgress.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    // Pipelined evaluation: it reads the execution's shard manifest and writes its waves.
+    grantArtifacts(bucket, this.checkProgress.role, { read: [ARTIFACT_PATTERNS.runs], write: [ARTIFACT_PATTERNS.runs] });
 
     this.aggregate = new RcbFunction(this, 'AggregateFunction', {
       functionDir: 'aggregate',
@@ -268,7 +271,7 @@ export class OrchestratorConstruct extends Construct {
 
   private buildDefinition(props: OrchestratorConstructProps, maxConcurrency: number): sfn.IChainable {
     const failurePath = this.failurePhase();
-    const catchToFailed = (state: sfn.TaskStateBase | sfn.DistributedMap): void => {
+    const catchToFailed = (state: sfn.TaskStateBase): void => {
       state.addCatch(failurePath, { errors: [sfn.Errors.ALL], resultPath: '$.failure' });
     };
 
@@ -282,15 +285,12 @@ export class OrchestratorConstruct extends Construct {
     });
     catchToFailed(planRun);
 
-    const evaluateShards = this.evaluationPhase(props, maxConcurrency);
-    catchToFailed(evaluateShards);
-
     const aggregate = lambdaTask(this, 'Aggregate', {
       stateName: STATE_NAMES.aggregate,
       comment: 'Scores, reports to S3, summary item, final run status',
       lambdaFunction: this.aggregate.function,
-      // The Map Run's results: the shards that failed every attempt become infra_error.
-      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), mapResults: sfn.JsonPath.objectAt('$.evaluation.ResultWriterDetails') }),
+      // The execution's waves recorded their Map Runs' results: the shards that failed every attempt become infra_error.
+      payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), execution: sfn.JsonPath.stringAt('$$.Execution.Name') }),
       payloadResponseOnly: true,
       resultPath: '$.summary',
     });
@@ -302,10 +302,10 @@ export class OrchestratorConstruct extends Construct {
       comment: "The SQS lanes' progress loop beside the batch lane; a failure of either (its deadline, a round that keeps failing) fails the run",
       resultPath: sfn.JsonPath.DISCARD,
     });
-    generate.branch(this.generationPhase());
+    generate.branch(this.generationPhase(props, maxConcurrency));
     generate.branch(this.batchPhase(props));
     generate.addCatch(failurePath, { errors: [sfn.Errors.ALL], resultPath: '$.failure' });
-    return planRun.next(generate).next(evaluateShards).next(aggregate).next(succeeded);
+    return planRun.next(generate).next(aggregate).next(succeeded);
   }
 
   /**
@@ -323,44 +323,59 @@ export class OrchestratorConstruct extends Construct {
   }
 
   /**
-   * CheckProgress → GenerationDone? → Wait → CheckProgress ..., looping until CheckProgress
-   * reports every task of the run settled (completed or failed for good), batch answers
-   * included (the lane counts them on the run item as the SQS lanes do). CheckProgress owns
-   * the deadline and the pause (`$.progress.waitSec`, growing with the run's age), so the
-   * loop's history events stay bounded (test/infra/history-bound.test.ts computes the bound).
-   * Its failures are caught by the Parallel around it.
+   * StartWaves → CheckProgress → GenerationDone? → (EvaluateShards →) Wait → CheckProgress ...:
+   * each check counts the settled tasks and writes the shards newly ready (every task settled)
+   * as the next wave, which the loop evaluates at once, while other models still generate
+   * (pipelined evaluation, core/cloud/evaluation-waves.ts); once generation is over the shards
+   * left are the last wave, and the loop ends when every shard has been in one. Batch answers
+   * count as the SQS lanes' do. CheckProgress owns the deadline and the pause
+   * (`$.progress.waitSec`, growing with the run's age and stretched to its deadline), so the
+   * loop's checks, and so its waves (at most one per check), stay bounded
+   * (test/infra/history-bound.test.ts computes the bound). Failures are caught by the Parallel.
    */
-  private generationPhase(): sfn.IChainable {
+  private generationPhase(props: OrchestratorConstructProps, maxConcurrency: number): sfn.IChainable {
+    const start = new sfn.Pass(this, 'StartWaves', {
+      stateName: STATE_NAMES.startWaves,
+      comment: 'No wave dispatched yet: the state the first check reads',
+      result: sfn.Result.fromObject({ waves: 0 }),
+      resultPath: '$.progress',
+    });
     const wait = new sfn.Wait(this, 'WaitForGeneration', {
       stateName: STATE_NAMES.waitForGeneration,
       time: sfn.WaitTime.secondsPath('$.progress.waitSec'),
     });
     const check = lambdaTask(this, 'CheckProgress', {
       stateName: STATE_NAMES.checkProgress,
-      comment: 'Count settled tasks of the run; fail it past the generation deadline',
+      comment: 'Count settled tasks of the run, write the next wave of ready shards; fail the run past its generation deadline',
       lambdaFunction: this.checkProgress.function,
       // The execution's start, not the run's creation: a run started again gets its own deadline.
-      // The run's deadline is PlanRun's (the run's own --deadline, else the stack's).
+      // The run's deadline is PlanRun's (the run's own --deadline, else the stack's). The
+      // previous check's result (and the Map Run of the wave it dispatched) says which waves ran.
       payload: sfn.TaskInput.fromObject({
         runId: sfn.JsonPath.stringAt('$.runId'),
         startedAt: sfn.JsonPath.stringAt('$$.Execution.StartTime'),
         deadlineSec: sfn.JsonPath.numberAt('$.plan.deadlineSec'),
+        execution: sfn.JsonPath.stringAt('$$.Execution.Name'),
+        previous: sfn.JsonPath.objectAt('$.progress'),
       }),
       payloadResponseOnly: true,
       resultPath: '$.progress',
     });
+    const evaluate = this.evaluationPhase(props, maxConcurrency);
+    evaluate.next(wait);
     const done = new sfn.Choice(this, 'GenerationDone', { stateName: STATE_NAMES.generationDone })
+      .when(sfn.Condition.isPresent('$.progress.wave'), evaluate)
       .when(sfn.Condition.booleanEquals('$.progress.done', true), new sfn.Pass(this, 'LanesSettled', { stateName: STATE_NAMES.lanesSettled }))
       .otherwise(wait);
     wait.next(check);
-    return check.next(done);
+    return start.next(check).next(done);
   }
 
   /**
-   * A Distributed Map over the shards PlanRun wrote to the bucket (ItemReader: a JSON array
-   * at `$.plan.shardManifestKey`), each shard its own Standard child execution, so the run's
-   * history holds a Map Run's few events whatever the sweep and each child's history holds
-   * one shard's. A shard is an ECS RunTask `.sync` on Fargate Spot of the run's pinned task
+   * A Distributed Map over one wave of ready shards, as CheckProgress wrote it to the bucket
+   * (ItemReader: a JSON array at `$.progress.wave.key`), each shard its own Standard child
+   * execution, so the run's history holds a Map Run's few events per wave whatever the sweep
+   * and each child's history holds one shard's. A shard is an ECS RunTask `.sync` on Fargate Spot of the run's pinned task
    * definition revision; capacity errors are retried with backoff, a shard Spot cannot run
    * (no capacity, or interrupted twice) moves to on-demand Fargate, and one that fails there
    * too fails its child execution only (ShardFailed): every failure is tolerated, the
@@ -434,7 +449,7 @@ export class OrchestratorConstruct extends Construct {
       stateName: STATE_NAMES.evaluateShards,
       comment: 'One child execution and Fargate task per shard (paper x model, split when large); MaxConcurrency bounds tasks in flight per run',
       mapExecutionType: sfn.StateMachineType.STANDARD,
-      itemReader: new sfn.S3JsonItemReader({ bucket: props.bucket, key: sfn.JsonPath.stringAt('$.plan.shardManifestKey') }),
+      itemReader: new sfn.S3JsonItemReader({ bucket: props.bucket, key: sfn.JsonPath.stringAt('$.progress.wave.key') }),
       itemSelector: {
         runId: sfn.JsonPath.stringAt('$.runId'),
         // The parent's execution name: the tag that tells a run's attempts apart.
@@ -448,7 +463,8 @@ export class OrchestratorConstruct extends Construct {
       toleratedFailurePercentage: 100,
       resultWriterV2: new sfn.ResultWriterV2({ bucket: props.bucket, prefix: MAP_RESULTS_PREFIX }),
       label: 'Shards',
-      resultPath: '$.evaluation',
+      // Beside the check's result: the next check records where this wave's results are.
+      resultPath: '$.progress.waveRun',
     });
     map.itemProcessor(onSpot);
     return map;

@@ -7,6 +7,8 @@ export const STATE_NAMES = {
   planRun: 'PlanRun',
   /** Parallel: the SQS lanes' progress loop beside the batch lane. */
   generate: 'Generate',
+  /** Pass: the loop's state before its first check (no wave dispatched yet). */
+  startWaves: 'StartWaves',
   waitForGeneration: 'WaitForGeneration',
   checkProgress: 'CheckProgress',
   generationDone: 'GenerationDone?',
@@ -17,6 +19,7 @@ export const STATE_NAMES = {
   batchesPending: 'BatchesPending?',
   waitForBatches: 'WaitForBatches',
   batchesDone: 'BatchesDone',
+  /** Distributed Map over one wave of ready shards, inside the progress loop (pipelined evaluation). */
   evaluateShards: 'EvaluateShards',
   evaluateShard: 'EvaluateShard',
   evaluateShardOnDemand: 'EvaluateShardOnDemand',

@@ -40,7 +40,10 @@ export function createHandler(getDeps: () => AggregateHandlerDeps): (event: unkn
     const deps = getDeps();
     deps.logger.appendKeys({ runId: input.runId });
     try {
-      const summary = await aggregateRun(deps, input.runId, input.mapResults ? { mapResultsKey: input.mapResults.Key } : {});
+      const summary = await aggregateRun(deps, input.runId, {
+        ...(input.mapResults ? { mapResultsKey: input.mapResults.Key } : {}),
+        ...(input.execution ? { execution: input.execution } : {}),
+      });
       deps.logger.info('run aggregated', { ...summary });
       deps.metrics.addMetric(`Runs_${summary.status}`, MetricUnit.Count, 1);
       return summary;

@@ -13,6 +13,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { batchRound, DEFAULT_BATCH_POLL_SCHEDULE } from '../../core/cloud/batch-round';
+import { scheduleForDeadline } from '../../core/cloud/check-progress';
 import { batchRoundInputSchema, parsePayload, type BatchRoundInput, type BatchRoundResult } from '../../core/cloud/payloads';
 import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
 import type { PollSchedule } from '../../core/cloud/generation-polling';
@@ -125,8 +126,9 @@ export function createHandler(getDeps: () => BatchRoundHandlerDeps): (event: unk
           ledger,
           cache: deps.cache,
           counters: deps.counters,
-          schedule: deps.schedule,
-          deadlineSec: deps.deadlineSec,
+          // The run's deadline (its --deadline, else the stack's); past 24 h the pauses stretch with it.
+          schedule: scheduleForDeadline(input.deadlineSec ?? deps.deadlineSec, deps.schedule ?? DEFAULT_BATCH_POLL_SCHEDULE),
+          deadlineSec: input.deadlineSec ?? deps.deadlineSec,
           ...runModels,
           onEvent: (e) => deps.logger.info(`batch ${e.type}`, { ...e }),
         },

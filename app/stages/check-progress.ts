@@ -9,6 +9,9 @@
  * It also says how long the workflow waits before the next check (`waitSec`, growing with the
  * run's age: core/cloud/generation-polling.ts), so the loop stays far below the history limit.
  *
+ * With the execution and the loop's state in its input it also plans pipelined evaluation:
+ * the shards whose tasks are all settled become the next wave (core/cloud/evaluation-waves.ts).
+ *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_GENERATION_TIMEOUT_SEC, RCB_POLL_MIN_SEC, RCB_POLL_MAX_SEC.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -18,7 +21,7 @@ import { budgetSignals } from '../../core/cost/infra-budget-signals';
 import { DEFAULT_POLL_SCHEDULE, type PollSchedule } from '../../core/cloud/generation-polling';
 import type { RunCounters } from '../../core/cloud/ports';
 import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type CheckProgressResult } from '../../core/cloud/payloads';
-import type { RunStore } from '../../core/store';
+import type { BlobStore, RunStore } from '../../core/store';
 import { loadStorageConfig, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 
@@ -43,6 +46,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): CheckProgressC
 
 export interface CheckProgressHandlerDeps {
   store: RunStore;
+  /** The artifacts bucket: the execution's shard manifest and its evaluation waves. */
+  blobs?: BlobStore;
   generationTimeoutSec: number;
   schedule?: PollSchedule;
   /** Progress counters on the run item (one read per check while generation goes on). */
@@ -65,6 +70,8 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
         schedule: deps.schedule,
         counters: deps.counters,
         now: deps.now,
+        // Pipelined evaluation: a definition that passes its execution and loop state gets waves.
+        ...(input.execution && input.previous && deps.blobs ? { waves: { blobs: deps.blobs, execution: input.execution, previous: input.previous } } : {}),
       });
       deps.logger.info('generation progress', { ...progress });
       deps.metrics.addMetric('TasksSettled', MetricUnit.Count, progress.settled);
@@ -93,6 +100,7 @@ export function deployedCheckProgressDeps(config: CheckProgressConfig): CheckPro
   const storage = createStorageAdapters(config.storage);
   return {
     store: storage.store,
+    blobs: storage.blobs,
     counters: storage.counters,
     generationTimeoutSec: config.generationTimeoutSec,
     schedule: config.schedule,

@@ -14,6 +14,7 @@ import { splitRunnable } from '../scoring';
 import { LEADERBOARD, OFFICIAL_STATS, writeRunOutputs, type RunOutput } from '../run/run-outputs';
 import { cloudKeys, shardRefSchema, type AggregateResult, type InfraErrors, type InfraErrorShard } from './payloads';
 import { shardTasks } from './shard-plan';
+import { waveResultManifests } from './evaluation-waves';
 import type { TaskRecord } from '../records';
 import type { EnvironmentChecks } from './ports';
 import { RunInputError } from './pset-bundle';
@@ -114,6 +115,8 @@ export async function readInfraErrors(blobs: BlobStore, runId: string): Promise<
 export interface AggregateOptions {
   /** Key of the evaluation Map Run's results manifest (the Map state's ResultWriterDetails.Key). @default none: no shard failed */
   mapResultsKey?: string;
+  /** The execution whose evaluation waves recorded their Map Runs' results (core/cloud/evaluation-waves.ts): every wave's are read. */
+  execution?: string;
 }
 
 export async function aggregateRun(
@@ -135,7 +138,12 @@ export async function aggregateRun(
   // A shard that failed every attempt fails only itself: its unjudged tasks are infra_error,
   // kept out of the score as env_broken tasks are, and the run ends succeeded_with_errors.
   // Written on every aggregation (empty when none), so a restart that judged them clears it.
-  const failed = options.mapResultsKey ? await failedShards(deps.blobs, options.mapResultsKey) : [];
+  const manifests = [
+    ...(options.mapResultsKey ? [options.mapResultsKey] : []),
+    ...(options.execution ? await waveResultManifests(deps.blobs, runId, options.execution) : []),
+  ];
+  const failed: Array<Omit<InfraErrorShard, 'taskIds'>> = [];
+  for (const key of manifests) failed.push(...(await failedShards(deps.blobs, key)));
   const infra = infraErrorsOf(runId, failed, tasks, judged);
   await deps.blobs.put(cloudKeys.infraErrors(runId), JSON.stringify(infra), 'application/json');
   // The reports after the infra_error record: their infrastructure cost bills the failed shards.

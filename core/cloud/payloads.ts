@@ -171,12 +171,28 @@ export const checkProgressInputSchema = runRefSchema.extend({
   startedAt: z.string().datetime({ offset: true }).optional(),
   /** The run's generation deadline, seconds (PlanRun's `deadlineSec`). @default the function's RCB_GENERATION_TIMEOUT_SEC */
   deadlineSec: z.number().int().positive().optional(),
+  /** The execution's name (`$$.Execution.Name`): its waves are kept under it. With `previous`, the check plans waves. */
+  execution: z.string().min(1).optional(),
+  /**
+   * The loop's state before this check (core/cloud/evaluation-waves.ts WaveProgress): the
+   * previous check's result, `{ waves: 0 }` at first, and the Map Run of the wave it ran.
+   */
+  previous: z
+    .object({
+      waves: z.number().int().nonnegative(),
+      waveRun: z
+        .object({ ResultWriterDetails: z.object({ Bucket: z.string(), Key: z.string() }).optional() })
+        .passthrough()
+        .optional(),
+    })
+    .passthrough()
+    .optional(),
 });
 export type CheckProgressInput = z.infer<typeof checkProgressInputSchema>;
 
 /** Input of one BatchRound: the run, and when this execution started (its pauses grow with the execution's age). */
-export const batchRoundInputSchema = checkProgressInputSchema;
-export type BatchRoundInput = CheckProgressInput;
+export const batchRoundInputSchema = checkProgressInputSchema.pick({ runId: true, startedAt: true, deadlineSec: true });
+export type BatchRoundInput = z.infer<typeof batchRoundInputSchema>;
 
 /** What one BatchRound returns; kept at `$.batch`, the lane's Choice reads `$.batch.pendingBatches` and its Wait `$.batch.waitSec`. */
 export const batchRoundResultSchema = z.object({
@@ -204,6 +220,10 @@ export const checkProgressResultSchema = z.object({
   failed: z.number().int().nonnegative(),
   /** Pause before the next check, seconds (the Wait state's SecondsPath; core/cloud/generation-polling.ts). */
   waitSec: z.number().int().positive(),
+  /** Waves of shards dispatched so far in this execution, this one included (pipelined evaluation). */
+  waves: z.number().int().nonnegative().optional(),
+  /** The wave to evaluate now: the loop's Distributed Map reads its shards at `key`. */
+  wave: z.object({ number: z.number().int().positive(), key: z.string().min(1), shards: z.number().int().positive() }).optional(),
 });
 export type CheckProgressResult = z.infer<typeof checkProgressResultSchema>;
 
@@ -220,8 +240,11 @@ export const aggregateStatusSchema = z.enum(['succeeded', 'succeeded_with_errors
 /** Where the evaluation Map's ResultWriter put its Map Run's results (the Map state's `ResultWriterDetails`). */
 export const mapResultsSchema = z.object({ Bucket: z.string().min(1), Key: z.string().min(1) });
 
-/** Input of Aggregate: the run, and the Map Run's results when the evaluation Map wrote them. */
-export const aggregateInputSchema = runRefSchema.extend({ mapResults: mapResultsSchema.optional() });
+/**
+ * Input of Aggregate: the run, and where its evaluation's results are: the execution whose
+ * waves' Map Runs recorded them (pipelined evaluation), or one Map Run's results.
+ */
+export const aggregateInputSchema = runRefSchema.extend({ mapResults: mapResultsSchema.optional(), execution: z.string().min(1).optional() });
 export type AggregateInput = z.infer<typeof aggregateInputSchema>;
 
 /** One shard whose every attempt failed: its tasks without a verdict are recorded infra_error. */

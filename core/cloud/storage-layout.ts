@@ -94,6 +94,17 @@ export const cloudKeys = {
   planManifest: (runId: string) => `${runs}${runId}/plan.json`,
   /** The shards one execution evaluates, a JSON array the evaluation Map's ItemReader reads (PlanRun writes it). */
   shardManifest: (runId: string) => `${runs}${runId}/shards.json`,
+  /**
+   * One wave of an execution's evaluation (core/cloud/evaluation-waves.ts): the shards that
+   * became ready together, a JSON array the wave's Distributed Map reads (CheckProgress writes it).
+   */
+  waveShards: (runId: string, execution: string, wave: number) => `${runs}${runId}/waves/${execution}/${wave}/shards.json`,
+  /** Every shard an execution dispatched in its waves 1..wave (shard ids), read by the next wave's CheckProgress. */
+  waveLedger: (runId: string, execution: string, wave: number) => `${runs}${runId}/waves/${execution}/${wave}/dispatched.json`,
+  /** Where a wave's Map Run wrote its results (its ResultWriterDetails), recorded by the check after it. */
+  waveResults: (runId: string, execution: string, wave: number) => `${runs}${runId}/waves/${execution}/${wave}/results.json`,
+  /** The waves of one execution. */
+  wavesPrefix: (runId: string, execution: string) => `${runs}${runId}/waves/${execution}/`,
   /** The task definition revision and image a run's shards use, fixed by its first PlanRun. */
   evaluationPin: (runId: string) => `${runs}${runId}/evaluation-pin.json`,
   /** The shards whose every attempt failed and their tasks (infra_error), as Aggregate found them. */

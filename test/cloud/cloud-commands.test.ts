@@ -15,7 +15,9 @@ import { runId as computeRunId } from '../../core/ids';
 import { loadTemplate } from '../../core/prompt/template';
 import { resourcePath } from '../../core/util/package-root';
 import { createPsetBundle } from '../../core/cloud/pset-bundle';
-import { runWorkflowInputSchema } from '../../core/cloud/payloads';
+import { MAX_DEADLINE_SEC, runWorkflowInputSchema } from '../../core/cloud/payloads';
+import { Command } from 'commander';
+import { registerCloudCommands } from '../../bin/commands/cloud/register-cloud-commands';
 import type { RunRecord } from '../../core/records';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadRegistry } from '../../adapters/models/registry';
@@ -24,7 +26,7 @@ import { UsageError } from '../../bin/commands/common';
 import { executionArn, type CloudDeps } from '../../app/deployed-stack';
 import { cloudPush } from '../../bin/commands/cloud/push';
 import { cloudRun } from '../../bin/commands/cloud/run';
-import type { CloudRunOptions } from '../../bin/commands/cloud/cloud-run-flags';
+import { parseDeadlineSec, type CloudRunOptions } from '../../bin/commands/cloud/cloud-run-flags';
 import { cloudStatus } from '../../bin/commands/cloud/status';
 import { cloudResults } from '../../bin/commands/cloud/results';
 import { cloudCancel } from '../../bin/commands/cloud/cancel';
@@ -204,6 +206,39 @@ describe('rcb cloud run', () => {
     expect(inputOf(0).batch).toEqual({ models: ['gpt-5.4'] });
     expect(inputOf(1).batch).toEqual({ models: ['gpt-5.4-mini'], maxRounds: 2 });
     expect(inputOf(2).batch).toBeUndefined();
+  });
+
+  it('records --deadline in the workflow input, lists it in --help, and refuses a malformed or too long one naming the flag', async () => {
+    // Prepare
+    sfnMock
+      .on(StartExecutionCommand)
+      .callsFake((input: { name: string }) => ({ executionArn: executionArn(STATE_MACHINE, input.name), startDate: new Date() }));
+    const program = new Command().exitOverride();
+    registerCloudCommands(program, () => undefined);
+    const runCommand = program.commands.find((c) => c.name() === 'cloud')!.commands.find((c) => c.name() === 'run')!;
+
+    // Act
+    expect(await cloudRun(runOptions({ deadline: '36h', detach: true }), hosted(), deps())).toBe(0);
+    expect(await cloudRun(runOptions({ deadline: '1d12h', detach: true, budget: '1' }), hosted(), deps())).toBe(0);
+    expect(await cloudRun(runOptions({ deadline: '90m', detach: true, budget: '2' }), hosted(), deps())).toBe(0);
+    expect(await cloudRun(runOptions({ deadline: '48h', detach: true, budget: '3' }), hosted(), deps())).toBe(0);
+
+    // Assess: seconds in the input (PlanRun hands them to CheckProgress); the largest admitted is 48 h.
+    const inputs = sfnMock.commandCalls(StartExecutionCommand).map((c) => runWorkflowInputSchema.parse(JSON.parse(c.args[0].input.input!)));
+    expect(inputs.map((i) => i.deadlineSec)).toEqual([36 * 3600, 36 * 3600, 90 * 60, MAX_DEADLINE_SEC]);
+    expect(runCommand.helpInformation().replace(/\s+/g, ' ')).toContain('--deadline <duration> how long generation may run');
+    for (const [bad, why] of [
+      ['49h', /--deadline must be at most 48h/],
+      ['3d', /--deadline must be at most 48h/],
+      ['soon', /--deadline must be a duration such as 36h, 90m/],
+      ['36', /--deadline must be a duration/],
+      ['10s', /--deadline must be at least 1m/],
+    ] as const) {
+      await expect(cloudRun(runOptions({ deadline: bad, detach: true }), hosted(), deps())).rejects.toThrow(why);
+    }
+    expect(parseDeadlineSec('2h30m')).toBe(9000);
+    // Refused before anything is uploaded or started.
+    expect(sfnMock.commandCalls(StartExecutionCommand)).toHaveLength(4);
   });
 
   it('refuses --batch without a registry model, naming why', async () => {

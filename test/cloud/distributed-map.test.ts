@@ -61,7 +61,8 @@ describe('the emulated Distributed Map', () => {
     const { blobs, promise, peak, runs } = await run({ ToleratedFailurePercentage: 100 }, (p, m) => p === 'p7' && m === 'm13');
     const result = (await promise) as { ResultWriterDetails: { Key: string } };
     expect(peak()).toBe(3);
-    expect(runs).toEqual([{ items: 5000, succeeded: 4999, failed: 1, peakConcurrency: 3 }]);
+    expect(runs).toEqual([{ items: 5000, succeeded: 4999, failed: 1, peakConcurrency: 3, values: expect.any(Array) }]);
+    expect(runs[0].values).toHaveLength(5000);
     const failed = await failedShards(blobs, result.ResultWriterDetails.Key);
     expect(failed).toEqual([{ shard: { paper: 'p7', model: 'm13' }, error: 'States.TaskFailed', cause: 'stopped' }]);
     const tasks = [0, 1].map((sample) => ({ taskId: `t${sample}`, paper: 'p7', model: 'm13', file: 'f', snippet: 's', loc: 1, sample }));

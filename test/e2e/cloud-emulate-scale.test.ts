@@ -4,7 +4,9 @@
  * tests cost little), 800 shards in the evaluation Distributed Map, with faults injected:
  * one shard whose container fails every attempt (Spot and on-demand), throttled Lambda
  * invocations of PlanRun, CheckProgress and Aggregate, and a generation message that fails
- * every delivery until it is dead-lettered. The run ends succeeded_with_errors with only that
+ * every delivery until it is dead-lettered, and a new image deployed mid-run (a new task
+ * definition revision registered while shards run). Evaluation is pipelined: the last model
+ * answers only once a shard of the first has been evaluated. The run ends succeeded_with_errors with only that
  * shard's tasks infra_error, every other task judged and no model called twice for a task;
  * starting it again evaluates only the shards with unjudged tasks and finishes the run.
  */
@@ -56,6 +58,14 @@ function writeReplay(path: string): void {
 }
 
 const calls = new Map<string, number>();
+/** Generations and shard evaluations of the first execution, in the order they ended. */
+const order: string[] = [];
+const LAST_MODEL = MODELS[MODELS.length - 1];
+let openGate: () => void = () => undefined;
+/** The last model answers only once a shard of the first model has been evaluated: under a barrier, it never would. */
+const gate = new Promise<void>((resolve) => {
+  openGate = resolve;
+});
 let first: EmulatedRun;
 let second: EmulatedRun;
 let poisoned: string;
@@ -75,10 +85,13 @@ beforeAll(async () => {
     replayModels(replay).map((m) => [
       m.id,
       Object.assign(Object.create(m) as ModelClient, {
-        complete: (req: ModelRequest) => {
+        complete: async (req: ModelRequest) => {
           const key = `${req.task.paper}/${m.id}/${req.sample}`;
           calls.set(key, (calls.get(key) ?? 0) + 1);
-          return m.complete(req);
+          if (m.id === LAST_MODEL) await gate;
+          const answer = await m.complete(req);
+          order.push(`generated ${m.id}`);
+          return answer;
         },
       }),
     ]),
@@ -88,8 +101,21 @@ beforeAll(async () => {
   let poison = '';
   first = await emulateCloudRun(
     request,
-    { functions: 'source', clients, python: process.env.RCB_PYTHON || '/usr/bin/python3', jobs: 1, unsafeNoSandbox: true },
     {
+      functions: 'source',
+      clients,
+      python: process.env.RCB_PYTHON || '/usr/bin/python3',
+      jobs: 1,
+      unsafeNoSandbox: true,
+      onShardExit: (outcome) => {
+        const model = (JSON.parse(outcome.shardRef ?? '{}') as { model?: string }).model;
+        order.push(`evaluated ${model}`);
+        if (model === MODELS[0] && outcome.code === 0) openGate();
+      },
+    },
+    {
+      // A new image deployed while the first shards run: the run keeps the revision it pinned.
+      deployImageAfterShards: 3,
       failShard: (paper, ref) => paper === FAILING.paper && JSON.parse(ref ?? '{}').model === FAILING.model,
       throttle: THROTTLES,
       poisonTask: (taskId) => {
@@ -110,10 +136,31 @@ afterAll(async () => {
 });
 
 describe(`a ${SIZE.papers}-paper x ${SIZE.models}-model x ${SAMPLES}-sample sweep in the emulated cloud, with faults`, () => {
-  it('runs every shard as its own child execution of one Map Run, one failing, within MaxConcurrency', () => {
-    expect(first.mapRuns).toHaveLength(1);
-    expect(first.mapRuns[0]).toMatchObject({ items: PAPERS.length * MODELS.length, failed: 1, succeeded: PAPERS.length * MODELS.length - 1 });
-    expect(first.mapRuns[0].peakConcurrency).toBeLessThanOrEqual(10);
+  it('evaluates every shard exactly once, in waves of Map Runs (each shard its own child execution), one failing, within MaxConcurrency', () => {
+    const shards = first.mapRuns.flatMap((r) => r.values as Array<{ paper: string; model: string }>).map((s) => `${s.paper}/${s.model}`);
+    expect(shards).toHaveLength(PAPERS.length * MODELS.length);
+    expect(new Set(shards).size).toBe(shards.length);
+    expect(first.mapRuns.length).toBeGreaterThan(1);
+    expect(first.mapRuns.reduce((n, r) => n + r.failed, 0)).toBe(1);
+    for (const r of first.mapRuns) expect(r.peakConcurrency).toBeLessThanOrEqual(10);
+  });
+
+  it("pipelines: the first model's shards are evaluated before the last model's generations finish", () => {
+    const firstEvaluated = order.indexOf(`evaluated ${MODELS[0]}`);
+    const lastGenerated = order.lastIndexOf(`generated ${LAST_MODEL}`);
+    expect(firstEvaluated).toBeGreaterThanOrEqual(0);
+    expect(firstEvaluated).toBeLessThan(lastGenerated);
+    // No shard of the last model ran before its generations were all settled.
+    const firstOfLast = order.indexOf(`evaluated ${LAST_MODEL}`);
+    expect(firstOfLast).toBeGreaterThan(order.indexOf(`generated ${LAST_MODEL}`));
+  });
+
+  it('a new image deployed mid-run: every shard of the run, and of its re-run, uses the revision PlanRun pinned', () => {
+    expect(first.evaluator.revisions.map((r) => r.taskDefinitionArn.split(':').at(-1))).toEqual(['1', '2']);
+    expect(first.evaluator.deployed.taskDefinitionArn).toMatch(/rcb-evaluation:2$/);
+    const used = new Set(second.shardRuns.map((r) => r.taskDefinition));
+    expect([...used]).toEqual([first.evaluator.revisions[0].taskDefinitionArn]);
+    expect(second.shardRuns.length).toBeGreaterThan(first.mapRuns.reduce((n, r) => n + r.items, 0));
   });
 
   it('absorbs the throttled Lambda invocations with the Retry every Lambda state carries', () => {
@@ -142,8 +189,8 @@ describe(`a ${SIZE.papers}-paper x ${SIZE.models}-model x ${SAMPLES}-sample swee
     expect([second.succeeded, second.execution.name]).toEqual([true, `${first.runId}-2`]);
     expect(second.output).toMatchObject({ summary: { status: 'succeeded' } });
     // The failed shard and the dead-lettered task's shard (its verdict was reopened with its answer).
-    expect(second.mapRuns[0].items).toBeLessThanOrEqual(2);
-    expect(second.mapRuns[0].failed).toBe(0);
+    expect(second.mapRuns.reduce((n, r) => n + r.items, 0)).toBeLessThanOrEqual(2);
+    expect(second.mapRuns.reduce((n, r) => n + r.failed, 0)).toBe(0);
     const tasks = await second.store.listTasks(second.runId);
     const verdicts = await second.store.listVerdicts(second.runId);
     expect(verdicts).toHaveLength(tasks.length);

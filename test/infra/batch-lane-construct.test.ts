@@ -25,7 +25,7 @@ describe('BatchLaneConstruct', () => {
 
     expect(d.StartAt).toBe(STATE_NAMES.batchRound);
     expect(d.States.BatchRound).toMatchObject({ Type: 'Task', Next: 'BatchesPending?', ResultPath: '$.batch' });
-    expect(d.States.BatchRound.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
+    expect(d.States.BatchRound.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime', 'deadlineSec.$': '$.plan.deadlineSec' });
     expect(d.States['BatchesPending?'].Choices).toEqual([{ Variable: '$.batch.pendingBatches', NumericGreaterThan: 0, Next: 'WaitForBatches' }]);
     expect(d.States['BatchesPending?'].Default).toBe('BatchesDone');
     expect(d.States.BatchRound.Retry.map((r: { ErrorEquals: string[] }) => r.ErrorEquals)).toContainEqual(['States.TaskFailed']);

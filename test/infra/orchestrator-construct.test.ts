@@ -61,7 +61,8 @@ const orchestratorStack = oncePerProps(
 
 describe('OrchestratorConstruct', () => {
   const definition = () => stateMachineDefinition(orchestratorStack().template);
-  const shardStates = () => definition().States[STATE_NAMES.evaluateShards].ItemProcessor.States;
+  // The evaluation Map runs each wave inside the progress loop (the Generate Parallel's first branch).
+  const shardStates = () => branchStates(definition().States[STATE_NAMES.generate])[0][STATE_NAMES.evaluateShards].ItemProcessor.States;
 
   describe('state machine', () => {
     it('is a standard workflow with ALL-level logging, execution data and X-Ray tracing', () => {
@@ -80,20 +81,19 @@ describe('OrchestratorConstruct', () => {
     it('has the stable state names the local runner binds by', () => {
       const top = Object.keys(definition().States).sort();
       expect(top).toEqual(
-        [
-          STATE_NAMES.planRun,
-          STATE_NAMES.generate,
-          STATE_NAMES.evaluateShards,
-          STATE_NAMES.aggregate,
-          STATE_NAMES.markRunFailed,
-          STATE_NAMES.succeeded,
-          STATE_NAMES.failed,
-        ].sort(),
+        [STATE_NAMES.planRun, STATE_NAMES.generate, STATE_NAMES.aggregate, STATE_NAMES.markRunFailed, STATE_NAMES.succeeded, STATE_NAMES.failed].sort(),
       );
       expect(Object.keys(shardStates()).sort()).toEqual([STATE_NAMES.evaluateShard, STATE_NAMES.evaluateShardOnDemand, STATE_NAMES.shardFailed].sort());
       const [lanes, batch] = branchStates(definition().States[STATE_NAMES.generate]);
       expect(Object.keys(lanes).sort()).toEqual(
-        [STATE_NAMES.checkProgress, STATE_NAMES.generationDone, STATE_NAMES.waitForGeneration, STATE_NAMES.lanesSettled].sort(),
+        [
+          STATE_NAMES.startWaves,
+          STATE_NAMES.checkProgress,
+          STATE_NAMES.generationDone,
+          STATE_NAMES.evaluateShards,
+          STATE_NAMES.waitForGeneration,
+          STATE_NAMES.lanesSettled,
+        ].sort(),
       );
       expect(Object.keys(batch).sort()).toEqual(
         [
@@ -111,9 +111,9 @@ describe('OrchestratorConstruct', () => {
     it("generates in a Parallel: the SQS lanes' progress loop beside the batch lane, which runs only when PlanRun left it tasks", () => {
       const generate = definition().States.Generate;
       expect(definition().States.PlanRun.Next).toBe('Generate');
-      expect(generate).toMatchObject({ Type: 'Parallel', ResultPath: null, Next: 'EvaluateShards' });
+      expect(generate).toMatchObject({ Type: 'Parallel', ResultPath: null, Next: 'Aggregate' });
       const [lanes, batch] = generate.Branches;
-      expect(lanes.StartAt).toBe('CheckProgress');
+      expect(lanes.StartAt).toBe('StartWaves');
       expect(batch.StartAt).toBe('BatchLane?');
       expect(batch.States['BatchLane?']).toEqual({
         Type: 'Choice',
@@ -129,22 +129,37 @@ describe('OrchestratorConstruct', () => {
         Default: 'NoBatchLane',
       });
       expect(batch.States.BatchRound.Resource).toMatch(/^arn:aws:lambda:us-east-1:123456789012:function:GenerationBatchRound/);
-      expect(batch.States.BatchRound.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime' });
+      expect(batch.States.BatchRound.Parameters).toEqual({
+        'runId.$': '$.runId',
+        'startedAt.$': '$$.Execution.StartTime',
+        'deadlineSec.$': '$.plan.deadlineSec',
+      });
       expect(batch.States.WaitForBatches).toEqual({ Type: 'Wait', SecondsPath: '$.batch.waitSec', Next: 'BatchRound' });
     });
 
     it('loops CheckProgress -> GenerationDone? -> Wait (the pause CheckProgress chose) until $.progress.done, then evaluates', () => {
       const states = allStates(definition().States);
       expect(states.WaitForGeneration).toEqual({ Type: 'Wait', SecondsPath: '$.progress.waitSec', Next: 'CheckProgress' });
-      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime', 'deadlineSec.$': '$.plan.deadlineSec' });
+      expect(states.CheckProgress.Parameters).toEqual({
+        'runId.$': '$.runId',
+        'startedAt.$': '$$.Execution.StartTime',
+        'deadlineSec.$': '$.plan.deadlineSec',
+        'execution.$': '$$.Execution.Name',
+        'previous.$': '$.progress',
+      });
       expect(states.CheckProgress.Next).toBe('GenerationDone?');
       expect(states.CheckProgress.ResultPath).toBe('$.progress');
       expect(states['GenerationDone?']).toEqual({
         Type: 'Choice',
-        Choices: [{ Variable: '$.progress.done', BooleanEquals: true, Next: 'LanesSettled' }],
+        Choices: [
+          { Variable: '$.progress.wave', IsPresent: true, Next: 'EvaluateShards' },
+          { Variable: '$.progress.done', BooleanEquals: true, Next: 'LanesSettled' },
+        ],
         Default: 'WaitForGeneration',
       });
-      expect(states.EvaluateShards.Next).toBe('Aggregate');
+      // Pipelined: each wave is evaluated inside the loop, then the loop pauses and checks again.
+      expect(states.EvaluateShards.Next).toBe('WaitForGeneration');
+      expect(states.Generate.Next).toBe('Aggregate');
       expect(states.Aggregate.Next).toBe('RunSucceeded');
     });
 
@@ -156,17 +171,23 @@ describe('OrchestratorConstruct', () => {
       }
       expect(states.PlanRun.Parameters).toBeUndefined();
       expect(states.PlanRun.ResultPath).toBe('$.plan');
-      expect(states.CheckProgress.Parameters).toEqual({ 'runId.$': '$.runId', 'startedAt.$': '$$.Execution.StartTime', 'deadlineSec.$': '$.plan.deadlineSec' });
-      expect(states.Aggregate.Parameters).toEqual({ 'runId.$': '$.runId', 'mapResults.$': '$.evaluation.ResultWriterDetails' });
+      expect(states.CheckProgress.Parameters).toEqual({
+        'runId.$': '$.runId',
+        'startedAt.$': '$$.Execution.StartTime',
+        'deadlineSec.$': '$.plan.deadlineSec',
+        'execution.$': '$$.Execution.Name',
+        'previous.$': '$.progress',
+      });
+      expect(states.Aggregate.Parameters).toEqual({ 'runId.$': '$.runId', 'execution.$': '$$.Execution.Name' });
       expect(states.MarkRunFailed.Parameters).toEqual({ 'runId.$': '$.runId', 'failure.$': '$.failure' });
     });
 
     it('maps over the shard manifest (ItemReader) with MaxConcurrency and hands each shard { runId, execution, paper, shard, taskDefinitionArn }', () => {
-      const map = definition().States.EvaluateShards;
+      const map = allStates(definition().States).EvaluateShards;
       expect(map.Type).toBe('Map');
       expect(map.MaxConcurrency).toBe(10);
       expect(map.ItemsPath).toBeUndefined();
-      expect(map.ItemReader.Parameters['Key.$']).toBe('$.plan.shardManifestKey');
+      expect(map.ItemReader.Parameters['Key.$']).toBe('$.progress.wave.key');
       expect(map.ItemSelector).toEqual({
         'runId.$': '$.runId',
         'execution.$': '$$.Execution.Name',
@@ -174,9 +195,11 @@ describe('OrchestratorConstruct', () => {
         'shard.$': '$$.Map.Item.Value',
         'taskDefinitionArn.$': '$.plan.taskDefinitionArn',
       });
-      expect(map.ResultPath).toBe('$.evaluation');
+      expect(map.ResultPath).toBe('$.progress.waveRun');
       expect(map.ItemProcessor.StartAt).toBe('EvaluateShard');
-      expect(stateMachineDefinition(orchestratorStack({ evaluationMaxConcurrency: 3 }).template).States.EvaluateShards.MaxConcurrency).toBe(3);
+      expect(
+        stateMachineDefinition(orchestratorStack({ evaluationMaxConcurrency: 3 }).template).States.Generate.Branches[0].States.EvaluateShards.MaxConcurrency,
+      ).toBe(3);
       expect(() => orchestratorStack({ evaluationMaxConcurrency: 10_001 })).toThrow(/evaluationMaxConcurrency must be an integer in 1..10000/);
     });
 
@@ -239,7 +262,8 @@ describe('OrchestratorConstruct', () => {
 
     it('sends any failure of PlanRun, the generation Parallel (CheckProgress, a batch round), EvaluateShards or Aggregate to MarkRunFailed, then RunFailed', () => {
       const states = definition().States;
-      for (const name of ['PlanRun', 'Generate', 'EvaluateShards', 'Aggregate']) {
+      // EvaluateShards runs in the Generate branch (pipelined waves): the Parallel's Catch covers it.
+      for (const name of ['PlanRun', 'Generate', 'Aggregate']) {
         expect(states[name].Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.failure', Next: 'MarkRunFailed' }]);
       }
       // Inside the branches nothing catches: a failure fails the Parallel, whose Catch runs MarkRunFailed.
@@ -331,11 +355,12 @@ describe('OrchestratorConstruct', () => {
       });
     });
 
-    it('CheckProgress reads the run from the table only: no queue or bucket access, no queue URLs', () => {
+    it('CheckProgress reads the run from the table and writes waves under runs/: no queue access, no queue URLs', () => {
       const { template } = orchestratorStack();
       const actions = roleActions(template, roleOf('CheckProgress'));
       expect(actions.filter((a) => a.startsWith('sqs:'))).toEqual([]);
-      expect(actions.filter((a) => a.startsWith('s3:'))).toEqual([]);
+      // The execution's shard manifest read, its waves written (pipelined evaluation); no listing.
+      expect(actions.filter((a) => a.startsWith('s3:')).sort()).toEqual(['s3:GetObject', 's3:PutObject']);
       expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual([
         'dynamodb:BatchGetItem',
         'dynamodb:GetItem',

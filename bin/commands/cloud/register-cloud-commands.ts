@@ -79,6 +79,10 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
       '--batch',
       "every registry model through its provider's batch API, in the workflow's batch lane: half price, answers within the providers' 24 h window",
     )
+    .option(
+      '--deadline <duration>',
+      "how long generation may run before the run is failed, e.g. 36h or 90m (at most 48h; default: the stack's, 24h); recorded in the run's workflow input",
+    )
     .option('--detach', 'print the run id and return once the execution has started')
     .option('--out <dir>', 'also write leaderboard.txt and overall_stats.json here (--emulate)')
     .option('--jobs <n>', 'tests at once per shard container (--emulate only)')

@@ -15,7 +15,7 @@ import { cloudBatchSettings } from '../../../app/cloud-run';
 import { defaultPython, parsePositiveInt, UsageError } from '../common';
 import type { CloudDeps } from '../../../app/deployed-stack';
 import type { ShardEvaluatedLog } from '../../../emulator/shard-container';
-import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
+import { deadlineOf, resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
 import { emulatorStateDir } from './emulated-stack-flags';
 import type * as EmulatedRunModule from '../../../emulator/emulated-run';
 import type * as AssemblyCacheModule from '../../../emulator/assembly-cache';
@@ -24,6 +24,7 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
   // Loaded on use: the emulator brings its local servers and the CDK synthesis.
   const { emulateCloudRun }: typeof EmulatedRunModule = require('../../../emulator/emulated-run');
   const { emulatorWorkflow }: typeof AssemblyCacheModule = require('../../../emulator/assembly-cache');
+  const deadline = deadlineOf(opts);
   const resolved = resolveCloudRun(opts, hosted);
   const { pset, template, spec, runId, models } = resolved;
   const batch = cloudBatchSettings(opts, hosted, resolved);
@@ -32,7 +33,7 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
   const modelsFile = opts.modelsFile ? resolve(opts.modelsFile) : undefined;
   deps.err(`run ${runId} (emulated): ${pset.papers.length} paper(s), ${spec.models.length} model(s), ${spec.samples} sample(s); state in ${stateDir}\n`);
   const run = await emulateCloudRun(
-    { pset, templateText: template.text, spec, models: models.info, force: opts.force, ...(batch ? { batch } : {}) },
+    { pset, templateText: template.text, spec, models: models.info, force: opts.force, ...(batch ? { batch } : {}), ...deadline },
     {
       stateDir,
       deliverTwice: opts.emulateDeliverTwice,

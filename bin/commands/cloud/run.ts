@@ -9,7 +9,7 @@ import { startOrFollow } from '../../../core/cloud/execution-attempts';
 import { watchRun } from '../../../core/cloud/watch-run';
 import { retryableFailedTasks } from '../../../core/cloud/failed-tasks';
 import { cloudBatchSettings, uploadRunInputs } from '../../../app/cloud-run';
-import { resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
+import { deadlineOf, resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
 import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps } from '../../../app/deployed-stack';
 
 /** Flags of `rcb run` that only this machine's evaluation reads. */
@@ -25,12 +25,21 @@ export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
   if (ignored.length) deps.err(`note: ignored in the cloud: ${ignored.join(', ')}\n`);
 
+  const deadline = deadlineOf(opts);
   const resolved = resolveCloudRun(opts, hosted);
   const { pset, template, spec, models } = resolved;
   const batch = cloudBatchSettings(opts, hosted, resolved);
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
   const { blobs, store, counters } = stackAdapters(deps, outputs);
-  const { runId, input } = await uploadRunInputs(blobs, { pset, templateText: template.text, spec, models: models.info, force: opts.force, batch });
+  const { runId, input } = await uploadRunInputs(blobs, {
+    pset,
+    templateText: template.text,
+    spec,
+    models: models.info,
+    force: opts.force,
+    batch,
+    ...deadline,
+  });
   const executions = stackExecutions(
     deps,
     outputs,
