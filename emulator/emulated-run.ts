@@ -52,7 +52,7 @@ import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
 import { containerApp } from './container-app';
 import { startContainerMetadata } from './container-metadata';
-import { synthesizeWorkflow, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
+import { synthesizeWorkflow, withStepFunctionsTaskTimeouts, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
 import { EmulatorState } from './emulator-state';
 import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
 import { retryableFailedTasks } from '../core/cloud/failed-tasks';
@@ -542,7 +542,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   mkdirSync(containerScratch, { recursive: true });
   chmodSync(scratchDir, 0o755);
   chmodSync(containerScratch, 0o755);
-  const { states: topStates, maps } = withDistributedMapsAsTasks(workflow.definition.States);
+  const { states: topStates, maps } = withDistributedMapsAsTasks(withStepFunctionsTaskTimeouts(workflow.definition.States));
   const maxConcurrency = Number(maps.get(STATE_NAMES.evaluateShards)?.MaxConcurrency ?? 1) || 1;
   const shardsAtOnce = Math.min(maxConcurrency, Math.max(1, request.pset.papers.length));
   const shardRuns: ShardRunOutcome[] = [];

@@ -143,3 +143,39 @@ export async function synthesizeWorkflow(opts: SynthesizeOptions = {}): Promise<
   const workflow = { ...workflowFromTemplate(template), imageContext: imageContextOf(assembly.directory, stack.artifactId) };
   return opts.bundle ? { ...workflow, deployment: { template, assemblyDir: assembly.directory } } : workflow;
 }
+
+/**
+ * The longest a Task state may take in the emulator when its definition sets no `TimeoutSeconds`.
+ * In Step Functions such a state has no timeout of its own (a Lambda task is bounded by the
+ * function's timeout, which the emulator's function pool enforces); aws-local-stepfunctions
+ * instead times it out after 60 s, which a loaded machine reaches with a healthy function
+ * (`States.Timeout`). The value is the largest a Node timer holds (2^31 - 1 ms, about 24 days).
+ */
+export const UNBOUNDED_TASK_TIMEOUT_SEC = Math.floor((2 ** 31 - 1) / 1000);
+
+/**
+ * The states with every Task that sets no timeout (nor TimeoutSecondsPath) given
+ * UNBOUNDED_TASK_TIMEOUT_SEC, recursively through Parallel branches and Map processors:
+ * what Step Functions does, not the local interpreter's 60 s default. Timeouts the definition
+ * sets are kept.
+ */
+export function withStepFunctionsTaskTimeouts(states: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
+  const visit = (s: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> =>
+    Object.fromEntries(
+      Object.entries(s).map(([name, state]) => {
+        const out: Record<string, unknown> = { ...state };
+        if (state.Type === 'Task' && state.TimeoutSeconds === undefined && state.TimeoutSecondsPath === undefined) {
+          out.TimeoutSeconds = UNBOUNDED_TASK_TIMEOUT_SEC;
+        }
+        if (Array.isArray(state.Branches)) {
+          out.Branches = (state.Branches as Array<{ States: Record<string, Record<string, unknown>> }>).map((b) => ({ ...b, States: visit(b.States) }));
+        }
+        for (const key of ['ItemProcessor', 'Iterator'] as const) {
+          const p = state[key] as { States?: Record<string, Record<string, unknown>> } | undefined;
+          if (p?.States) out[key] = { ...p, States: visit(p.States) };
+        }
+        return [name, out];
+      }),
+    );
+  return visit(states);
+}
