@@ -17,7 +17,7 @@ import type { BlobStore, RunStore } from '../../core/store';
 import type { EnvironmentChecks } from '../../core/cloud/ports';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { lambdaTelemetry, stageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export { aggregateInputSchema };
 export type { AggregateInput, AggregateResult };
@@ -36,7 +36,7 @@ export interface AggregateHandlerDeps {
   tracer?: StageTracer;
 }
 
-export function createHandler(getDeps: () => AggregateHandlerDeps): (event: unknown) => Promise<AggregateResult> {
+export function createHandler(getDeps: () => AggregateHandlerDeps): StageHandler<unknown, AggregateResult> {
   return stageHandler({ failure: 'aggregation failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(aggregateInputSchema, event, 'Aggregate input');
     invocation.annotate({ runId: input.runId });

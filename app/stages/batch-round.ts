@@ -22,7 +22,7 @@ import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadStorageConfig, once, positiveNumberEnv, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { lambdaTelemetry, stageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import { loadDeployedRegistry, resolveRunBatchModels, type RunBatchModels } from '../models';
 
 export { batchRoundInputSchema };
@@ -105,7 +105,7 @@ export function deployedBatchRoundDeps(config: BatchRoundConfig): BatchRoundHand
   });
 }
 
-export function createHandler(getDeps: () => BatchRoundHandlerDeps): (event: unknown) => Promise<BatchRoundResult> {
+export function createHandler(getDeps: () => BatchRoundHandlerDeps): StageHandler<unknown, BatchRoundResult> {
   let state: { contexts: RunContextCache; models: Map<string, RunBatchModels>; hosted: () => HostedModels } | undefined;
   return stageHandler({ failure: 'batch round failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(batchRoundInputSchema, event, 'BatchRound input');

@@ -21,7 +21,7 @@ import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type C
 import type { RunStore } from '../../core/store';
 import { loadStorageConfig, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { lambdaTelemetry, stageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export { checkProgressInputSchema };
 export type { CheckProgressInput, CheckProgressResult };
@@ -54,7 +54,7 @@ export interface CheckProgressHandlerDeps {
   now?: () => Date;
 }
 
-export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: unknown) => Promise<CheckProgressResult> {
+export function createHandler(getDeps: () => CheckProgressHandlerDeps): StageHandler<unknown, CheckProgressResult> {
   return stageHandler({ failure: 'progress check failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(checkProgressInputSchema, event, 'CheckProgress input');
     invocation.annotate({ runId: input.runId });

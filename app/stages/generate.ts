@@ -188,7 +188,7 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
 function tracedRunModels(runModels: RunModels, tracer: StageTracer, hosted: () => HostedModels): RunModels {
   const clients = new Map<string, ModelClient>();
   for (const [id, client] of runModels.clients) {
-    clients.set(id, client.offline ? client : tracedModelClient(client, tracer, hosted().entry(id)?.provider ?? 'replay'));
+    clients.set(id, client.offline ? client : tracedModelClient(client, tracer, hosted().entry(id)?.provider ?? 'unregistered'));
   }
   return { ...runModels, clients };
 }

@@ -11,7 +11,7 @@ import { markRunFailedInputSchema, parsePayload, stateFailureSchema, type MarkRu
 import type { RunStore } from '../../core/store';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { lambdaTelemetry, stageHandler, type StageTelemetry } from '../../adapters/aws/runtime/stage-lifecycle';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTelemetry } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export { markRunFailedInputSchema, stateFailureSchema };
 export type { MarkRunFailedInput };
@@ -25,7 +25,7 @@ export interface MarkFailedHandlerDeps extends StageTelemetry {
   store: RunStore;
 }
 
-export function createHandler(getDeps: () => MarkFailedHandlerDeps): (event: unknown) => Promise<void> {
+export function createHandler(getDeps: () => MarkFailedHandlerDeps): StageHandler<unknown, void> {
   return stageHandler({ failure: 'recording the run failure failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(markRunFailedInputSchema, event, 'MarkRunFailed input');
     invocation.annotate({ runId: input.runId });

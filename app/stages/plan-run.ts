@@ -22,7 +22,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { envKeySource } from '../../core/keys';
 import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, LaneTaskQueue, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
-import { lambdaTelemetry, stageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import type { TaskQueue } from '../../core/cloud/ports';
 import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../models';
 
@@ -133,7 +133,7 @@ export function deployedPlanRunDeps(config: PlanRunConfig): PlanRunHandlerDeps {
   });
 }
 
-export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknown) => Promise<PlanRunResult> {
+export function createHandler(getDeps: () => PlanRunHandlerDeps): StageHandler<unknown, PlanRunResult> {
   return stageHandler({ failure: 'planning failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(runWorkflowInputSchema, event, 'run workflow input');
     invocation.annotate({ runId: input.runId });

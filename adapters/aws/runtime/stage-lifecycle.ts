@@ -52,6 +52,9 @@ export function lambdaTelemetry(stage: string): LambdaTelemetry {
   };
 }
 
+/** A stage's Lambda handler: the event, and the Lambda context (absent where a test or the emulator calls it without). */
+export type StageHandler<E, R> = (event: E, context?: Context) => Promise<R>;
+
 /** What a stage may do with the invocation's log keys and trace annotations. */
 export interface Invocation {
   /** Adds keys to every log line of this invocation, and annotates its trace with them (`runId`: a trace is found by run). */
@@ -96,7 +99,7 @@ export function stageHandler<D extends StageTelemetry, E, R>(
   names: StageNames,
   getDeps: () => D,
   run: (event: E, deps: D, invocation: Invocation, context: Context | undefined) => Promise<R>,
-): (event: E, context?: Context) => Promise<R> {
+): StageHandler<E, R> {
   return async (event, context) => {
     const deps = getDeps();
     const { logger, metrics, tracer } = deps;
