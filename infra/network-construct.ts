@@ -122,7 +122,8 @@ export class NetworkConstruct extends Construct {
       new iam.PolicyStatement({
         sid: 'RcbArtifacts',
         principals: [new iam.AnyPrincipal()],
-        actions: ['s3:GetObject', 's3:PutObject', 's3:ListBucket'],
+        // s3:PutObjectTagging: a run's objects are tagged in their PutObject (core/cloud/object-tags.ts).
+        actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging', 's3:ListBucket'],
         resources: [props.bucket.bucketArn, props.bucket.arnForObjects('*')],
         conditions: thisAccount,
       }),

@@ -1,7 +1,8 @@
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
-import { TABLE_ATTRIBUTES } from '../core/cloud/storage-layout';
+import { ARTIFACT_PREFIXES, TABLE_ATTRIBUTES } from '../core/cloud/storage-layout';
+import { OBJECT_TAGS } from '../core/cloud/object-tags';
 
 /** DynamoDB item actions a grantee may receive (never table management or Scan). */
 export type TableItemAction =
@@ -34,7 +35,10 @@ export interface TableGrantOptions {
 export interface ArtifactGrantOptions {
   /** Object key patterns the grantee may read (s3:GetObject), e.g. `ARTIFACT_PATTERNS.psets`. */
   readonly read?: string[];
-  /** Object key patterns the grantee may write (s3:PutObject), e.g. `ARTIFACT_PATTERNS.runs`. */
+  /**
+   * Object key patterns the grantee may write (s3:PutObject), e.g. `ARTIFACT_PATTERNS.runs`;
+   * under `runs/`, with the run's cost-allocation tag (s3:PutObjectTagging of OBJECT_TAGS keys only).
+   */
   readonly write?: string[];
   /** Key prefixes the grantee may list (s3:ListBucket with an s3:prefix condition), e.g. `ARTIFACT_PATTERNS.psets`. */
   readonly list?: string[];
@@ -66,6 +70,20 @@ export function grantArtifacts(bucket: s3.IBucket, grantee: iam.IGrantable, opti
   }
   if (options.write?.length) {
     iam.Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: objectArns(options.write) });
+    // The S3 adapter tags a run's objects in their PutObject (core/cloud/object-tags.ts): that
+    // request needs s3:PutObjectTagging too, allowed here on the same keys, for the rcb tag keys only.
+    const runKeys = options.write.filter((p) => p.startsWith(ARTIFACT_PREFIXES.runs));
+    if (runKeys.length) {
+      iam.Grant.addToPrincipal({
+        grantee,
+        actions: ['s3:PutObjectTagging'],
+        resourceArns: objectArns(runKeys),
+        conditions: {
+          'ForAllValues:StringEquals': { 's3:RequestObjectTagKeys': Object.values(OBJECT_TAGS) },
+          Null: { 's3:RequestObjectTagKeys': 'false' },
+        },
+      });
+    }
   }
   if (options.list?.length) {
     iam.Grant.addToPrincipal({

@@ -2,7 +2,9 @@
  * SDK clients built from an explicit configuration. Nothing here reads the environment:
  * the handler or the container reads and checks its configuration once and passes it in,
  * and tests pass local endpoints and fake credentials directly. When `credentials` is
- * absent the SDK's default provider chain applies (the Lambda or ECS task role).
+ * absent the SDK's default provider chain applies (the Lambda or ECS task role). With a
+ * `tracer` (a deployed function's Powertools Tracer), every call of the client is an X-Ray
+ * subsegment.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -31,6 +33,22 @@ export interface AwsClientConfig {
    * @default the SDK default (3)
    */
   maxAttempts?: number;
+  /**
+   * Records the client's calls (Powertools' `Tracer.captureAWSv3Client`; a no-op where
+   * tracing is off).
+   * @default none
+   */
+  tracer?: ClientTracer;
+}
+
+/** What a client takes of a tracer: its AWS SDK v3 capture. */
+export interface ClientTracer {
+  captureAWSv3Client<T>(client: T): T;
+}
+
+/** The client, captured by the config's tracer if it has one. */
+function traced<T>(config: AwsClientConfig, client: T): T {
+  return config.tracer ? config.tracer.captureAWSv3Client(client) : client;
 }
 
 export interface S3ClientConfig extends AwsClientConfig {
@@ -55,19 +73,20 @@ function base(config: AwsClientConfig) {
  * such as `error?`), as JSON.stringify would drop them.
  */
 export function createDynamoDocumentClient(config: AwsClientConfig): DynamoDBDocumentClient {
-  return DynamoDBDocumentClient.from(new DynamoDBClient(base(config)), {
+  // Captured before the document client wraps it: the document client shares its middleware stack.
+  return DynamoDBDocumentClient.from(traced(config, new DynamoDBClient(base(config))), {
     marshallOptions: { removeUndefinedValues: true },
   });
 }
 
 export function createS3Client(config: S3ClientConfig): S3Client {
-  return new S3Client({ ...base(config), forcePathStyle: config.forcePathStyle ?? false });
+  return traced(config, new S3Client({ ...base(config), forcePathStyle: config.forcePathStyle ?? false }));
 }
 
 export function createSqsClient(config: AwsClientConfig): SQSClient {
-  return new SQSClient(base(config));
+  return traced(config, new SQSClient(base(config)));
 }
 
 export function createSecretsManagerClient(config: AwsClientConfig): SecretsManagerClient {
-  return new SecretsManagerClient(base(config));
+  return traced(config, new SecretsManagerClient(base(config)));
 }

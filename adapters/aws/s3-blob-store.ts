@@ -7,6 +7,7 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-s
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { ZodType, ZodTypeDef } from 'zod';
 import type { BlobStore } from '../../core/store';
+import { objectTags, taggingHeader } from '../../core/cloud/object-tags';
 
 export interface S3BlobStoreOptions {
   bucket: string;
@@ -37,13 +38,21 @@ export class S3BlobStore implements BlobStore {
     this.listPageSize = options.listPageSize ?? 1000;
   }
 
+  /**
+   * Writes the object in one PutObject (this store never uploads in parts). An object of a run
+   * (`runs/<runId>/...`) is tagged `rcb:run=<runId>` in the same request (core/cloud/object-tags.ts),
+   * which needs s3:PutObjectTagging besides s3:PutObject (infra/storage-grants.ts grants both).
+   */
   async put(key: string, body: Buffer | string, contentType?: string): Promise<void> {
+    const fullKey = this.prefix + key;
+    const tagging = taggingHeader(objectTags(fullKey));
     await this.s3.send(
       new PutObjectCommand({
         Bucket: this.bucket,
-        Key: this.prefix + key,
+        Key: fullKey,
         Body: body,
         ContentType: contentType ?? (typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream'),
+        ...(tagging ? { Tagging: tagging } : {}),
       }),
     );
   }

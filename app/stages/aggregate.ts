@@ -9,14 +9,15 @@
  *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { aggregateInputSchema, parsePayload, type AggregateInput, type AggregateResult } from '../../core/cloud/payloads';
 import type { BlobStore, RunStore } from '../../core/store';
 import type { EnvironmentChecks } from '../../core/cloud/ports';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export { aggregateInputSchema };
 export type { AggregateInput, AggregateResult };
@@ -32,36 +33,25 @@ export interface AggregateHandlerDeps {
   environments?: EnvironmentChecks;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
 }
 
-export function createHandler(getDeps: () => AggregateHandlerDeps): (event: unknown) => Promise<AggregateResult> {
-  return async (event) => {
+export function createHandler(getDeps: () => AggregateHandlerDeps): StageHandler<unknown, AggregateResult> {
+  return stageHandler({ failure: 'aggregation failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(aggregateInputSchema, event, 'Aggregate input');
-    const deps = getDeps();
-    deps.logger.appendKeys({ runId: input.runId });
-    try {
-      const summary = await aggregateRun(deps, input.runId, {
-        ...(input.mapResults ? { mapResultsKey: input.mapResults.Key } : {}),
-        ...(input.execution ? { execution: input.execution } : {}),
-      });
-      deps.logger.info('run aggregated', { ...summary });
-      deps.metrics.addMetric(`Runs_${summary.status}`, MetricUnit.Count, 1);
-      return summary;
-    } catch (err) {
-      deps.logger.error('aggregation failed', err as Error);
-      throw err;
-    } finally {
-      deps.metrics.publishStoredMetrics();
-      deps.logger.removeKeys(['runId']);
-    }
-  };
+    invocation.annotate({ runId: input.runId });
+    const summary = await aggregateRun(deps, input.runId, {
+      ...(input.mapResults ? { mapResultsKey: input.mapResults.Key } : {}),
+      ...(input.execution ? { execution: input.execution } : {}),
+    });
+    deps.logger.info('run aggregated', { ...summary });
+    deps.metrics.addMetric(`Runs_${summary.status}`, MetricUnit.Count, 1);
+    return summary;
+  });
 }
 
 /** The deployed function's: AWS adapters from its configuration. */
 export function deployedAggregateDeps(config: { storage: StorageConfig }): AggregateHandlerDeps {
-  return {
-    ...createStorageAdapters(config.storage),
-    logger: new Logger({ serviceName: 'rcb-aggregate' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'aggregate' }),
-  };
+  const telemetry = lambdaTelemetry('aggregate');
+  return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...telemetry };
 }

@@ -10,8 +10,8 @@
  * RCB_BATCH_POLL_MAX_SEC, RCB_GENERATION_TIMEOUT_SEC (RCB_SECRETS_ENDPOINT, like the storage endpoints, only for the
  * emulator's local servers).
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { batchRound, DEFAULT_BATCH_POLL_SCHEDULE } from '../../core/cloud/batch-round';
 import { scheduleForDeadline } from '../../core/cloud/check-progress';
 import { batchRoundInputSchema, parsePayload, type BatchRoundInput, type BatchRoundResult } from '../../core/cloud/payloads';
@@ -23,6 +23,7 @@ import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadStorageConfig, once, positiveNumberEnv, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import { loadDeployedRegistry, resolveRunBatchModels, type RunBatchModels } from '../models';
 
 export { batchRoundInputSchema };
@@ -59,6 +60,7 @@ export interface BatchRoundHandlerDeps extends StorageAdapters {
   deadlineSec?: number;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
   /** Batch clients of a run (built once per run and warm instance). @default from the deployed registry and `keys` */
   batchModelsFor?: (ctx: RunContext) => RunBatchModels;
 }
@@ -72,6 +74,7 @@ export function batchRoundDeps(parts: {
   deadlineSec?: number;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
 }): BatchRoundHandlerDeps {
   const { hosted } = parts;
   return {
@@ -81,6 +84,7 @@ export function batchRoundDeps(parts: {
     deadlineSec: parts.deadlineSec,
     logger: parts.logger,
     metrics: parts.metrics,
+    ...(parts.tracer ? { tracer: parts.tracer } : {}),
     ...(hosted
       ? { batchModelsFor: (ctx: RunContext) => resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background) }
       : {}),
@@ -89,62 +93,54 @@ export function batchRoundDeps(parts: {
 
 /** The deployed function's: AWS adapters from its configuration, keys from the provider keys secret. */
 export function deployedBatchRoundDeps(config: BatchRoundConfig): BatchRoundHandlerDeps {
+  const telemetry = lambdaTelemetry('batch-round');
+  const { tracer } = telemetry;
   return batchRoundDeps({
-    storage: createStorageAdapters(config.storage),
-    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), {
+    storage: createStorageAdapters(config.storage, { tracer }),
+    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint, tracer }), {
       secretId: config.keysSecretArn,
     }),
     schedule: config.schedule,
     deadlineSec: config.deadlineSec,
-    logger: new Logger({ serviceName: 'rcb-batch-round' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'batch-round' }),
+    ...telemetry,
   });
 }
 
-export function createHandler(getDeps: () => BatchRoundHandlerDeps): (event: unknown) => Promise<BatchRoundResult> {
+export function createHandler(getDeps: () => BatchRoundHandlerDeps): StageHandler<unknown, BatchRoundResult> {
   let state: { contexts: RunContextCache; models: Map<string, RunBatchModels>; hosted: () => HostedModels } | undefined;
-  return async (event) => {
+  return stageHandler({ failure: 'batch round failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(batchRoundInputSchema, event, 'BatchRound input');
-    const deps = getDeps();
     if (!deps.ledger) throw new Error('BatchRound needs a batch ledger (the run table)');
     const ledger = deps.ledger;
     state ??= { contexts: new RunContextCache(deps), models: new Map(), hosted: once(() => new HostedModels(loadDeployedRegistry(), deps.keys)) };
     const { contexts, models, hosted } = state;
-    deps.logger.appendKeys({ runId: input.runId });
-    try {
-      const ctx = await contexts.get(input.runId);
-      let runModels = models.get(input.runId);
-      if (!runModels) {
-        runModels = deps.batchModelsFor
-          ? deps.batchModelsFor(ctx)
-          : resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background);
-        models.set(input.runId, runModels);
-      }
-      const result = await batchRound(
-        {
-          store: deps.store,
-          ledger,
-          cache: deps.cache,
-          counters: deps.counters,
-          // The run's deadline (its --deadline, else the stack's); past 24 h the pauses stretch with it.
-          schedule: scheduleForDeadline(input.deadlineSec ?? deps.deadlineSec, deps.schedule ?? DEFAULT_BATCH_POLL_SCHEDULE),
-          deadlineSec: input.deadlineSec ?? deps.deadlineSec,
-          ...runModels,
-          onEvent: (e) => deps.logger.info(`batch ${e.type}`, { ...e }),
-        },
-        ctx,
-        { startedAt: input.startedAt },
-      );
-      deps.logger.info('batch round', { ...result });
-      deps.metrics.addMetric('BatchesSubmitted', MetricUnit.Count, result.submitted);
-      deps.metrics.addMetric('BatchAnswersStored', MetricUnit.Count, result.settled);
-      return result;
-    } catch (err) {
-      deps.logger.error('batch round failed', err as Error);
-      throw err;
-    } finally {
-      deps.metrics.publishStoredMetrics();
-      deps.logger.removeKeys(['runId']);
+    invocation.annotate({ runId: input.runId });
+    const ctx = await contexts.get(input.runId);
+    let runModels = models.get(input.runId);
+    if (!runModels) {
+      runModels = deps.batchModelsFor
+        ? deps.batchModelsFor(ctx)
+        : resolveRunBatchModels(ctx.run.spec, ctx.manifest.batch?.models ?? [], hosted, ctx.manifest.batch?.background);
+      models.set(input.runId, runModels);
     }
-  };
+    const result = await batchRound(
+      {
+        store: deps.store,
+        ledger,
+        cache: deps.cache,
+        counters: deps.counters,
+        // The run's deadline (its --deadline, else the stack's); past 24 h the pauses stretch with it.
+        schedule: scheduleForDeadline(input.deadlineSec ?? deps.deadlineSec, deps.schedule ?? DEFAULT_BATCH_POLL_SCHEDULE),
+        deadlineSec: input.deadlineSec ?? deps.deadlineSec,
+        ...runModels,
+        onEvent: (e) => deps.logger.info(`batch ${e.type}`, { ...e }),
+      },
+      ctx,
+      { startedAt: input.startedAt },
+    );
+    deps.logger.info('batch round', { ...result });
+    deps.metrics.addMetric('BatchesSubmitted', MetricUnit.Count, result.submitted);
+    deps.metrics.addMetric('BatchAnswersStored', MetricUnit.Count, result.settled);
+    return result;
+  });
 }

@@ -14,8 +14,8 @@
  *
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_GENERATION_TIMEOUT_SEC, RCB_POLL_MIN_SEC, RCB_POLL_MAX_SEC.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { checkProgress, GenerationTimeoutError } from '../../core/cloud/check-progress';
 import { budgetSignals } from '../../core/cost/infra-budget-signals';
 import { DEFAULT_POLL_SCHEDULE, type PollSchedule } from '../../core/cloud/generation-polling';
@@ -24,6 +24,7 @@ import { checkProgressInputSchema, parsePayload, type CheckProgressInput, type C
 import type { BlobStore, RunStore } from '../../core/store';
 import { loadStorageConfig, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export { checkProgressInputSchema };
 export type { CheckProgressInput, CheckProgressResult };
@@ -54,14 +55,14 @@ export interface CheckProgressHandlerDeps {
   counters?: RunCounters;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
   now?: () => Date;
 }
 
-export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: unknown) => Promise<CheckProgressResult> {
-  return async (event) => {
+export function createHandler(getDeps: () => CheckProgressHandlerDeps): StageHandler<unknown, CheckProgressResult> {
+  return stageHandler({ failure: 'progress check failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(checkProgressInputSchema, event, 'CheckProgress input');
-    const deps = getDeps();
-    deps.logger.appendKeys({ runId: input.runId });
+    invocation.annotate({ runId: input.runId });
     try {
       const progress = await checkProgress(deps.store, input.runId, {
         // The run's own deadline (rcb cloud run --deadline), else the stack's.
@@ -86,25 +87,21 @@ export function createHandler(getDeps: () => CheckProgressHandlerDeps): (event: 
       return progress;
     } catch (err) {
       if (err instanceof GenerationTimeoutError) deps.metrics.addMetric('RunsPastGenerationDeadline', MetricUnit.Count, 1);
-      deps.logger.error('progress check failed', err as Error);
       throw err;
-    } finally {
-      deps.metrics.publishStoredMetrics();
-      deps.logger.removeKeys(['runId']);
     }
-  };
+  });
 }
 
 /** The deployed function's: AWS adapters from its configuration. */
 export function deployedCheckProgressDeps(config: CheckProgressConfig): CheckProgressHandlerDeps {
-  const storage = createStorageAdapters(config.storage);
+  const telemetry = lambdaTelemetry('check-progress');
+  const storage = createStorageAdapters(config.storage, { tracer: telemetry.tracer });
   return {
     store: storage.store,
     blobs: storage.blobs,
     counters: storage.counters,
     generationTimeoutSec: config.generationTimeoutSec,
     schedule: config.schedule,
-    logger: new Logger({ serviceName: 'rcb-check-progress' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'check-progress' }),
+    ...telemetry,
   };
 }

@@ -9,8 +9,8 @@
  *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { settleDeadLetter, type SettleDeadLetterOutcome } from '../../core/cloud/settle-dead-letter';
@@ -20,6 +20,7 @@ import type { RunCounters } from '../../core/cloud/ports';
 import { MessageFormatError, parseGenerationMessage } from '../../adapters/aws/messages';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { lambdaTelemetry, stageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
   return { storage: loadStorageConfig(env) };
@@ -30,13 +31,13 @@ export interface DeadLetterHandlerDeps {
   counters?: RunCounters;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
 }
 
 export function createHandler(getDeps: () => DeadLetterHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
   // Tasks by run, per warm instance: a run's plan never changes.
   const tasks = new Map<string, Promise<Map<string, TaskRecord>>>();
-  return async (event, context) => {
-    const deps = getDeps();
+  return stageHandler({ failure: 'dead letters not settled' }, getDeps, async (event: SQSEvent, deps, _invocation, context) => {
     const tasksOf = (runId: string): Promise<Map<string, TaskRecord>> => {
       let hit = tasks.get(runId);
       if (!hit) {
@@ -61,22 +62,15 @@ export function createHandler(getDeps: () => DeadLetterHandlerDeps): (event: SQS
       deps.metrics.addMetric(`Tasks_dead_lettered_${outcome}`, MetricUnit.Count, 1);
       return outcome;
     };
-    try {
-      return await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), {
-        context: context as Context,
-        throwOnFullBatchFailure: false,
-      });
-    } finally {
-      deps.metrics.publishStoredMetrics();
-    }
-  };
+    return processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), {
+      context: context as Context,
+      throwOnFullBatchFailure: false,
+    });
+  });
 }
 
 /** The deployed function's: AWS adapters from its configuration. */
 export function deployedDeadLetterDeps(config: { storage: StorageConfig }): DeadLetterHandlerDeps {
-  return {
-    ...createStorageAdapters(config.storage),
-    logger: new Logger({ serviceName: 'rcb-dead-letter' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'dead-letter' }),
-  };
+  const telemetry = lambdaTelemetry('dead-letter');
+  return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...telemetry };
 }

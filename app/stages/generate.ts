@@ -14,8 +14,8 @@
  * Environment: RCB_TABLE, RCB_BUCKET, RCB_KEYS_SECRET_ARN (RCB_SECRETS_ENDPOINT, like the
  * storage endpoints, only for the emulator's local servers).
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { GenerationDeadlineError, GenerationInFlightError, generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
@@ -28,6 +28,7 @@ import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { lambdaTelemetry, stageHandler, tracedModelClient, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels } from '../models';
 import type { ModelClient } from '../../core/model';
 
@@ -50,6 +51,7 @@ export interface GenerateHandlerDeps extends StorageAdapters {
   keys: KeySource;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
   /** Model clients of a run (built once per run and warm instance). @default from the registry and `keys` */
   modelsFor?: (ctx: RunContext, replays: Map<string, ModelClient>) => RunModels;
 }
@@ -66,6 +68,7 @@ export function generateDeps(parts: {
   clients?: ReadonlyMap<string, ModelClient>;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
 }): GenerateHandlerDeps {
   const { hosted, clients } = parts;
   return {
@@ -73,6 +76,7 @@ export function generateDeps(parts: {
     keys: parts.keys,
     logger: parts.logger,
     metrics: parts.metrics,
+    ...(parts.tracer ? { tracer: parts.tracer } : {}),
     ...(hosted
       ? {
           modelsFor: (ctx: RunContext, replays: Map<string, ModelClient>) => {
@@ -87,13 +91,14 @@ export function generateDeps(parts: {
 
 /** The deployed function's: AWS adapters from its configuration, keys from the provider keys secret. */
 export function deployedGenerateDeps(config: GenerateConfig): GenerateHandlerDeps {
+  const telemetry = lambdaTelemetry('generate');
+  const { tracer } = telemetry;
   return generateDeps({
-    storage: createStorageAdapters(config.storage),
-    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint }), {
+    storage: createStorageAdapters(config.storage, { tracer }),
+    keys: new SecretsManagerKeySource(createSecretsManagerClient({ region: config.storage.region, endpoint: config.secretsEndpoint, tracer }), {
       secretId: config.keysSecretArn,
     }),
-    logger: new Logger({ serviceName: 'rcb-generate' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'generate' }),
+    ...telemetry,
   });
 }
 
@@ -115,8 +120,7 @@ export function deadlineMarginMs(remainingMs: number): number {
 
 export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
   let state: { contexts: RunContextCache; models: Map<string, RunModels>; hosted: () => HostedModels } | undefined;
-  return async (event, context) => {
-    const deps = getDeps();
+  return stageHandler({ failure: 'generation batch failed' }, getDeps, async (event: SQSEvent, deps, _invocation, context) => {
     state ??= {
       contexts: new RunContextCache(deps),
       models: new Map(),
@@ -133,6 +137,7 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
         // Replayed models answer from the file uploaded with the run, fetched once per instance.
         const replays = await loadRunReplays(deps.blobs, ctx.run.spec, deps.scratchDir);
         runModels = deps.modelsFor ? deps.modelsFor(ctx, replays) : resolveRunModels(ctx.run.spec, ctx.pset, hosted, replays);
+        if (deps.tracer?.isTracingEnabled()) runModels = tracedRunModels(runModels, deps.tracer, hosted);
         models.set(message.runId, runModels);
       }
       // No model call of this handling outlives the invocation (Lambda ends it at the timeout):
@@ -156,31 +161,34 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
       return result;
     };
 
-    try {
-      // In order, not in parallel: a task delivered twice in one batch then finds its own
-      // completion instead of racing to a second paid call. A batch whose every record
-      // failed is reported like any other, not thrown: the failed ids are what SQS redelivers.
-      const response = await processPartialResponse(event, recordHandler, processor, {
-        context: context as Context,
-        processInParallel: false,
-        throwOnFullBatchFailure: false,
-      });
-      const inFlight = processor.errors.filter((err) => err instanceof GenerationInFlightError);
-      const stopped = processor.errors.filter((err) => err instanceof GenerationDeadlineError);
-      const failed = processor.errors.filter((err) => !(err instanceof GenerationInFlightError) && !(err instanceof GenerationDeadlineError));
-      stopped.forEach((err) =>
-        deps.logger.warn('model call stopped at the invocation deadline; SQS will redeliver it', { taskId: (err as GenerationDeadlineError).taskId }),
-      );
-      if (stopped.length) deps.metrics.addMetric('Tasks_stopped_at_deadline', MetricUnit.Count, stopped.length);
-      inFlight.forEach((err) =>
-        deps.logger.info('task in flight elsewhere; SQS will redeliver this copy', { taskId: (err as GenerationInFlightError).taskId }),
-      );
-      if (inFlight.length) deps.metrics.addMetric('Tasks_in_flight_elsewhere', MetricUnit.Count, inFlight.length);
-      failed.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
-      if (failed.length) deps.metrics.addMetric('MessagesFailed', MetricUnit.Count, failed.length);
-      return response;
-    } finally {
-      deps.metrics.publishStoredMetrics();
-    }
-  };
+    // In order, not in parallel: a task delivered twice in one batch then finds its own
+    // completion instead of racing to a second paid call. A batch whose every record
+    // failed is reported like any other, not thrown: the failed ids are what SQS redelivers.
+    const response = await processPartialResponse(event, recordHandler, processor, {
+      context: context as Context,
+      processInParallel: false,
+      throwOnFullBatchFailure: false,
+    });
+    const inFlight = processor.errors.filter((err) => err instanceof GenerationInFlightError);
+    const stopped = processor.errors.filter((err) => err instanceof GenerationDeadlineError);
+    const failed = processor.errors.filter((err) => !(err instanceof GenerationInFlightError) && !(err instanceof GenerationDeadlineError));
+    stopped.forEach((err) =>
+      deps.logger.warn('model call stopped at the invocation deadline; SQS will redeliver it', { taskId: (err as GenerationDeadlineError).taskId }),
+    );
+    if (stopped.length) deps.metrics.addMetric('Tasks_stopped_at_deadline', MetricUnit.Count, stopped.length);
+    inFlight.forEach((err) => deps.logger.info('task in flight elsewhere; SQS will redeliver this copy', { taskId: (err as GenerationInFlightError).taskId }));
+    if (inFlight.length) deps.metrics.addMetric('Tasks_in_flight_elsewhere', MetricUnit.Count, inFlight.length);
+    failed.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
+    if (failed.length) deps.metrics.addMetric('MessagesFailed', MetricUnit.Count, failed.length);
+    return response;
+  });
+}
+
+/** The run's model clients with each call traced (a subsegment annotated with provider and model); offline ones as they are. */
+function tracedRunModels(runModels: RunModels, tracer: StageTracer, hosted: () => HostedModels): RunModels {
+  const clients = new Map<string, ModelClient>();
+  for (const [id, client] of runModels.clients) {
+    clients.set(id, client.offline ? client : tracedModelClient(client, tracer, hosted().entry(id)?.provider ?? 'unregistered'));
+  }
+  return { ...runModels, clients };
 }

@@ -6,12 +6,12 @@
  *
  * Environment: RCB_TABLE, RCB_BUCKET.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
 import { markRunFailed } from '../../core/cloud/mark-run-failed';
 import { markRunFailedInputSchema, parsePayload, stateFailureSchema, type MarkRunFailedInput } from '../../core/cloud/payloads';
 import type { RunStore } from '../../core/store';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTelemetry } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export { markRunFailedInputSchema, stateFailureSchema };
 export type { MarkRunFailedInput };
@@ -20,21 +20,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: Sto
   return { storage: loadStorageConfig(env) };
 }
 
-export function createHandler(getDeps: () => { store: RunStore; logger: Logger }): (event: unknown) => Promise<void> {
-  return async (event) => {
+/** MarkRunFailed's dependencies: the run store, and a logger (it records no metric). */
+export interface MarkFailedHandlerDeps extends StageTelemetry {
+  store: RunStore;
+}
+
+export function createHandler(getDeps: () => MarkFailedHandlerDeps): StageHandler<unknown, void> {
+  return stageHandler({ failure: 'recording the run failure failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(markRunFailedInputSchema, event, 'MarkRunFailed input');
-    const deps = getDeps();
-    deps.logger.appendKeys({ runId: input.runId });
-    try {
-      deps.logger.error('run failed', { failure: input.failure });
-      await markRunFailed(deps.store, input);
-    } finally {
-      deps.logger.removeKeys(['runId']);
-    }
-  };
+    invocation.annotate({ runId: input.runId });
+    deps.logger.error('run failed', { failure: input.failure });
+    await markRunFailed(deps.store, input);
+  });
 }
 
 /** The deployed function's: the run store from its configuration. */
-export function deployedMarkFailedDeps(config: { storage: StorageConfig }): { store: RunStore; logger: Logger } {
-  return { store: createStorageAdapters(config.storage).store, logger: new Logger({ serviceName: 'rcb-mark-failed' }) };
+export function deployedMarkFailedDeps(config: { storage: StorageConfig }): MarkFailedHandlerDeps {
+  const { logger, tracer } = lambdaTelemetry('mark-failed');
+  return { store: createStorageAdapters(config.storage, { tracer }).store, logger, tracer };
 }

@@ -11,8 +11,8 @@
  * definition revision ARN) and RCB_EVALUATION_IMAGE (its image), which a run pins,
  * RCB_MAX_SHARDS (largest sweep admitted), RCB_GENERATION_TIMEOUT_SEC (default deadline).
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { planCloudRun, type PlanCloudRunDeps } from '../../core/cloud/plan-cloud-run';
 import { parsePayload, runWorkflowInputSchema, type PlanRunResult, type RunWorkflowInput, type ShardRef } from '../../core/cloud/payloads';
 import type { CostModel } from '../../core/run/generate';
@@ -22,6 +22,7 @@ import { HostedModels } from '../../adapters/models/hosted-models';
 import { envKeySource } from '../../core/keys';
 import { jsonRecordEnv, loadStorageConfig, once, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, LaneTaskQueue, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
+import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import type { TaskQueue } from '../../core/cloud/ports';
 import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../models';
 
@@ -77,6 +78,7 @@ export interface PlanRunHandlerDeps extends Omit<PlanCloudRunDeps, 'costs'> {
   evaluationReady: boolean;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
 }
 
 /** PlanRun's dependencies from its parts: the deployed function's and the emulator's. */
@@ -91,6 +93,7 @@ export function planRunDeps(parts: {
   defaultDeadlineSec?: number;
   logger: Logger;
   metrics: Metrics;
+  tracer?: StageTracer;
 }): PlanRunHandlerDeps {
   const { storage, hosted } = parts;
   return {
@@ -105,6 +108,7 @@ export function planRunDeps(parts: {
     ...(parts.defaultDeadlineSec ? { defaultDeadlineSec: parts.defaultDeadlineSec } : {}),
     logger: parts.logger,
     metrics: parts.metrics,
+    ...(parts.tracer ? { tracer: parts.tracer } : {}),
   };
 }
 
@@ -113,9 +117,11 @@ export function deployedPlanRunDeps(config: PlanRunConfig): PlanRunHandlerDeps {
   // No keys: PlanRun never calls a model. Loaded on first need: a run of offline models only never reads the registry file.
   const hosted = once(() => new HostedModels(loadDeployedRegistry(), envKeySource({})));
   const lanes = Object.keys(config.laneQueues);
+  const telemetry = lambdaTelemetry('plan-run');
+  const { tracer } = telemetry;
   return planRunDeps({
-    storage: createStorageAdapters(config.storage),
-    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) =>
+    storage: createStorageAdapters(config.storage, { tracer }),
+    queue: new LaneTaskQueue(createSqsClient({ region: config.storage.region, tracer }), { queueUrls: config.laneQueues, defaultLane: lanes[0] }, (model) =>
       OFFLINE_MODELS.has(model) ? 'offline' : (hosted().entry(model)?.provider ?? 'offline'),
     ),
     hosted,
@@ -123,43 +129,33 @@ export function deployedPlanRunDeps(config: PlanRunConfig): PlanRunHandlerDeps {
     evaluation: config.evaluation,
     maxShards: config.maxShards,
     defaultDeadlineSec: config.defaultDeadlineSec,
-    logger: new Logger({ serviceName: 'rcb-plan-run' }),
-    metrics: new Metrics({ namespace: 'rcb', serviceName: 'plan-run' }),
+    ...telemetry,
   });
 }
 
-export function createHandler(getDeps: () => PlanRunHandlerDeps): (event: unknown) => Promise<PlanRunResult> {
-  return async (event) => {
+export function createHandler(getDeps: () => PlanRunHandlerDeps): StageHandler<unknown, PlanRunResult> {
+  return stageHandler({ failure: 'planning failed' }, getDeps, async (event: unknown, deps, invocation) => {
     const input = parsePayload(runWorkflowInputSchema, event, 'run workflow input');
-    const deps = getDeps();
-    deps.logger.appendKeys({ runId: input.runId });
-    try {
-      if (!deps.evaluationReady) {
-        throw new Error('this stack is parked (interfaceEndpoints=false): evaluation cannot start tasks; redeploy with endpoints to run');
-      }
-      const batchCosts = input.batch && deps.batchCostsFor?.(input.spec, input.batch.models);
-      const slowModels = deps.slowModelsFor?.(input.spec);
-      const plan = await planCloudRun(
-        { ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}), ...(slowModels?.size ? { slowModels } : {}) },
-        input,
-      );
-      deps.logger.info('run planned', {
-        taskCount: plan.taskCount,
-        enqueued: plan.enqueued,
-        batchTasks: plan.batchTasks,
-        shards: plan.shardCount,
-        taskDefinitionArn: plan.taskDefinitionArn,
-        estimatedCostUsd: plan.estimatedCostUsd,
-      });
-      deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);
-      deps.metrics.addMetric('TasksEnqueued', MetricUnit.Count, plan.enqueued);
-      return plan;
-    } catch (err) {
-      deps.logger.error('planning failed', err as Error);
-      throw err;
-    } finally {
-      deps.metrics.publishStoredMetrics();
-      deps.logger.removeKeys(['runId']);
+    invocation.annotate({ runId: input.runId });
+    if (!deps.evaluationReady) {
+      throw new Error('this stack is parked (interfaceEndpoints=false): evaluation cannot start tasks; redeploy with endpoints to run');
     }
-  };
+    const batchCosts = input.batch && deps.batchCostsFor?.(input.spec, input.batch.models);
+    const slowModels = deps.slowModelsFor?.(input.spec);
+    const plan = await planCloudRun(
+      { ...deps, costs: deps.costsFor(input.spec), ...(batchCosts ? { batchCosts } : {}), ...(slowModels?.size ? { slowModels } : {}) },
+      input,
+    );
+    deps.logger.info('run planned', {
+      taskCount: plan.taskCount,
+      enqueued: plan.enqueued,
+      batchTasks: plan.batchTasks,
+      shards: plan.shardCount,
+      taskDefinitionArn: plan.taskDefinitionArn,
+      estimatedCostUsd: plan.estimatedCostUsd,
+    });
+    deps.metrics.addMetric('TasksPlanned', MetricUnit.Count, plan.taskCount);
+    deps.metrics.addMetric('TasksEnqueued', MetricUnit.Count, plan.enqueued);
+    return plan;
+  });
 }

@@ -148,10 +148,20 @@ describe('EvaluationConstruct', () => {
         's3:GetObject',
         's3:ListBucket',
         's3:PutObject',
+        's3:PutObjectTagging',
       ]);
       const statements = roleStatements(template, role);
       const writes = statements.filter((s) => actionsOf(s).includes('s3:PutObject'));
       expect(writes.map((s) => flatten(s.Resource))).toEqual([expect.stringMatching(/\/runs\/\*\/evaluation\/\*$/)]);
+      // The run's cost-allocation tag on what it writes, in the same PutObject: on the same keys, that tag key only.
+      const tagging = statements.filter((s) => actionsOf(s).includes('s3:PutObjectTagging'));
+      expect(tagging.map((s) => [actionsOf(s), flatten(s.Resource), s.Condition])).toEqual([
+        [
+          ['s3:PutObjectTagging'],
+          flatten(writes[0].Resource),
+          { 'ForAllValues:StringEquals': { 's3:RequestObjectTagKeys': ['rcb:run'] }, Null: { 's3:RequestObjectTagKeys': 'false' } },
+        ],
+      ]);
       // Every table action confined by its leading key, on the table alone (no index: gsi1 lists every run):
       // GetItem, Query, PutItem and the counter's UpdateItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>,
       // GetItem and PutItem (the environment check kept per image) on IMAGE#<digest>.

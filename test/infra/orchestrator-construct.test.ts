@@ -341,6 +341,7 @@ describe('OrchestratorConstruct', () => {
         's3:GetObject',
         's3:ListBucket',
         's3:PutObject',
+        's3:PutObjectTagging',
         'sqs:GetQueueAttributes',
         'sqs:GetQueueUrl',
         'sqs:SendMessage',

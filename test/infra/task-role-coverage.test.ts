@@ -41,6 +41,8 @@ interface Call {
   /** DynamoDB: the partition keys touched; S3: the object key, or the listed prefix. */
   keys: string[];
   index?: string;
+  /** s3:PutObjectTagging: the tag keys the request sets. */
+  tagKeys?: string[];
 }
 
 const DYNAMO_ACTIONS: Record<string, string> = {
@@ -84,19 +86,24 @@ function dynamoCall(command: string, input: any): Call {
   return { action, keys: [str(pkValue ? input.ExpressionAttributeValues?.[pkValue] : undefined)], index: input.IndexName };
 }
 
-function s3Call(command: string, input: any): Call {
+function s3Call(command: string, input: any): Call[] {
   const action = `s3:${S3_ACTIONS[command] ?? command}`;
-  return { action, keys: [action === 's3:ListBucket' ? (input.Prefix ?? '') : input.Key] };
+  const call = { action, keys: [action === 's3:ListBucket' ? (input.Prefix ?? '') : input.Key] };
+  // A PutObject that tags its object (the run's cost-allocation tag) is also authorized as s3:PutObjectTagging.
+  if (command === 'PutObjectCommand' && input.Tagging) {
+    return [call, { action: 's3:PutObjectTagging', keys: [input.Key], tagKeys: [...new URLSearchParams(input.Tagging).keys()] }];
+  }
+  return [call];
 }
 
 /** Where the recorded clients' calls go now (the shard's, then the batch round's); none when null. */
 let recording: Call[] | null = null;
 
 /** Records every command a client sends (its input before marshalling) into `recording`. */
-function record(client: { middlewareStack: any }, toCall: (command: string, input: any) => Call): void {
+function record(client: { middlewareStack: any }, toCall: (command: string, input: any) => Call | Call[]): void {
   client.middlewareStack.add(
     (next: (args: any) => Promise<any>, context: { commandName: string }) => async (args: { input: any }) => {
-      recording?.push(toCall(context.commandName, args.input));
+      recording?.push(...[toCall(context.commandName, args.input)].flat());
       return next(args);
     },
     { step: 'initialize', name: 'rcbRecordCalls' },
@@ -126,6 +133,10 @@ function allowed(call: Call, statements: Statement[], tableArn: string, bucketAr
       if (!resources.includes(bucketArn)) return false;
       const prefixes = (s.Condition as any)?.StringLike?.['s3:prefix'] as string[] | undefined;
       return !prefixes || call.keys.every((k) => prefixes.some((p) => glob(p).test(k)));
+    }
+    if (call.tagKeys) {
+      const keys = (s.Condition as any)?.['ForAllValues:StringEquals']?.['s3:RequestObjectTagKeys'] as string[] | undefined;
+      if (keys && !call.tagKeys.every((k) => keys.includes(k))) return false;
     }
     return call.keys.every((k) => resources.some((r) => glob(r).test(`${bucketArn}/${k}`)));
   });
@@ -220,9 +231,12 @@ describe('the evaluation task role', () => {
       'dynamodb:UpdateItem',
       's3:GetObject',
       's3:PutObject',
+      's3:PutObjectTagging',
     ]);
     const statements = roleStatements(template, role);
     expect(calls.filter((c) => !allowed(c, statements, tableArn, bucketArn))).toEqual([]);
+    // Every object the shard writes is its run's, tagged so.
+    expect(calls.filter((c) => c.action === 's3:PutObject').length).toBe(calls.filter((c) => c.action === 's3:PutObjectTagging').length);
     // The environment check: read and stored under the image, recorded under the run.
     expect(
       calls
@@ -248,6 +262,11 @@ describe('the evaluation task role', () => {
     expect(allowed({ action: 'dynamodb:UpdateItem', keys: ['IMAGE#sha256:x@py'] }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 'dynamodb:Query', keys: ['IMAGE#sha256:x@py'] }, statements, tableArn, bucketArn)).toBe(false);
     expect(allowed({ action: 's3:PutObject', keys: ['runs/r/reports/leaderboard.txt'] }, statements, tableArn, bucketArn)).toBe(false);
+    // Tags: the run's tag key on its evaluation outputs, no other key, nowhere else.
+    const tagging = (keys: string[], tagKeys: string[]) => allowed({ action: 's3:PutObjectTagging', keys, tagKeys }, statements, tableArn, bucketArn);
+    expect(tagging(['runs/r/evaluation/p/verdicts.json'], ['rcb:run'])).toBe(true);
+    expect(tagging(['runs/r/evaluation/p/verdicts.json'], ['owner'])).toBe(false);
+    expect(tagging(['runs/r/reports/leaderboard.txt'], ['rcb:run'])).toBe(false);
   });
 });
 

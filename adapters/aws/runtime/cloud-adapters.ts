@@ -2,7 +2,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../clients';
+import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials, type ClientTracer } from '../clients';
 import { DynamoCompletionCache, DynamoRunStore } from '../dynamo-run-store';
 import { DynamoBatchLedger } from '../dynamo-batch-ledger';
 import type { BatchLedger } from '../../../core/batch';
@@ -26,13 +26,18 @@ export interface StorageAdapters {
   scratchDir: string;
 }
 
+/**
+ * The storage adapters of a configuration. `clients` replaces the SDK clients (tests), or
+ * gives those built here credentials and a tracer (a deployed function's: their calls become
+ * X-Ray subsegments).
+ */
 export function createStorageAdapters(
   config: StorageConfig,
-  clients: { doc?: DynamoDBDocumentClient; s3?: S3Client; credentials?: AwsStaticCredentials } = {},
+  clients: { doc?: DynamoDBDocumentClient; s3?: S3Client; credentials?: AwsStaticCredentials; tracer?: ClientTracer } = {},
 ): StorageAdapters {
-  const doc = clients.doc ?? createDynamoDocumentClient({ region: config.region, endpoint: config.dynamoEndpoint, credentials: clients.credentials });
-  const s3 =
-    clients.s3 ?? createS3Client({ region: config.region, endpoint: config.s3Endpoint, forcePathStyle: !!config.s3Endpoint, credentials: clients.credentials });
+  const { credentials, tracer } = clients;
+  const doc = clients.doc ?? createDynamoDocumentClient({ region: config.region, endpoint: config.dynamoEndpoint, credentials, tracer });
+  const s3 = clients.s3 ?? createS3Client({ region: config.region, endpoint: config.s3Endpoint, forcePathStyle: !!config.s3Endpoint, credentials, tracer });
   const blobs = new S3BlobStore(s3, { bucket: config.bucket });
   // Verdicts too large for an item keep their full record in the bucket.
   const store = new DynamoRunStore(doc, { tableName: config.table, blobs });
