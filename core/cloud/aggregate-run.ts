@@ -109,6 +109,11 @@ export async function readInfraErrors(blobs: BlobStore, runId: string): Promise<
   return raw ? (JSON.parse(raw.toString('utf8')) as InfraErrors) : null;
 }
 
+/** The task ids of the run's infra_error record (none when its latest aggregation wrote none): what the reports leave out of the scores while unjudged. */
+export async function readInfraErrorTasks(blobs: BlobStore, runId: string): Promise<ReadonlySet<string>> {
+  return new Set((await readInfraErrors(blobs, runId))?.shards.flatMap((s) => s.taskIds) ?? []);
+}
+
 export interface AggregateOptions {
   /** Key of the evaluation Map Run's results manifest (the Map state's ResultWriterDetails.Key). @default none: no shard failed */
   mapResultsKey?: string;
@@ -126,7 +131,6 @@ export async function aggregateRun(
   if (environment) await deps.store.setRunEnvironment(runId, environment);
   const broken = new Set((environment?.papers ?? []).filter((p) => !p.runs).map((p) => p.paper));
   const reportPrefix = cloudKeys.reportPrefix(runId);
-  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS);
   // Tasks of papers that cannot run in the run's environment are never judged: not missing.
   const tasks = splitRunnable(run, await deps.store.listTasks(runId)).runnable;
   const verdicts = await deps.store.listVerdicts(runId);
@@ -138,6 +142,8 @@ export async function aggregateRun(
   const infra = infraErrorsOf(runId, failed, tasks, judged);
   await deps.blobs.put(cloudKeys.infraErrors(runId), JSON.stringify(infra), 'application/json');
   const infraTasks = new Set(infra.shards.flatMap((s) => s.taskIds));
+  // Every report scores without the infra_error tasks and names them, with their rate.
+  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS, infraTasks);
   // env_broken tasks have no verdict by design.
   const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper) && !infraTasks.has(t.taskId)).length;
   // The status before aggregation says why a run may be incomplete.

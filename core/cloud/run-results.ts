@@ -7,7 +7,7 @@ import type { Judge } from '../types';
 import type { Subset } from '../scoring';
 import type { ReportFormat } from '../report/format';
 import { buildReport } from '../report/build-report';
-import { CLOUD_REPORTS } from './aggregate-run';
+import { CLOUD_REPORTS, readInfraErrorTasks } from './aggregate-run';
 import { cloudKeys } from './payloads';
 
 export interface RunResultsDeps {
@@ -41,6 +41,8 @@ export async function readRunResults(
   }
   const run = await deps.store.getRun(runId);
   if (!run) return null;
-  const { text } = await buildReport(deps.store, runId, opts);
+  // The infra_error tasks Aggregate recorded stay out of this report's scores as out of the stored ones.
+  const infraErrors = await readInfraErrorTasks(deps.blobs, runId);
+  const { text } = await buildReport(deps.store, runId, { ...opts, ...(infraErrors.size ? { infraErrors } : {}) });
   return { text, ...(run.status !== 'succeeded' ? { note: `run ${runId} is ${run.status}; these are the results so far` } : {}) };
 }

@@ -26,6 +26,8 @@ export interface ReportOptions {
   label?: string;
   /** Estimate the full-set score from this subset (`--subset-file`); default the run's own subset, if any. */
   estimate?: EstimateSource;
+  /** Task ids a cloud run recorded infra_error: those still unjudged are out of the scores, counted apart. */
+  infraErrors?: ReadonlySet<string>;
 }
 
 /**
@@ -45,14 +47,14 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   }
   const from = estimateSourceOf(run, opts.estimate);
   if (opts.format === 'html') {
-    const loaded = await loadRun(store, runId);
+    const loaded = { ...(await loadRun(store, runId)), ...(opts.infraErrors ? { infraErrors: opts.infraErrors } : {}) };
     const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
     const estimate = from ? estimateRun(run, loaded.tasks, loaded.verdicts, from) : undefined;
     return { run, text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate }], { judge, subset: opts.subset }) };
   }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
-  const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset);
+  const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset, opts.infraErrors);
   const estimates = from ? estimateRun(run, tasks, verdicts, from) : undefined;
   switch (opts.format) {
     case 'table':

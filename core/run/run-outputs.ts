@@ -28,10 +28,12 @@ export async function writeRunOutputs(
   runId: string,
   write: (output: RunOutput, text: string) => Promise<void> | void,
   outputs: readonly RunOutput[] = RUN_OUTPUTS,
+  /** Task ids a cloud run recorded infra_error (out of the scores while unjudged). */
+  infraErrors?: ReadonlySet<string>,
 ): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   for (const output of outputs) {
-    const { text } = await buildReport(store, runId, { format: output.format, judge: output.judge, subset: 'all' });
+    const { text } = await buildReport(store, runId, { format: output.format, judge: output.judge, subset: 'all', ...(infraErrors ? { infraErrors } : {}) });
     await write(output, text);
     texts.set(output.file, text);
   }
