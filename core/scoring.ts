@@ -80,6 +80,14 @@ export interface ModelScore {
   envBroken: number;
   /** The same, per paper. */
   envBrokenByPaper: Record<string, number>;
+  /**
+   * Task samples recorded infra_error (the cloud shard that held them failed every attempt)
+   * and still without a verdict: out of the scores, as env_broken ones are, and never model
+   * failures. A task with such a sample is out as a whole (pass@k needs its n samples).
+   */
+  infraError: number;
+  /** `infraError` over the model's task samples in scope (env_broken ones aside), percent. */
+  infraErrorRate: number;
   /** Scored task samples whose verdict is flagged flaky_reference (the snippet's reference is flaky: `rcb doctor --repeat`); kept in the scores. */
   flaky: number;
   /** Papers in scope for this model. */
@@ -100,6 +108,11 @@ export interface ScoreInput {
   cutoffs: Record<string, string | undefined>;
   /** The run's environment check, if it had one: tasks of papers that do not run are env_broken. */
   environment?: PaperEnvironment[];
+  /**
+   * Task ids recorded infra_error (a cloud run's `infra-errors.json`): those still without a
+   * verdict are out of the scores; one judged since (a restart evaluated it) counts as usual.
+   */
+  infraErrors?: ReadonlySet<string>;
 }
 
 export interface ScoreReport {
@@ -112,6 +125,8 @@ export interface ScoreReport {
   models: ModelScore[];
   /** Papers that cannot run in the run's environment and had tasks in scope: listed, never scored (not 0%). */
   envBroken: EnvBrokenPaper[];
+  /** Task samples recorded infra_error over every model, and their share of the task samples in scope (env_broken aside), percent. */
+  infraError: { taskSamples: number; rate: number };
   /** What a reader must know to read the scores: untested and env_broken tasks, and how they are treated. */
   notes: string[];
 }
@@ -189,16 +204,46 @@ export function splitRunnable(run: RunRecord, tasks: TaskRecord[]): { runnable: 
  * `rcb show`, `rcb compare`, cloud results): with the run's environment check (env_broken
  * papers out of the score, listed) and its models' knowledge cutoffs.
  */
-export function scoreStoredRun(run: RunRecord, tasks: TaskRecord[], verdicts: Map<string, Verdict>, judge: Judge, subset: Subset): ScoreReport {
+export function scoreStoredRun(
+  run: RunRecord,
+  tasks: TaskRecord[],
+  verdicts: Map<string, Verdict>,
+  judge: Judge,
+  subset: Subset,
+  infraErrors?: ReadonlySet<string>,
+): ScoreReport {
   const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  return scoreRun({ tasks, verdicts, papers: run.papers, judge, subset, cutoffs, environment: run.environment?.papers });
+  return scoreRun({
+    tasks,
+    verdicts,
+    papers: run.papers,
+    judge,
+    subset,
+    cutoffs,
+    environment: run.environment?.papers,
+    ...(infraErrors ? { infraErrors } : {}),
+  });
 }
 
 export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
   const models = [...new Set(input.tasks.map((t) => t.model))];
   const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
-  const report: ScoreReport = { judge: input.judge, subset: input.subset, commonCutoff, interval: INTERVAL_METHOD, models: [], envBroken: [], notes: [] };
+  const report: ScoreReport = {
+    judge: input.judge,
+    subset: input.subset,
+    commonCutoff,
+    interval: INTERVAL_METHOD,
+    models: [],
+    envBroken: [],
+    infraError: { taskSamples: 0, rate: 0 },
+    notes: [],
+  };
+  // infra_error: recorded so, and still unjudged (a later attempt that judged it wins).
+  const isInfraError = (t: TaskRecord) => !!input.infraErrors?.has(t.taskId) && !input.verdicts.has(t.taskId);
+  const groupKey = (t: TaskRecord) => `${t.model}\0${t.paper}\0${t.file}\0${t.snippet}`;
+  const infraGroups = new Set(input.infraErrors?.size ? input.tasks.filter(isInfraError).map(groupKey) : []);
+  let inScopeSamples = 0;
   const broken = new Map((input.environment ?? []).filter((p) => !p.runs).map((p) => [p.paper, p.reason]));
   const brokenSamples = new Map<string, number>();
 
@@ -213,6 +258,8 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     let pending = 0;
     let envBroken = 0;
     const envBrokenByPaper: Record<string, number> = {};
+    let infraError = 0;
+    let modelSamples = 0;
     let flaky = 0;
     let samples = 0;
     for (const t of input.tasks) {
@@ -221,6 +268,13 @@ export function scoreRun(input: ScoreInput): ScoreReport {
         envBroken++;
         envBrokenByPaper[t.paper] = (envBrokenByPaper[t.paper] ?? 0) + 1;
         brokenSamples.set(t.paper, (brokenSamples.get(t.paper) ?? 0) + 1);
+        continue;
+      }
+      modelSamples++;
+      // A task with an infra_error sample is out of the score (its judged samples too): no
+      // model failure is made of a shard the infrastructure lost.
+      if (infraGroups.has(groupKey(t))) {
+        if (isInfraError(t)) infraError++;
         continue;
       }
       const key = `${t.paper}\0${t.file}\0${t.snippet}`;
@@ -307,6 +361,8 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       pending,
       envBroken,
       envBrokenByPaper,
+      infraError,
+      infraErrorRate: modelSamples ? (100 * infraError) / modelSamples : 0,
       flaky,
       paperIds,
       cutoff,
@@ -319,7 +375,10 @@ export function scoreRun(input: ScoreInput): ScoreReport {
         classes: [...g.classes].sort(),
       })),
     });
+    inScopeSamples += modelSamples;
   }
+  const infraSamples = report.models.reduce((a, m) => a + m.infraError, 0);
+  report.infraError = { taskSamples: infraSamples, rate: inScopeSamples ? (100 * infraSamples) / inScopeSamples : 0 };
   report.envBroken = [...brokenSamples]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([paper, taskSamples]) => ({ paper, reason: broken.get(paper) ?? null, taskSamples }));
@@ -357,6 +416,12 @@ function scoreNotes(report: ScoreReport, flaky: string[]): string[] {
       .join(', ');
     notes.push(
       `env_broken: ${brokenCount} task sample(s) of ${report.envBroken.length} paper(s) that cannot run in this environment (their oracle fails here) are kept out of the scores, not counted as model failures: ${papers}`,
+    );
+  }
+  if (report.infraError.taskSamples) {
+    const perModel = report.models.filter((m) => m.infraError > 0).map((m) => `${m.model} ${m.infraError} (${m.infraErrorRate.toFixed(2)}%)`);
+    notes.push(
+      `infra_error: ${report.infraError.taskSamples} task sample(s) (${report.infraError.rate.toFixed(2)}% infra error rate) whose evaluation shard failed every attempt are kept out of the scores, with the other samples of their tasks, not counted as model failures (${perModel.join(', ')}); start the run again to evaluate them`,
     );
   }
   const flakyCount = report.models.reduce((a, m) => a + m.flaky, 0);

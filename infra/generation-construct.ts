@@ -1,4 +1,4 @@
-import { Aws, Duration } from 'aws-cdk-lib';
+import { Aws, Duration, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambdaEventSources from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -277,6 +277,14 @@ export class GenerationConstruct extends Construct {
       this.deadLetter.function.addEventSource(new lambdaEventSources.SqsEventSource(deadLetterQueue, { batchSize: 10, reportBatchItemFailures: true }));
       return { config: lane, queue, deadLetterQueue };
     });
+
+    // The lanes' shared throttles (core/lane-throttle.ts): the generator finds a record's lane by
+    // its queue's ARN and holds a slot of that lane's limit (LANE#<lane> on the run table, which
+    // its item grants above already cover) per model call, at most the lane's concurrency.
+    this.generator.function.addEnvironment(
+      'RCB_LANES',
+      Stack.of(this).toJsonString(this.lanes.map((l) => ({ name: l.config.name, queueArn: l.queue.queueArn, maxConcurrency: l.config.maxConcurrency }))),
+    );
 
     // After the event sources: applyToChildren covers the children that exist now.
     NagSuppressions.addResourceSuppressions(

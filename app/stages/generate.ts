@@ -18,7 +18,14 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { GenerationDeadlineError, GenerationInFlightError, generateTask, type GenerateTaskDeps, type GenerateTaskResult } from '../../core/cloud/generate-task';
+import {
+  DEFAULT_CLAIM_LEASE_MS,
+  GenerationDeadlineError,
+  GenerationInFlightError,
+  generateTask,
+  type GenerateTaskDeps,
+  type GenerateTaskResult,
+} from '../../core/cloud/generate-task';
 import { generationMessageSchema, type GenerationMessage } from '../../core/cloud/payloads';
 import { parseGenerationMessage } from '../../adapters/aws/messages';
 import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
@@ -31,12 +38,40 @@ import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/
 import { lambdaTelemetry, stageHandler, tracedModelClient, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels } from '../models';
 import type { ModelClient } from '../../core/model';
+import { SharedLaneThrottle, ThrottledModelClient, type LaneThrottle } from '../../core/lane-throttle';
+import { z } from 'zod';
 
 export { generationMessageSchema };
 export type { GenerationMessage };
 
+/**
+ * The lanes whose queues this generator drains (RCB_LANES, JSON, written by the stack): each
+ * record's lane is the one of its event source queue, and every model call of it holds a slot
+ * of that lane's shared throttle, at most `maxConcurrency` at once and fewer after 429s.
+ */
+export const laneThrottleConfigSchema = z.array(
+  z.object({ name: z.string().min(1), queueArn: z.string().min(1), maxConcurrency: z.number().int().positive() }),
+);
+export type LaneThrottleConfig = z.infer<typeof laneThrottleConfigSchema>[number];
+
+/** RCB_LANES parsed, or none when unset (no shared throttle: each call goes straight to the provider). */
+export function parseLaneThrottleConfig(raw: string | undefined): LaneThrottleConfig[] | undefined {
+  if (!raw) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (e) {
+    throw new Error(`RCB_LANES is not JSON: ${(e as Error).message}`);
+  }
+  const parsed = laneThrottleConfigSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`RCB_LANES: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
+
 export interface GenerateConfig {
   storage: StorageConfig;
+  /** RCB_LANES: the lanes' queues and concurrency, for the shared lane throttles. */
+  lanes?: LaneThrottleConfig[];
   /** RCB_KEYS_SECRET_ARN: the provider keys secret. */
   keysSecretArn: string;
   /** RCB_SECRETS_ENDPOINT: a local Secrets Manager (the emulator's); AWS when unset. */
@@ -44,7 +79,13 @@ export interface GenerateConfig {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): GenerateConfig {
-  return { storage: loadStorageConfig(env), keysSecretArn: requiredEnv(env, 'RCB_KEYS_SECRET_ARN'), secretsEndpoint: env.RCB_SECRETS_ENDPOINT || undefined };
+  const lanes = parseLaneThrottleConfig(env.RCB_LANES);
+  return {
+    storage: loadStorageConfig(env),
+    keysSecretArn: requiredEnv(env, 'RCB_KEYS_SECRET_ARN'),
+    secretsEndpoint: env.RCB_SECRETS_ENDPOINT || undefined,
+    ...(lanes ? { lanes } : {}),
+  };
 }
 
 export interface GenerateHandlerDeps extends StorageAdapters {
@@ -54,6 +95,8 @@ export interface GenerateHandlerDeps extends StorageAdapters {
   tracer?: StageTracer;
   /** Model clients of a run (built once per run and warm instance). @default from the registry and `keys` */
   modelsFor?: (ctx: RunContext, replays: Map<string, ModelClient>) => RunModels;
+  /** The lanes this generator drains, for their shared throttles (over `laneStates`). @default none: no shared throttle */
+  lanes?: LaneThrottleConfig[];
 }
 
 /**
@@ -69,10 +112,12 @@ export function generateDeps(parts: {
   logger: Logger;
   metrics: Metrics;
   tracer?: StageTracer;
+  lanes?: LaneThrottleConfig[];
 }): GenerateHandlerDeps {
   const { hosted, clients } = parts;
   return {
     ...parts.storage,
+    ...(parts.lanes ? { lanes: parts.lanes } : {}),
     keys: parts.keys,
     logger: parts.logger,
     metrics: parts.metrics,
@@ -99,7 +144,24 @@ export function deployedGenerateDeps(config: GenerateConfig): GenerateHandlerDep
       secretId: config.keysSecretArn,
     }),
     ...telemetry,
+    ...(config.lanes ? { lanes: config.lanes } : {}),
   });
+}
+
+/**
+ * The shared throttle of each lane this generator drains, by its queue's ARN (an SQS
+ * record's eventSourceARN), over the table's lane items; empty without lanes or a store.
+ */
+export function laneThrottles(deps: Pick<GenerateHandlerDeps, 'lanes' | 'laneStates'>): Map<string, LaneThrottle> {
+  const out = new Map<string, LaneThrottle>();
+  if (!deps.lanes || !deps.laneStates) return out;
+  for (const lane of deps.lanes) out.set(lane.queueArn, new SharedLaneThrottle(lane.name, { max: lane.maxConcurrency }, deps.laneStates));
+  return out;
+}
+
+/** The run's clients with every paid one holding a slot of `throttle` per call (offline models need none). */
+export function throttledClients(clients: ReadonlyMap<string, ModelClient>, throttle: LaneThrottle, leaseMs: number): Map<string, ModelClient> {
+  return new Map([...clients].map(([id, c]) => [id, c.offline ? c : new ThrottledModelClient(c, throttle, { leaseMs })]));
 }
 
 /**
@@ -119,14 +181,15 @@ export function deadlineMarginMs(remainingMs: number): number {
 }
 
 export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse> {
-  let state: { contexts: RunContextCache; models: Map<string, RunModels>; hosted: () => HostedModels } | undefined;
+  let state: { contexts: RunContextCache; models: Map<string, RunModels>; hosted: () => HostedModels; throttles: Map<string, LaneThrottle> } | undefined;
   return stageHandler({ failure: 'generation batch failed' }, getDeps, async (event: SQSEvent, deps, _invocation, context) => {
     state ??= {
       contexts: new RunContextCache(deps),
       models: new Map(),
       hosted: once(() => new HostedModels(loadDeployedRegistry(), deps.keys)),
+      throttles: laneThrottles(deps),
     };
-    const { contexts, models, hosted } = state;
+    const { contexts, models, hosted, throttles } = state;
     const processor = new BatchProcessor(EventType.SQS);
 
     const recordHandler = async (record: SQSRecord): Promise<GenerateTaskResult> => {
@@ -146,10 +209,15 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
       const remainingMs = context?.getRemainingTimeInMillis?.();
       const deadline = new AbortController();
       const timer = remainingMs === undefined ? undefined : setTimeout(() => deadline.abort(), Math.max(0, remainingMs - deadlineMarginMs(remainingMs)));
+      // Every paid call holds a slot of its lane's shared throttle (all instances of the lane
+      // count against one limit, cut by 429s), leased for as long as this invocation can run.
+      const throttle = throttles.get(record.eventSourceARN);
+      const leaseMs = (remainingMs ?? DEFAULT_CLAIM_LEASE_MS) + CLAIM_LEASE_MARGIN_MS;
       const taskDeps: GenerateTaskDeps = {
         store: deps.store,
         cache: deps.cache,
         ...runModels,
+        ...(throttle ? { clients: throttledClients(runModels.clients, throttle, leaseMs) } : {}),
         signal: deadline.signal,
         counters: deps.counters,
         ...(remainingMs === undefined ? {} : { claimLeaseMs: remainingMs + CLAIM_LEASE_MARGIN_MS }),

@@ -112,6 +112,11 @@ export async function readInfraErrors(blobs: BlobStore, runId: string): Promise<
   return raw ? (JSON.parse(raw.toString('utf8')) as InfraErrors) : null;
 }
 
+/** The task ids of the run's infra_error record (none when its latest aggregation wrote none): what the reports leave out of the scores while unjudged. */
+export async function readInfraErrorTasks(blobs: BlobStore, runId: string): Promise<ReadonlySet<string>> {
+  return new Set((await readInfraErrors(blobs, runId))?.shards.flatMap((s) => s.taskIds) ?? []);
+}
+
 export interface AggregateOptions {
   /** Key of the evaluation Map Run's results manifest (the Map state's ResultWriterDetails.Key). @default none: no shard failed */
   mapResultsKey?: string;
@@ -148,8 +153,12 @@ export async function aggregateRun(
   await deps.blobs.put(cloudKeys.infraErrors(runId), JSON.stringify(infra), 'application/json');
   // The reports after the infra_error record: their infrastructure cost bills the failed shards.
   const infraCost = priceRecordedInfra(await recordedCloudRun(deps, (await deps.store.getRun(runId)) ?? run));
-  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS, infraCost);
   const infraTasks = new Set(infra.shards.flatMap((s) => s.taskIds));
+  // Every report scores without the infra_error tasks and names them, with their rate.
+  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS, {
+    infra: infraCost,
+    infraErrors: infraTasks,
+  });
   // env_broken tasks have no verdict by design.
   const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper) && !infraTasks.has(t.taskId)).length;
   // The status before aggregation says why a run may be incomplete.

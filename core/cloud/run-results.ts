@@ -7,7 +7,7 @@ import type { Judge } from '../types';
 import type { Subset } from '../scoring';
 import type { ReportFormat } from '../report/format';
 import { buildReport } from '../report/build-report';
-import { CLOUD_REPORTS } from './aggregate-run';
+import { CLOUD_REPORTS, readInfraErrorTasks } from './aggregate-run';
 import { cloudKeys } from './payloads';
 import { recordedCloudRun } from './recorded-run';
 import { priceRecordedInfra } from '../cost/recorded-infra';
@@ -45,6 +45,8 @@ export async function readRunResults(
   if (!run) return null;
   // Official results have no cost lines: nothing to read for them.
   const infra = opts.format === 'official' ? undefined : priceRecordedInfra(await recordedCloudRun(deps, run));
-  const { text } = await buildReport(deps.store, runId, { ...opts, infra });
+  // The infra_error tasks Aggregate recorded stay out of this report's scores as out of the stored ones.
+  const infraErrors = await readInfraErrorTasks(deps.blobs, runId);
+  const { text } = await buildReport(deps.store, runId, { ...opts, infra, ...(infraErrors.size ? { infraErrors } : {}) });
   return { text, ...(run.status !== 'succeeded' ? { note: `run ${runId} is ${run.status}; these are the results so far` } : {}) };
 }

@@ -1,9 +1,10 @@
 /** `rcb cloud status RUN`: the run's latest execution and its progress, deployed or emulated. */
-import type { RunStore } from '../store';
+import type { BlobStore, RunStore } from '../store';
 import type { PaperEnvironment, RunRecord } from '../records';
 import { latestAttempt, type RunExecutions } from './execution-attempts';
 import type { EnvironmentChecks, RunCounters } from './ports';
 import { progressLine } from './run-progress';
+import { readInfraErrors } from './aggregate-run';
 
 export interface RunStatusDeps {
   executions: Pick<RunExecutions, 'status' | 'describe'>;
@@ -11,6 +12,8 @@ export interface RunStatusDeps {
   counters?: RunCounters;
   /** The shards' environment checks: papers that cannot run in the image are listed. */
   environments?: EnvironmentChecks;
+  /** The run's artifacts: the infra_error tasks Aggregate recorded (`runs/<id>/infra-errors.json`) are listed. */
+  blobs?: BlobStore;
 }
 
 /** The lines of the run's status, or null when neither the run nor an execution of it exists. */
@@ -30,7 +33,30 @@ export async function describeRunStatus(deps: RunStatusDeps, runId: string): Pro
   lines.push(`progress: ${await progressLine(deps.store, deps.counters, run, new Set(broken.map((p) => p.paper)))}`);
   if (run?.error) lines.push(`error: ${run.error}`);
   if (run) lines.push(...(await envBrokenLines(deps, run, broken)));
+  if (run && deps.blobs) lines.push(...(await infraErrorLines(deps.store, deps.blobs, run, new Set(broken.map((p) => p.paper)))));
   return lines;
+}
+
+/**
+ * The infra_error tasks of the run's latest aggregation that are still unjudged (a restart
+ * that judged them clears them), with their rate over the run's tasks (env_broken ones aside)
+ * and one line per shard that failed every attempt.
+ */
+async function infraErrorLines(store: RunStore, blobs: BlobStore, run: RunRecord, broken: ReadonlySet<string>): Promise<string[]> {
+  const infra = await readInfraErrors(blobs, run.runId);
+  if (!infra?.shards.length) return [];
+  const judged = new Set((await store.listVerdicts(run.runId)).map((v) => v.taskId));
+  const shards = infra.shards.map((s) => ({ ...s, taskIds: s.taskIds.filter((id) => !judged.has(id)) })).filter((s) => s.taskIds.length);
+  if (!shards.length) return [];
+  const total = (await store.listTasks(run.runId)).filter((t) => !broken.has(t.paper)).length;
+  const n = new Set(shards.flatMap((s) => s.taskIds)).size;
+  return [
+    `infra_error: ${n} of ${total} task(s) (${((100 * n) / Math.max(1, total)).toFixed(2)}% infra error rate), out of the scores, in ${shards.length} shard(s) that failed every attempt: start the run again to evaluate them`,
+    ...shards.map((s) => {
+      const part = (s.shard.parts ?? 1) > 1 ? ` part ${(s.shard.part ?? 0) + 1}/${s.shard.parts}` : '';
+      return `infra_error: shard ${s.shard.paper}${s.shard.model ? ` x ${s.shard.model}` : ''}${part}: ${s.taskIds.length} task(s), ${s.error}${s.cause ? ` (${s.cause.slice(0, 200)})` : ''}`;
+    }),
+  ];
 }
 
 async function brokenPapers(deps: RunStatusDeps, run: RunRecord): Promise<PaperEnvironment[]> {

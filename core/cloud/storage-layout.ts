@@ -13,6 +13,7 @@
  *   paper env     RUN#<runId>      ENV#<paper>        (the environment check a run's shards found)
  *   image check   IMAGE#<image>    ENV#<paperDigest>  (an environment check, once per image)
  *   check claim   IMAGE#<image>    CLAIM#<paperDigest> (the shard running that check)
+ *   lane throttle LANE#<lane>      THROTTLE           (the lane's shared AIMD limit and slots: core/lane-throttle.ts)
  *
  * <image> is the image's digest and the interpreter in it (`sha256:...@/opt/venv/bin/python3`):
  * a paper's check is valid for every shard started from the same image, of any run.
@@ -49,6 +50,8 @@ export const KEY_PREFIXES = {
   environment: 'ENV#',
   /** The claim of the shard running an image's check of a paper, under the image. */
   claim: 'CLAIM#',
+  /** Partition of a provider lane's shared throttle (its AIMD limit and the slots held), kept across runs. */
+  lane: 'LANE#',
 } as const;
 
 /** Attributes of a batch item besides its keys: the record as JSON, and the order it was first written in. */
@@ -74,6 +77,7 @@ export const runTableKey = {
   runPaperEnvironment: (runId: string, paper: string): Key => ({ pk: `${KEY_PREFIXES.run}${runId}`, sk: `${KEY_PREFIXES.environment}${paper}` }),
   imageCheck: (image: string, paperDigest: string): Key => ({ pk: `${KEY_PREFIXES.image}${image}`, sk: `${KEY_PREFIXES.environment}${paperDigest}` }),
   imageCheckClaim: (image: string, paperDigest: string): Key => ({ pk: `${KEY_PREFIXES.image}${image}`, sk: `${KEY_PREFIXES.claim}${paperDigest}` }),
+  laneThrottle: (lane: string): Key => ({ pk: `${KEY_PREFIXES.lane}${lane}`, sk: 'THROTTLE' }),
 };
 
 /** Top-level prefixes of the artifacts bucket. */

@@ -33,6 +33,8 @@ export interface ReportOptions {
    * spend with dollars per solved line. @default a local run's: $0, said to be local
    */
   infra?: InfraCost;
+  /** Task ids a cloud run recorded infra_error: those still unjudged are out of the scores, counted apart. */
+  infraErrors?: ReadonlySet<string>;
 }
 
 /** The cost lines of every format but official: none for imported results (they record no spend). */
@@ -58,7 +60,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   }
   const from = estimateSourceOf(run, opts.estimate);
   if (opts.format === 'html') {
-    const loaded = await loadRun(store, runId);
+    const loaded = { ...(await loadRun(store, runId)), ...(opts.infraErrors ? { infraErrors: opts.infraErrors } : {}) };
     const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
     const estimate = from ? estimateRun(run, loaded.tasks, loaded.verdicts, from) : undefined;
     return {
@@ -68,7 +70,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   }
   const tasks = await store.listTasks(runId);
   const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
-  const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset);
+  const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset, opts.infraErrors);
   const estimates = from ? estimateRun(run, tasks, verdicts, from) : undefined;
   const infra = opts.format === 'official' ? undefined : costOf(run, opts.infra);
   const cost = infra ? runCost(report, tasks, await store.getCompletions(tasks.map((t) => t.taskId)), infra) : undefined;

@@ -68,6 +68,14 @@ export function emptySubsetNotes(report: ScoreReport, run?: RunRecord): string[]
     .map((m) => `${m.model}: n/a, no paper was first committed after its cutoff ${m.cutoff ?? '(unknown)'}${newest}`);
 }
 
+/** A model's infra_error task samples and their rate: `12 (3.10%)`. */
+export function infraErrorCell(m: ModelScore): string {
+  return `${m.infraError} (${pct(m.infraErrorRate)}%)`;
+}
+
+/** Whether the report has infra_error tasks: only then do the table and markdown show their column. */
+const withInfraErrors = (report: ScoreReport) => report.infraError.taskSamples > 0;
+
 function rows(report: ScoreReport): string[][] {
   return report.models.map((m) => [
     m.model,
@@ -77,11 +85,14 @@ function rows(report: ScoreReport): string[][] {
     intervalCell(m.pass1.ci),
     String(m.tasks),
     String(m.samples),
+    ...(withInfraErrors(report) ? [infraErrorCell(m)] : []),
     failureSummary(m.failures) + (m.pending ? ` (pending ${m.pending})` : ''),
   ]);
 }
 
 const HEADER = ['model', 'scaled pass@1 %', '95% CI', 'pass@1 %', '95% CI', 'tasks', 'samples', 'failures by class'];
+/** The header, with the infra_error column (task samples out of the score, and their rate) when there are some. */
+const headerOf = (report: ScoreReport) => (withInfraErrors(report) ? [...HEADER.slice(0, -1), 'infra_error (rate)', HEADER[HEADER.length - 1]] : HEADER);
 
 /** Columns padded to their widest cell; the last one is left ragged. */
 function alignedTable(header: string[], body: string[][]): string[] {
@@ -112,7 +123,7 @@ export function envBrokenRows(report: ScoreReport): string[][] {
 }
 
 export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
-  const out = alignedTable(HEADER, rows(report));
+  const out = alignedTable(headerOf(report), rows(report));
   if (estimates)
     out.push(
       '',
@@ -149,7 +160,8 @@ export function passAtKLine(m: ModelScore): string {
 
 export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
-  const out = [`| ${HEADER.join(' | ')} |`, `|${HEADER.map(() => '---').join('|')}|`];
+  const header = headerOf(report);
+  const out = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
   for (const r of rows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
   if (estimates) {
     out.push(
@@ -219,6 +231,9 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     'untested',
     'env_broken',
     'flaky',
+    // infra_error task samples (their shard failed every attempt: out of the score) and their rate, percent.
+    'infra_error',
+    'infra_error_rate',
     // Only with a subset's estimate: its columns come last, on each model's ALL row.
     ...(estimates ? ESTIMATE_CSV_COLUMNS : []),
     // The run's cost (core/report/run-cost.ts), on each model's ALL row, after everything else.
@@ -244,7 +259,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
       ...ci(s.ci),
       ...ci(p.ci),
       report.interval,
-      ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky)] : ['', '', '']),
+      ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky), String(m.infraError), pct(m.infraErrorRate)] : ['', '', '', '', '']),
       ...(estimates ? (paper === 'ALL' ? estimateCsvCells(estimates, m.model) : ESTIMATE_CSV_COLUMNS.map(() => '')) : []),
       ...(cost ? (paper === 'ALL' ? costCsvCells(cost, m.model) : COST_CSV_COLUMNS.map(() => '')) : []),
     ]
@@ -257,7 +272,29 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     for (const [paper, n] of Object.entries(m.envBrokenByPaper).sort(([a], [b]) => a.localeCompare(b))) {
       out.push(
         [
-          ...[report.judge, report.subset, m.model, paper, '', '', '', '', '0', '0', String(m.samples), '', '', '', '', report.interval, '', String(n), ''],
+          ...[
+            report.judge,
+            report.subset,
+            m.model,
+            paper,
+            '',
+            '',
+            '',
+            '',
+            '0',
+            '0',
+            String(m.samples),
+            '',
+            '',
+            '',
+            '',
+            report.interval,
+            '',
+            String(n),
+            '',
+            '',
+            '',
+          ],
           ...(estimates ? ESTIMATE_CSV_COLUMNS.map(() => '') : []),
           ...(cost ? COST_CSV_COLUMNS.map(() => '') : []),
         ]

@@ -169,6 +169,8 @@ const scroll = (html: string) => `<div class="scroll">${html}</div>`;
 
 function leaderboard(entries: Entry[], baseline: HtmlBaseline | undefined): string {
   const withK = entries.some((e) => e.score.samples > 1);
+  // infra_error task samples (their cloud shard failed every attempt): out of the score, shown with their rate.
+  const withInfra = entries.some((e) => e.score.infraError > 0);
   const rows = entries.map((e, i) => {
     const k = withK
       ? `<td class="num" data-metric="pass-at-k">${e.score.passAtK.map((p) => `pass@${p.k} ${pct(p.tasks)} ${ci(p.tasksCi)}`).join('<br>')}</td>`
@@ -179,14 +181,20 @@ function leaderboard(entries: Entry[], baseline: HtmlBaseline | undefined): stri
       scoreCells(e.score, 'pass1') +
       k +
       (baseline ? publishedCell(e.published, 'published') : '') +
-      `<td class="num" data-metric="tasks">${e.score.tasks}</td><td class="num" data-metric="samples">${e.score.samples}</td><td class="num" data-metric="untested">${e.score.pending}</td><td class="num" data-metric="env-broken">${e.score.envBroken}</td><td>${failureText(e.score.failures)}</td></tr>`
+      `<td class="num" data-metric="tasks">${e.score.tasks}</td><td class="num" data-metric="samples">${e.score.samples}</td><td class="num" data-metric="untested">${e.score.pending}</td><td class="num" data-metric="env-broken">${e.score.envBroken}</td>` +
+      (withInfra
+        ? `<td class="num" data-metric="infra-error" data-rate="${pct(e.score.infraErrorRate)}">${e.score.infraError} (${pct(e.score.infraErrorRate)}%)</td>`
+        : '') +
+      `<td>${failureText(e.score.failures)}</td></tr>`
     );
   });
   const head =
     '<tr><th class="num">#</th><th>model</th><th class="num">scaled pass@1 %</th><th class="num">95% CI</th><th class="num">pass@1 %</th><th class="num">95% CI</th>' +
     (withK ? '<th class="num">pass@k % (unbiased) [95% CI]</th>' : '') +
     (baseline ? '<th class="num">published scaled pass@1 % [95% CI]</th>' : '') +
-    '<th class="num">tasks</th><th class="num">samples</th><th class="num">untested</th><th class="num">env_broken</th><th>failures by class</th></tr>';
+    '<th class="num">tasks</th><th class="num">samples</th><th class="num">untested</th><th class="num">env_broken</th>' +
+    (withInfra ? '<th class="num">infra_error (rate)</th>' : '') +
+    '<th>failures by class</th></tr>';
   const chart = intervalBarChart(
     'leaderboard-chart',
     'scaled pass@1 per model with 95% bootstrap intervals',
@@ -514,7 +522,7 @@ function estimateSection(inputs: HtmlRunInput[], entries: Entry[]): string {
 }
 
 function scoreOf(r: HtmlRunInput, judge: Judge, subset: Subset): ScoreReport {
-  return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset);
+  return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset, r.loaded.infraErrors);
 }
 
 /**

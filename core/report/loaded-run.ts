@@ -11,6 +11,8 @@ export interface LoadedRun {
   tasks: TaskRecord[];
   verdicts: Map<string, Verdict>;
   completions: Map<string, CompletionRecord>;
+  /** Task ids a cloud run recorded infra_error (`runs/<id>/infra-errors.json`); absent for a local run. */
+  infraErrors?: ReadonlySet<string>;
 }
 
 export async function loadRun(store: RunStore, runId: string): Promise<LoadedRun> {

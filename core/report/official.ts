@@ -66,12 +66,11 @@ export function toOverallStats(run: RunRecord, tasks: TaskRecord[], verdicts: Ma
         problem_scores: {},
       });
       const byModel = (paper.results[m.model] ??= { results: {} });
-      // Under the official judge a snippet with an untested sample is left out, as the original harness did.
-      const untested = new Set(
-        judgeStrict ? [] : tasks.filter((t) => t.model === m.model && t.paper === paperId && !verdicts.has(t.taskId)).map((t) => `${t.file}\0${t.snippet}`),
-      );
+      // The snippets the score kept: under the official judge one with an untested sample is left
+      // out, as the original harness did; under either judge one with an infra_error sample.
+      const scored = new Set(m.outcomes.filter((o) => o.paper === paperId).map((o) => `${o.file}\0${o.snippet}`));
       for (const t of tasks) {
-        if (t.model !== m.model || t.paper !== paperId || untested.has(`${t.file}\0${t.snippet}`)) continue;
+        if (t.model !== m.model || t.paper !== paperId || !scored.has(`${t.file}\0${t.snippet}`)) continue;
         const v = verdicts.get(t.taskId);
         (byModel.results[t.snippet] ??= []).push({
           snippet_code_line_count: t.loc,

@@ -29,12 +29,23 @@ export async function writeRunOutputs(
   runId: string,
   write: (output: RunOutput, text: string) => Promise<void> | void,
   outputs: readonly RunOutput[] = RUN_OUTPUTS,
-  /** The run's infrastructure cost, for the reports' cost lines. @default a local run's ($0) */
-  infra?: InfraCost,
+  extra: {
+    /** The run's infrastructure cost, for the reports' cost lines. @default a local run's ($0) */
+    infra?: InfraCost;
+    /** Task ids a cloud run recorded infra_error (out of the scores while unjudged). */
+    infraErrors?: ReadonlySet<string>;
+  } = {},
 ): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
+  const { infra, infraErrors } = extra;
   for (const output of outputs) {
-    const { text } = await buildReport(store, runId, { format: output.format, judge: output.judge, subset: 'all', infra });
+    const { text } = await buildReport(store, runId, {
+      format: output.format,
+      judge: output.judge,
+      subset: 'all',
+      infra,
+      ...(infraErrors?.size ? { infraErrors } : {}),
+    });
     await write(output, text);
     texts.set(output.file, text);
   }

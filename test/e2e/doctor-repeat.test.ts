@@ -82,7 +82,7 @@ describe('rcb doctor --repeat', () => {
     expect(official.rcb_notes?.some((n) => n.startsWith(note))).toBe(true);
     // The CSV's ALL row carries the count in its last column.
     const csv = rcb(['report', out, '--format', 'csv']).stdout.split('\n');
-    expect(csv[0].endsWith(',untested,env_broken,flaky')).toBe(true);
+    expect(csv[0].endsWith(',untested,env_broken,flaky,infra_error,infra_error_rate')).toBe(true);
     expect(
       csv
         .find((l) => l.startsWith('strict,all,oracle,ALL,'))!

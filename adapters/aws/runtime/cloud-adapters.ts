@@ -11,6 +11,8 @@ import { SqsTaskQueue, type LaneRouting } from '../sqs-task-queue';
 import type { BlobStore, CompletionCache, RunStore } from '../../../core/store';
 import type { EnvironmentChecks, QueuedGeneration, RunCounters, TaskQueue } from '../../../core/cloud/ports';
 import { DynamoEnvironmentChecks } from '../dynamo-environment-checks';
+import { DynamoLaneStateStore } from '../dynamo-lane-throttle';
+import type { LaneStateStore } from '../../../core/lane-throttle';
 import type { StorageConfig } from './cloud-config';
 
 export interface StorageAdapters {
@@ -23,6 +25,8 @@ export interface StorageAdapters {
   ledger?: BatchLedger;
   /** The shards' environment checks, per image and per run (the same table). */
   environments?: EnvironmentChecks;
+  /** The provider lanes' shared throttles, one item per lane (the same table). */
+  laneStates?: LaneStateStore;
   scratchDir: string;
 }
 
@@ -48,6 +52,7 @@ export function createStorageAdapters(
     cache: new DynamoCompletionCache(doc, { tableName: config.table }),
     ledger: new DynamoBatchLedger(doc, { tableName: config.table }),
     environments: new DynamoEnvironmentChecks(doc, { tableName: config.table }),
+    laneStates: new DynamoLaneStateStore(doc, { tableName: config.table }),
     scratchDir: config.scratchDir,
   };
 }

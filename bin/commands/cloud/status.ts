@@ -14,6 +14,6 @@ export async function cloudStatus(runId: string, opts: StackFlags & EmulateFlags
   };
   if (opts.emulate) return withEmulatedStack(opts, (stack, where) => report(stack, where));
   const outputs = await findStackOutputs(deps.cfn, opts.stackName);
-  const { store, counters, environments } = stackAdapters(deps, outputs);
-  return report({ store, counters, environments, executions: stackExecutions(deps, outputs) }, `stack ${opts.stackName}`);
+  const { store, counters, environments, blobs } = stackAdapters(deps, outputs);
+  return report({ store, counters, environments, blobs, executions: stackExecutions(deps, outputs) }, `stack ${opts.stackName}`);
 }
