@@ -10,10 +10,14 @@ import { StateMachine } from 'aws-local-stepfunctions';
 import { STATE_NAMES } from '../../infra/orchestrator-construct';
 import { runDistributedMap, withDistributedMapsAsTasks } from '../../emulator/distributed-map';
 import { MemoryBlobStore } from '../cloud/memory-blob-store';
+import { cloudKeys } from '../../core/cloud/storage-layout';
+import { planWave, waveResultManifests, type WaveProgress } from '../../core/cloud/evaluation-waves';
+import type { RunStore } from '../../core/store';
+import type { CompletionRecord, TaskRecord } from '../../core/records';
 import { sharedStack, stateMachineDefinition } from './helpers';
 
-/** Where the fake PlanRun writes its shards, as the real one writes runs/<id>/shards.json. */
-const SHARD_MANIFEST = 'runs/local/shards.json';
+/** The execution's name (`$$.Execution.Name`): its waves and their results are kept under it. */
+const EXECUTION = 'local';
 const PINNED_TASK_DEFINITION = 'arn:aws:ecs:eu-west-1:123456789012:task-definition/shard:7';
 
 /** An error as Step Functions sees it: matched by name in Retry/Catch. */
@@ -35,24 +39,72 @@ function shardEnv(runTaskParameters: any): Record<string, string> {
 }
 
 /**
+ * The two reads planWave makes while generation goes on: one task per shard's paper, settled
+ * when the fake CheckProgress named the paper ready.
+ */
+function readinessStore(papers: () => string[], ready: Set<string>): RunStore {
+  const task = (paper: string): TaskRecord => ({ taskId: `t-${paper}`, paper, file: 'f.py', snippet: 's', loc: 1, model: 'm', sample: 0 });
+  const answer = (taskId: string): CompletionRecord => ({
+    taskId,
+    model: 'm',
+    text: 'x',
+    usage: { inputTokens: 1, cachedInputTokens: 0, outputTokens: 1, reasoningTokens: 0 },
+    costUsd: 0,
+    finishReason: 'stop',
+    latencyMs: 1,
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
+  const reads: Pick<RunStore, 'listTasks' | 'getCompletions'> = {
+    listTasks: async () => papers().map(task),
+    getCompletions: async (ids) => new Map(ids.filter((id) => ready.has(id.slice(2))).map((id) => [id, answer(id)] as const)),
+  };
+  return reads as RunStore;
+}
+
+/**
  * Runs the definition as the emulator does: the evaluation Distributed Map (which
  * aws-local-stepfunctions only validates) runs each item as a child execution of its
- * ItemProcessor, reading the items PlanRun wrote. The tests' PlanRun handlers return their
- * shards as a list; this writes them to the manifest and returns PlanRun's real output shape
- * (manifest key and count, the run's deadline, the pinned task definition) in their place.
+ * ItemProcessor, reading the wave CheckProgress wrote, and the execution is named EXECUTION.
+ * The tests' PlanRun handlers return their shards as a list; this writes them to the run's
+ * shard manifest and returns PlanRun's real output shape (manifest key and count, the run's
+ * deadline, the pinned task definition) in their place. The tests' CheckProgress handlers
+ * return generation's counts (and, optionally, `ready`: papers whose tasks are all settled
+ * while generation goes on); this plans the waves with the real planWave, as CheckProgress
+ * does (core/cloud/check-progress.ts): a wave of the ready shards, the rest once generation
+ * is done, `done` only when every shard has been in a wave.
  */
-function run(handlers: Partial<Record<string, Handler>>, input: Parameters<StateMachine['run']>[0]) {
+function run(handlers: Partial<Record<string, Handler>>, input: Parameters<StateMachine['run']>[0], blobs = new MemoryBlobStore()) {
   const definition = stateMachineDefinition(sharedStack().template);
   const { states, maps } = withDistributedMapsAsTasks(definition.States);
-  const blobs = new MemoryBlobStore();
   const retryIntervalOverrides = { [STATE_NAMES.evaluateShard]: 0, [STATE_NAMES.evaluateShardOnDemand]: 0, [STATE_NAMES.batchRound]: 0 };
   const bound: Record<string, Handler> = { ...(handlers as Record<string, Handler>) };
+  let papers: string[] = [];
+  const ready = new Set<string>();
   const planRun = handlers.PlanRun;
   if (planRun) {
     bound.PlanRun = async (planInput) => {
       const { shards = [], ...plan } = await planRun(planInput);
-      await blobs.put(SHARD_MANIFEST, JSON.stringify(shards));
-      return { deadlineSec: 86_400, taskDefinitionArn: PINNED_TASK_DEFINITION, shardManifestKey: SHARD_MANIFEST, shardCount: shards.length, ...plan };
+      papers = shards.map((s: { paper: string }) => s.paper);
+      const key = cloudKeys.shardManifest(planInput.runId);
+      await blobs.put(key, JSON.stringify(shards));
+      return { deadlineSec: 86_400, taskDefinitionArn: PINNED_TASK_DEFINITION, shardManifestKey: key, shardCount: shards.length, ...plan };
+    };
+  }
+  const checkProgress = handlers.CheckProgress;
+  if (checkProgress) {
+    bound.CheckProgress = async (checkInput: { runId: string; execution: string; previous: WaveProgress }) => {
+      const { ready: readyNow = [], ...generation } = await checkProgress(checkInput);
+      for (const paper of readyNow) ready.add(paper);
+      const plan = await planWave(
+        { store: readinessStore(() => papers, ready), blobs },
+        { runId: checkInput.runId, execution: checkInput.execution, previous: checkInput.previous, generationDone: generation.done },
+      );
+      return {
+        ...generation,
+        done: generation.done && plan.undispatched === 0 && !plan.wave,
+        waves: plan.waves,
+        ...(plan.wave ? { wave: plan.wave } : {}),
+      };
     };
   }
   for (const [name, map] of maps) {
@@ -61,7 +113,7 @@ function run(handlers: Partial<Record<string, Handler>>, input: Parameters<State
         name,
         map,
         input: mapInput,
-        executionName: 'local',
+        executionName: EXECUTION,
         blobs,
         runChild: (processor, childInput) =>
           new StateMachine(processor as never, { validationOptions: { checkArn: false } }).run(childInput as never, {
@@ -73,6 +125,7 @@ function run(handlers: Partial<Record<string, Handler>>, input: Parameters<State
     validationOptions: { checkArn: false },
   });
   const execution = machine.run(input, {
+    context: { Execution: { Name: EXECUTION } },
     overrides: {
       taskResourceLocalHandlers: bound,
       waitTimeOverrides: { [STATE_NAMES.waitForGeneration]: 0, [STATE_NAMES.waitForBatches]: 0 },
@@ -87,6 +140,8 @@ describe('run workflow, executed locally', () => {
     // Prepare
     const calls: string[] = [];
     const shards: Array<Record<string, string>> = [];
+    const aggregated: unknown[] = [];
+    const blobs = new MemoryBlobStore();
     let polls = 0;
     const handlers: Record<string, Handler> = {
       PlanRun: async (input) => {
@@ -99,20 +154,33 @@ describe('run workflow, executed locally', () => {
         return { done: polls >= 3, total: 4, settled: Math.min(4, polls + 1), failed: 0 };
       },
       EvaluateShard: async (input) => {
+        calls.push('EvaluateShard');
         shards.push({ ...shardEnv(input), capacity: input.CapacityProviderStrategy[0].CapacityProvider });
         return {};
       },
-      Aggregate: async (input) => ({ runId: input.runId, status: 'succeeded', reportPrefix: `runs/${input.runId}/reports/` }),
+      Aggregate: async (input) => {
+        aggregated.push(input);
+        return { runId: input.runId, status: 'succeeded', reportPrefix: `runs/${input.runId}/reports/` };
+      },
       MarkRunFailed: async () => {
         throw new Error('MarkRunFailed must not run on the happy path');
       },
     };
 
     // Act
-    const output = await run(handlers, { runId: 'run-1', spec: { samples: 1 } });
+    const output = await run(handlers, { runId: 'run-1', spec: { samples: 1 } }, blobs);
 
-    // Assess
-    expect(calls).toEqual(['PlanRun:run-1', 'CheckProgress:run-1', 'CheckProgress:run-1', 'CheckProgress:run-1']);
+    // Assess: three checks until generation is done, whose last writes every shard as one
+    // wave; the wave is evaluated, and one more check (recording the wave's results) ends the loop.
+    expect(calls).toEqual([
+      'PlanRun:run-1',
+      'CheckProgress:run-1',
+      'CheckProgress:run-1',
+      'CheckProgress:run-1',
+      'EvaluateShard',
+      'EvaluateShard',
+      'CheckProgress:run-1',
+    ]);
     expect(shards.sort((a, b) => a.RCB_SHARD.localeCompare(b.RCB_SHARD))).toEqual([
       { RCB_RUN_ID: 'run-1', RCB_SHARD: 'alpha', RCB_SHARD_REF: '{"paper":"alpha"}', capacity: 'FARGATE_SPOT' },
       { RCB_RUN_ID: 'run-1', RCB_SHARD: 'beta', RCB_SHARD_REF: '{"paper":"beta"}', capacity: 'FARGATE_SPOT' },
@@ -120,10 +188,58 @@ describe('run workflow, executed locally', () => {
     expect(output).toMatchObject({
       runId: 'run-1',
       spec: { samples: 1 },
-      plan: { runId: 'run-1', taskCount: 4, estimatedCostUsd: 0.5, shardManifestKey: SHARD_MANIFEST, shardCount: 2, taskDefinitionArn: PINNED_TASK_DEFINITION },
+      plan: {
+        runId: 'run-1',
+        taskCount: 4,
+        estimatedCostUsd: 0.5,
+        shardManifestKey: cloudKeys.shardManifest('run-1'),
+        shardCount: 2,
+        taskDefinitionArn: PINNED_TASK_DEFINITION,
+      },
       summary: { runId: 'run-1', status: 'succeeded', reportPrefix: 'runs/run-1/reports/' },
     });
-    expect(Object.keys(output as object).sort()).toEqual(['evaluation', 'plan', 'runId', 'spec', 'summary']);
+    // The loop's state (its waves and their Map Runs) stays in the Generate Parallel, whose result is discarded.
+    expect(Object.keys(output as object).sort()).toEqual(['plan', 'runId', 'spec', 'summary']);
+    // Aggregate is told the execution, under which the check after the wave recorded its Map Run's results.
+    expect(aggregated).toEqual([{ runId: 'run-1', execution: EXECUTION }]);
+    const manifests = await waveResultManifests(blobs, 'run-1', EXECUTION);
+    expect(manifests).toHaveLength(1);
+    expect(JSON.parse((await blobs.get(manifests[0]!))!.toString('utf8'))).toMatchObject({ ResultFiles: { SUCCEEDED: [{}], FAILED: [] } });
+  });
+
+  it('evaluates a shard as soon as its tasks are settled, while generation goes on, each shard in one wave', async () => {
+    // Prepare: alpha's tasks are settled at the first check, beta's only when generation is done.
+    const calls: string[] = [];
+    const aggregated: unknown[] = [];
+    const blobs = new MemoryBlobStore();
+    let polls = 0;
+    const handlers: Record<string, Handler> = {
+      PlanRun: async (input) => ({ runId: input.runId, taskCount: 2, estimatedCostUsd: 0, shards: [{ paper: 'alpha' }, { paper: 'beta' }] }),
+      CheckProgress: async (input) => {
+        polls += 1;
+        calls.push(`CheckProgress:${input.previous.waves}`);
+        return { done: polls >= 3, total: 2, settled: polls >= 3 ? 2 : 1, failed: 0, waitSec: 30, ready: polls === 1 ? ['alpha'] : [] };
+      },
+      EvaluateShard: async (input) => {
+        calls.push(`EvaluateShard:${shardEnv(input).RCB_SHARD}`);
+        return {};
+      },
+      Aggregate: async (input) => {
+        aggregated.push(input);
+        return { runId: input.runId, status: 'succeeded', reportPrefix: '' };
+      },
+      MarkRunFailed: async () => {
+        throw new Error('MarkRunFailed must not run on the happy path');
+      },
+    };
+
+    // Act
+    await run(handlers, { runId: 'run-w', spec: {} }, blobs);
+
+    // Assess: wave 1 (alpha) is evaluated before generation is done, wave 2 (beta) once it is.
+    expect(calls).toEqual(['CheckProgress:0', 'EvaluateShard:alpha', 'CheckProgress:1', 'CheckProgress:1', 'EvaluateShard:beta', 'CheckProgress:2']);
+    expect(aggregated).toEqual([{ runId: 'run-w', execution: EXECUTION }]);
+    expect(await waveResultManifests(blobs, 'run-w', EXECUTION)).toHaveLength(2);
   });
 
   it('runs the batch lane beside the progress loop when PlanRun left it tasks, waiting while a batch is pending, then evaluates', async () => {
@@ -156,7 +272,8 @@ describe('run workflow, executed locally', () => {
 
     // Assess
     expect(calls.filter((c) => c.startsWith('BatchRound'))).toEqual(Array(3).fill('BatchRound:run-b:string'));
-    expect(calls.at(-1)).toBe('EvaluateShard');
+    // Evaluation is last: after it only the check that records the wave's results and ends the loop.
+    expect(calls.slice(calls.indexOf('EvaluateShard'))).toEqual(['EvaluateShard', 'CheckProgress']);
     expect(calls.indexOf('EvaluateShard')).toBeGreaterThan(calls.lastIndexOf('BatchRound:run-b:string'));
   });
 
