@@ -3,7 +3,7 @@
  * Functions gives a Map Run: items from the ItemReader's S3 object, one child per item,
  * MaxConcurrency, tolerated failures, ResultWriter files that Aggregate reads back.
  */
-import { EXCEED_TOLERATED_FAILURE, runDistributedMap, withDistributedMapsAsTasks } from '../../emulator/distributed-map';
+import { EXCEED_TOLERATED_FAILURE, runDistributedMap, withDistributedMapsAsTasks, type DistributedMapRun } from '../../emulator/distributed-map';
 import { failedShards, infraErrorsOf } from '../../core/cloud/aggregate-run';
 import { SweepTooLargeError } from '../../core/cloud/plan-cloud-run';
 import { MemoryBlobStore } from './memory-blob-store';
@@ -27,7 +27,7 @@ async function run(extra: Record<string, unknown>, fails: (paper: string, model:
   await blobs.put('runs/r/shards.json', JSON.stringify(SHARDS));
   let running = 0;
   let peak = 0;
-  const runs: unknown[] = [];
+  const runs: DistributedMapRun[] = [];
   const promise = runDistributedMap({
     name: 'EvaluateShards',
     map: map(extra),
