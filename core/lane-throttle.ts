@@ -75,7 +75,7 @@ export function takeSlot(state: LaneState, owner: string, leaseUntil: number): L
   return { ...state, holders: { ...state.holders, [owner]: leaseUntil } };
 }
 
-/** A 429 from a call admitted in `epoch`: halve the limit (floor 1) once per epoch. */
+/** A 429 from a call admitted in `epoch`: halve the limit (floor 1) once per epoch; `state` itself when already cut. */
 export function onRateLimited(state: LaneState, epoch: number): LaneState {
   if (epoch !== state.epoch) return state;
   return { ...state, limit: Math.max(1, Math.floor(state.limit / 2)), epoch: state.epoch + 1, successes: 0 };
@@ -205,6 +205,9 @@ export class SharedLaneThrottle implements LaneThrottle {
       const state = normalizeLaneState(cur?.state ?? initialLaneState(this.policy), this.policy, this.wallNow());
       const next = f(state);
       if (!next) return false;
+      // Nothing to change (a 429 of a round already cut): a write would only bump the version
+      // and make every other worker's pending change conflict.
+      if (next === state) return true;
       if (await this.store.write(this.lane, next, cur?.version ?? null)) return true;
       // Lost the race: a short random pause spreads the writers out.
       await this.clock.sleep(this.random() * Math.min(100, 5 * attempt));

@@ -95,6 +95,29 @@ describe('SharedLaneThrottle over one store', () => {
     expect((await a.snapshot()).holders).toEqual({});
   });
 
+  it('writes nothing for a 429 of a round already cut, so other workers do not conflict on it', async () => {
+    const store = new MemoryLaneStateStore();
+    let writes = 0;
+    const counted = {
+      read: (lane: string) => store.read(lane),
+      write: (lane: string, state: LaneState, expected: number | null) => {
+        writes++;
+        return store.write(lane, state, expected);
+      },
+    };
+    const t = new SharedLaneThrottle('lane', { max: 4 }, counted, { clock: instantClock });
+    const first = await t.acquire(60_000);
+    const second = await t.acquire(60_000);
+    await first.rateLimited(); // cuts 4 -> 2
+    const before = writes;
+    await second.rateLimited(); // admitted before that cut: nothing to change
+    expect(writes).toBe(before);
+    expect(second.epoch).toBe(1); // but its next 429 belongs to the new round
+    await second.rateLimited();
+    expect(writes).toBe(before + 1);
+    expect((await t.snapshot()).limit).toBe(1);
+  });
+
   it('gives up waiting when the signal aborts', async () => {
     const store = new MemoryLaneStateStore();
     const t = new SharedLaneThrottle('lane', { max: 1 }, store, { clock: instantClock });

@@ -1,11 +1,27 @@
 import { Duration } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
+import { parseLaneThrottleConfig } from '../../app/stages/generate';
 import { DEFAULT_LANES } from '../../infra/config';
 import { GenerationConstruct, type GenerationConstructProps } from '../../infra/generation-construct';
 import { StorageConstruct } from '../../infra/storage-construct';
 import { actionsOf, constructStack, flatten, logicalIdStartingWith, resourcesOfType, roleActions, oncePerProps, roleStatements } from './helpers';
 
 /** The generation construct on a stack of its own, with the table and bucket it is given. */
+/**
+ * A function's environment variable as the text it gets at deploy time, each queue ARN
+ * (`Fn::GetAtt [<queue>, Arn]` inside the template's `Fn::Join`) written `arn:<queue>`.
+ */
+function deployedVariable(value: unknown): string {
+  const part = (p: unknown): string => {
+    if (typeof p === 'string') return p;
+    const getAtt = (p as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt'];
+    if (getAtt && getAtt[1] === 'Arn') return `arn:${getAtt[0]}`;
+    throw new Error(`unexpected part of an environment variable: ${JSON.stringify(p)}`);
+  };
+  const join = (value as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
+  return join ? join[1].map(part).join(join[0]) : part(value);
+}
+
 const generationStack = oncePerProps(
   (props: Omit<GenerationConstructProps, 'table' | 'bucket'>) =>
     constructStack((stack) => {
@@ -134,6 +150,22 @@ describe('GenerationConstruct', () => {
           }),
         },
       });
+    });
+
+    it('gets RCB_LANES: each lane with its own queue ARN and concurrency, as the handler parses it', () => {
+      for (const lanes of [DEFAULT_LANES, [{ name: 'openai', maxConcurrency: 20, batchSize: 5 }]]) {
+        const { template } = generationStack(lanes === DEFAULT_LANES ? undefined : { lanes });
+        const fn = logicalIdStartingWith(template, 'AWS::Lambda::Function', 'GenerationGenerator');
+        const variables = resourcesOfType(template, 'AWS::Lambda::Function')[fn].Properties?.Environment?.Variables;
+        const parsed = parseLaneThrottleConfig(deployedVariable(variables?.RCB_LANES));
+        expect(parsed).toEqual(
+          lanes.map((lane) => {
+            const id = lane.name.charAt(0).toUpperCase() + lane.name.slice(1);
+            const queue = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}Queue`);
+            return { name: lane.name, queueArn: `arn:${queue}`, maxConcurrency: lane.maxConcurrency };
+          }),
+        );
+      }
     });
 
     it('has exactly the permissions generation needs', () => {
