@@ -213,11 +213,11 @@ describe('infra_error tasks in every report of a 32-model x 212-task x 5-sample 
     }
     expect(markdown).toContain(`**note:** infra_error: ${infraIds.size} task sample(s)`);
 
-    // csv: the ALL row of each model.
-    const [header, ...rows] = csv
-      .trim()
-      .split('\n')
-      .map((l) => l.split(','));
+    // csv: the ALL row of each model. Cells are quoted where they hold a comma (interval_method
+    // does), so a row is split on the commas outside quotes, not on every comma.
+    const csvCells = (l: string) => `${l},`.match(/("(?:[^"]|"")*"|[^,]*),/g)!.map((c) => c.slice(0, -1));
+    const [header, ...rows] = csv.trim().split('\n').map(csvCells);
+    expect(rows.every((r) => r.length === header.length)).toBe(true);
     const col = (r: string[], name: string) => r[header.indexOf(name)];
     for (const r of rows.filter((x) => col(x, 'paper') === 'ALL')) {
       agree('csv', col(r, 'model'), {
