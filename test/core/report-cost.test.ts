@@ -6,9 +6,6 @@
  * durations, a failed shard, its generator answers), through `rcb cloud results` both as
  * Aggregate stores the reports and as built from the table.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { cloudKeys } from '../../core/cloud/payloads';
@@ -165,8 +162,7 @@ async function writeStore(store: SqliteRunStore, loaded: ReturnType<typeof synth
 describe('cost lines of a 32-model x 212-task run agree in every format', () => {
   const loaded = synthesizeSweep();
   const runId = loaded.run.runId;
-  const dir = mkdtempSync(join(tmpdir(), 'rcb-cost-'));
-  const store = new SqliteRunStore(join(dir, 'rcb.sqlite'));
+  const store = new SqliteRunStore(':memory:');
   const blobs = new MemoryBlobStore();
   const shards = planShards(loaded.tasks);
   const failedShard = shards[3];
@@ -193,7 +189,7 @@ describe('cost lines of a 32-model x 212-task run agree in every format', () => 
   it('a local run: infra says local ($0); total is model spend; $ per solved line = total / LoC of passing samples', async () => {
     // Every format rendered from the table here; the full size is the cloud case's (each report of it takes seconds).
     const loaded = synthesizeSweep(4, SWEEP_TASKS);
-    const store = new SqliteRunStore(join(dir, 'local.sqlite'));
+    const store = new SqliteRunStore(':memory:');
     await writeStore(store, loaded);
     const ref = fromJson((await buildReport(store, runId, { format: 'json', subset: 'all' })).text);
     expect(ref.where).toBe('local');

@@ -7,9 +7,6 @@
  * reports; each is parsed and its figures compared with the JSON report's, and with the score
  * of the same run whose infra_error tasks were never planned. Judged by a restart, they count.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { aggregateRun, CLOUD_REPORTS, readInfraErrors } from '../../core/cloud/aggregate-run';
 import { readRunResults } from '../../core/cloud/run-results';
@@ -76,7 +73,8 @@ async function writeSweep(runId: string, modelCount: number, tasksPerModel: numb
       }
     }
   });
-  const store = new SqliteRunStore(join(mkdtempSync(join(tmpdir(), 'rcb-infra-')), 'rcb.sqlite'));
+  // In memory: the test is about the reports, and 34k verdicts written to a file take seconds.
+  const store = new SqliteRunStore(':memory:');
   const blobs = new MemoryBlobStore();
   const sweep: Sweep = {
     runId,
