@@ -82,9 +82,13 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     const loaded = { ...(await loadRun(store, runId)), ...(opts.infraErrors ? { infraErrors: opts.infraErrors } : {}) };
     const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
     const estimate = from ? estimateRun(run, loaded.tasks, loaded.verdicts, from) : undefined;
+    const scored = opts.cache?.scores.get(`${judge}\0${opts.subset}`);
     return {
       run,
-      text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate, infra: costOf(run, opts.infra) }], { judge, subset: opts.subset }),
+      text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate, infra: costOf(run, opts.infra), ...(scored ? { scored } : {}) }], {
+        judge,
+        subset: opts.subset,
+      }),
     };
   }
   const { cache } = opts;
