@@ -4,8 +4,8 @@
  */
 import type { Judge } from '../types';
 import type { RunStore } from '../store';
-import type { RunRecord } from '../records';
-import type { Subset } from '../scoring';
+import type { RunRecord, TaskRecord, Verdict } from '../records';
+import type { ScoreReport, Subset } from '../scoring';
 import { scoreStoredRun } from '../scoring';
 import type { ReportFormat } from './format';
 import { formatCsv, formatJson, formatMarkdown, formatTable } from './format';
@@ -35,6 +35,25 @@ export interface ReportOptions {
   infra?: InfraCost;
   /** Task ids a cloud run recorded infra_error: those still unjudged are out of the scores, counted apart. */
   infraErrors?: ReadonlySet<string>;
+  /**
+   * Shared by the reports of one run written together (core/run/run-outputs.ts): its tasks and
+   * verdicts read once and each judge's score computed once, not once per format (at 32 models
+   * x 212 tasks x 5 samples each score's bootstrap takes seconds). Only for reports of the same
+   * store state, subset and infraErrors.
+   */
+  cache?: ReportCache;
+}
+
+export interface ReportCache {
+  read?: Promise<{ tasks: TaskRecord[]; verdicts: Map<string, Verdict> }>;
+  scores: Map<string, ScoreReport>;
+}
+
+export const newReportCache = (): ReportCache => ({ scores: new Map() });
+
+async function readScored(store: RunStore, runId: string): Promise<{ tasks: TaskRecord[]; verdicts: Map<string, Verdict> }> {
+  const tasks = await store.listTasks(runId);
+  return { tasks, verdicts: new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v])) };
 }
 
 /** The cost lines of every format but official: none for imported results (they record no spend). */
@@ -63,14 +82,20 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     const loaded = { ...(await loadRun(store, runId)), ...(opts.infraErrors ? { infraErrors: opts.infraErrors } : {}) };
     const sources = opts.sources ?? { pset: null, psetNote: 'the pset is not at hand here', template: null };
     const estimate = from ? estimateRun(run, loaded.tasks, loaded.verdicts, from) : undefined;
+    const scored = opts.cache?.scores.get(`${judge}\0${opts.subset}`);
     return {
       run,
-      text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate, infra: costOf(run, opts.infra) }], { judge, subset: opts.subset }),
+      text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate, infra: costOf(run, opts.infra), ...(scored ? { scored } : {}) }], {
+        judge,
+        subset: opts.subset,
+      }),
     };
   }
-  const tasks = await store.listTasks(runId);
-  const verdicts = new Map((await store.listVerdicts(runId)).map((v) => [v.taskId, v]));
-  const report = scoreStoredRun(run, tasks, verdicts, judge, opts.subset, opts.infraErrors);
+  const { cache } = opts;
+  const { tasks, verdicts } = await (cache ? (cache.read ??= readScored(store, runId)) : readScored(store, runId));
+  const scoreKey = `${judge}\0${opts.subset}`;
+  const report = cache?.scores.get(scoreKey) ?? scoreStoredRun(run, tasks, verdicts, judge, opts.subset, opts.infraErrors);
+  cache?.scores.set(scoreKey, report);
   const estimates = from ? estimateRun(run, tasks, verdicts, from) : undefined;
   const infra = opts.format === 'official' ? undefined : costOf(run, opts.infra);
   const cost = infra ? runCost(report, tasks, await store.getCompletions(tasks.map((t) => t.taskId)), infra) : undefined;

@@ -34,6 +34,8 @@ export interface HtmlRunInput {
   estimate?: SubsetEstimates;
   /** The run's infrastructure cost (core/cost/recorded-infra.ts). @default a local run's ($0), none for imported results */
   infra?: InfraCost;
+  /** The run already scored (core/report/build-report.ts's cache): used when of the page's judge and subset, not scored again. */
+  scored?: ScoreReport;
 }
 
 /** The run's infrastructure cost as the page shows it: a local run's when none is given, none for imported results. */
@@ -554,7 +556,8 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
     const imported = inputs.find((r) => r.loaded.run.source === 'import');
     if (imported) throw new Error(`${imported.label} was imported from overall_stats.json, which records only the original pass rule: use --judge official`);
   }
-  const reports = inputs.map((r) => scoreOf(r, judge, opts.subset ?? 'all'));
+  const subset = opts.subset ?? 'all';
+  const reports = inputs.map((r) => (r.scored?.judge === judge && r.scored.subset === subset ? r.scored : scoreOf(r, judge, subset)));
   const counts = new Map<string, number>();
   for (const rep of reports) for (const m of rep.models) counts.set(m.model, (counts.get(m.model) ?? 0) + 1);
   const entries: Entry[] = [];

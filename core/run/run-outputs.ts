@@ -6,7 +6,7 @@
  */
 import type { RunStore } from '../store';
 import type { Judge } from '../types';
-import { buildReport } from '../report/build-report';
+import { buildReport, newReportCache } from '../report/build-report';
 import type { ReportFormat } from '../report/format';
 import type { InfraCost } from '../cost/recorded-infra';
 
@@ -38,12 +38,15 @@ export async function writeRunOutputs(
 ): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   const { infra, infraErrors } = extra;
+  // One read of the run and one score per judge for every format (each score of a large run takes seconds).
+  const cache = newReportCache();
   for (const output of outputs) {
     const { text } = await buildReport(store, runId, {
       format: output.format,
       judge: output.judge,
       subset: 'all',
       infra,
+      cache,
       ...(infraErrors?.size ? { infraErrors } : {}),
     });
     await write(output, text);

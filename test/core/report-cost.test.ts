@@ -6,13 +6,10 @@
  * durations, a failed shard, its generator answers), through `rcb cloud results` both as
  * Aggregate stores the reports and as built from the table.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { cloudKeys } from '../../core/cloud/payloads';
-import { planShards } from '../../core/cloud/shard-plan';
+import { planShards, shardTasks } from '../../core/cloud/shard-plan';
 import { buildReport } from '../../core/report/build-report';
 import type { ReportFormat } from '../../core/report/format';
 import { priceRecordedInfra, type RecordedCloudRun } from '../../core/cost/recorded-infra';
@@ -85,11 +82,14 @@ function fromMarkdown(text: string): ByModel {
   return figures;
 }
 
-function fromCsv(text: string): ByModel {
-  const [header, ...rows] = text
+const csvRows = (text: string) =>
+  text
     .trim()
     .split('\n')
     .map((l) => l.match(/("[^"]*"|[^,]*)(,|$)/g)!.map((c) => c.replace(/,$/, '')));
+
+function fromCsv(text: string): ByModel {
+  const [header, ...rows] = csvRows(text);
   const col = (r: string[], name: string) => r[header.indexOf(name)];
   const figures: ByModel = {};
   for (const r of rows) {
@@ -147,12 +147,13 @@ function agree(
 }
 
 /** The run in `store` as `rcb run` leaves it; logs at their cap are for the page's size (results-large), the cost does not read them. */
-async function writeStore(store: SqliteRunStore, loaded: ReturnType<typeof synthesizeSweep>): Promise<void> {
+async function writeStore(store: SqliteRunStore, loaded: ReturnType<typeof synthesizeSweep>, unjudged: ReadonlySet<string> = new Set()): Promise<void> {
   const runId = loaded.run.runId;
   await store.createRun({ ...loaded.run, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T03:00:00.000Z' });
   await store.putTasks(runId, loaded.tasks);
   for (const t of loaded.tasks) {
     await store.putCompletion(loaded.completions.get(t.taskId)!);
+    if (unjudged.has(t.taskId)) continue;
     const v = loaded.verdicts.get(t.taskId)!;
     await store.putVerdict(runId, { ...v, stdout: { text: '', totalBytes: 0, truncated: false }, stderr: { text: '', totalBytes: 0, truncated: false } });
   }
@@ -161,15 +162,16 @@ async function writeStore(store: SqliteRunStore, loaded: ReturnType<typeof synth
 describe('cost lines of a 32-model x 212-task run agree in every format', () => {
   const loaded = synthesizeSweep();
   const runId = loaded.run.runId;
-  const dir = mkdtempSync(join(tmpdir(), 'rcb-cost-'));
-  const store = new SqliteRunStore(join(dir, 'rcb.sqlite'));
+  const store = new SqliteRunStore(':memory:');
   const blobs = new MemoryBlobStore();
   const shards = planShards(loaded.tasks);
   const failedShard = shards[3];
+  // The failed shard's tasks have no verdict (it failed every attempt): infra_error.
+  const failedTasks = new Set(shardTasks(loaded.tasks, failedShard).map((t) => t.taskId));
   let compared = 0;
 
   beforeAll(async () => {
-    await writeStore(store, loaded);
+    await writeStore(store, loaded, failedTasks);
     await blobs.put(cloudKeys.shardManifest(runId), JSON.stringify(shards));
   });
 
@@ -187,7 +189,7 @@ describe('cost lines of a 32-model x 212-task run agree in every format', () => 
   it('a local run: infra says local ($0); total is model spend; $ per solved line = total / LoC of passing samples', async () => {
     // Every format rendered from the table here; the full size is the cloud case's (each report of it takes seconds).
     const loaded = synthesizeSweep(4, SWEEP_TASKS);
-    const store = new SqliteRunStore(join(dir, 'local.sqlite'));
+    const store = new SqliteRunStore(':memory:');
     await writeStore(store, loaded);
     const ref = fromJson((await buildReport(store, runId, { format: 'json', subset: 'all' })).text);
     expect(ref.where).toBe('local');
@@ -201,20 +203,29 @@ describe('cost lines of a 32-model x 212-task run agree in every format', () => 
     expect(ref.figures.ALL.totalUsd).toBeCloseTo(loaded.run.spentUsd, 4);
     for (const format of formats) {
       const { text } = await buildReport(store, runId, { format, subset: 'all' });
-      expect(text).toMatch(/local run: tests ran on this machine/);
+      if (format === 'csv') {
+        // A CSV holds no prose: each model's ALL row says where its tests ran.
+        const [header, ...rows] = csvRows(text);
+        const all = rows.filter((r) => r[header.indexOf('paper')] === 'ALL');
+        expect(all.map((r) => r[header.indexOf('infra_where')])).toEqual(loaded.run.spec.models.map(() => 'local'));
+      } else expect(text).toMatch(/local run: tests ran on this machine/);
       compared += agree(`local ${format}`, parse(format, text), ref.figures);
     }
     await store.close();
   });
 
   it('a cloud run: priced from its recorded shards and answers, the same in every format, stored by Aggregate or built', async () => {
+    // The shard failed every attempt: the evaluation Map Run's results name it, as in the cloud
+    // (Aggregate writes the run's infra-errors.json from them, which the cost reads).
     await blobs.put(
-      cloudKeys.infraErrors(runId),
-      JSON.stringify({ runId, tasks: 1, shards: [{ shard: failedShard, error: 'States.TaskFailed', taskIds: ['x'] }] }),
+      'maps/run/FAILED_0.json',
+      JSON.stringify([{ Input: JSON.stringify({ runId, paper: failedShard.paper, shard: failedShard }), Error: 'States.TaskFailed' }]),
     );
+    await blobs.put('maps/run/manifest.json', JSON.stringify({ ResultFiles: { FAILED: [{ Key: 'maps/run/FAILED_0.json' }] } }));
     // Aggregate stores every format (each report of this size takes seconds: the stored ones are compared).
-    const result = await aggregateRun({ store, blobs }, runId);
-    expect(result.status).toBe('succeeded');
+    const result = await aggregateRun({ store, blobs }, runId, { mapResultsKey: 'maps/run/manifest.json' });
+    expect(failedTasks.size).toBeGreaterThan(0);
+    expect(result).toMatchObject({ status: 'succeeded_with_errors', infraErrorTasks: failedTasks.size });
     const stored = fromJson((await blobs.get(`${cloudKeys.reportPrefix(runId)}report.json`))!.toString('utf8'));
     expect(stored.where).toBe('cloud');
     expect(stored.basis).toContain(`${shards.length} recorded shard(s) (1 failed, billed on Spot and on demand)`);
