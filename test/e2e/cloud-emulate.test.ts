@@ -23,6 +23,7 @@ import { cachedWorkflow } from '../../emulator/assembly-cache';
 import { rcb, PSET_MINI, tempDir } from '../helpers/cli';
 import { startRcb } from '../reliability/run-cli';
 import { counting } from '../cloud/cloud-fixture';
+import { splitCsvCost, splitTableCost } from '../helpers/cost-lines';
 
 interface Reference {
   dir: string;
@@ -159,7 +160,12 @@ describe('rcb cloud run --emulate', () => {
     // Computed from the table (no stored report has this judge), as rcb cloud results does for a deployed stack.
     expect(official.status).toBe(0);
     expect(scores(official.stdout)).toEqual(reference.json.official);
-    expect(csv.stdout).toBe(rcb(['report', reference.dir, '--format', 'csv']).stdout);
+    // The same scores; the cloud's infrastructure is estimated from its shards, the local run's is local.
+    const localCsv = splitCsvCost(rcb(['report', reference.dir, '--format', 'csv']).stdout);
+    const cloudCsv = splitCsvCost(csv.stdout);
+    expect(cloudCsv.scores).toBe(localCsv.scores);
+    expect(localCsv.cost).toContain(',local,');
+    expect(cloudCsv.cost).toContain(',cloud,');
   });
 
   it('answers a second rcb cloud run of the same flags from the state folder: the execution had succeeded, nothing runs again', () => {
@@ -254,7 +260,10 @@ describe('rcb cloud run --emulate', () => {
         expect([judge, scores(text)]).toEqual([judge, reference.json[judge]]);
       }
       const board = await run.blobs.get(`${cloudKeys.reportPrefix(run.runId)}leaderboard.txt`);
-      expect(board?.toString('utf8')).toBe(readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8'));
+      // The same scores; the stored board's cost lines price the cloud run's recorded shards.
+      const stored = splitTableCost(board?.toString('utf8') ?? '');
+      expect(stored.scores).toBe(splitTableCost(readFileSync(join(reference.dir, 'leaderboard.txt'), 'utf8')).scores);
+      expect(stored.cost).toMatch(/infrastructure: cloud run: estimated from \d+ recorded shard/);
       expect((await run.store.getRun(run.runId))?.status).toBe('succeeded');
     });
   });
