@@ -374,6 +374,8 @@ describe('rcb cloud status', () => {
       startDate: new Date('2026-01-02T03:04:05Z'),
     });
     docMock.on(GetCommand).resolves({ Item: runItem(run) });
+    // No shard failed: the run has no infra_error record in the bucket (S3 answers NoSuchKey).
+    s3Mock.on(GetObjectCommand).rejects(Object.assign(new Error('The specified key does not exist.'), { name: 'NoSuchKey' }));
     docMock
       .on(QueryCommand)
       .callsFake((input) =>

@@ -87,7 +87,7 @@ const STANDALONE_ENV = {
   RCB_GENERATION_TIMEOUT_SEC: '60',
   // PlanRun pins the evaluator its template names (read with its configuration, before the event).
   RCB_TASK_DEFINITION: 'arn:aws:ecs:us-east-1:000000000000:task-definition/rcb-evaluator:1',
-  RCB_EVALUATION_IMAGE: '000000000000.dkr.ecr.us-east-1.amazonaws.com/rcb@sha256:' + '0'.repeat(64),
+  RCB_EVALUATION_IMAGE: `000000000000.dkr.ecr.us-east-1.amazonaws.com/rcb@sha256:${'0'.repeat(64)}`,
   AWS_REGION: 'us-east-1',
 };
 

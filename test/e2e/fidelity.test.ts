@@ -154,8 +154,8 @@ describe('a paper whose tests cannot run here', () => {
     // Assess
     expect(doctor.status).toBe(1);
     expect(JSON.parse(doctor.stdout)).toEqual([
-      { paper: 'beta', runs: true, reason: null },
-      { paper: 'gamma', runs: false, reason: 'missing module rcb_no_such_module_anywhere' },
+      { paper: 'beta', runs: true, reason: null, note: null },
+      { paper: 'gamma', runs: false, reason: 'missing module rcb_no_such_module_anywhere', note: null },
     ]);
     expect(doctor.stderr).toContain('1 of 2 paper(s) run here');
     expect(run.status).toBe(0);

@@ -42,8 +42,8 @@ describeWithRealPset('the public pset on this machine', () => {
   it('rcb doctor lists the papers that run and names the missing module of those that do not', () => {
     expect(doctor.papers).toHaveLength(20);
     expect(doctor.papers.filter((p) => p.runs).map((p) => p.paper)).toEqual(RUNNABLE);
-    expect(doctor.papers.find((p) => p.paper === 'DyT')).toEqual({ paper: 'DyT', runs: false, reason: 'missing module timm' });
-    expect(doctor.papers.find((p) => p.paper === 'hyla')).toEqual({ paper: 'hyla', runs: false, reason: 'missing module jax' });
+    expect(doctor.papers.find((p) => p.paper === 'DyT')).toEqual({ paper: 'DyT', runs: false, reason: 'missing module timm', note: null });
+    expect(doctor.papers.find((p) => p.paper === 'hyla')).toEqual({ paper: 'hyla', runs: false, reason: 'missing module jax', note: null });
     for (const p of doctor.papers.filter((x) => !x.runs)) expect(p.reason).toMatch(/\S/);
     expect(doctor.status).toBe(1);
   });

@@ -361,7 +361,8 @@ describe('OrchestratorConstruct', () => {
       const actions = roleActions(template, roleOf('CheckProgress'));
       expect(actions.filter((a) => a.startsWith('sqs:'))).toEqual([]);
       // The execution's shard manifest read, its waves written (pipelined evaluation); no listing.
-      expect(actions.filter((a) => a.startsWith('s3:')).sort()).toEqual(['s3:GetObject', 's3:PutObject']);
+      // Its writes carry the run's cost-allocation tag (core/cloud/object-tags.ts).
+      expect(actions.filter((a) => a.startsWith('s3:')).sort()).toEqual(['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging']);
       expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual([
         'dynamodb:BatchGetItem',
         'dynamodb:GetItem',
