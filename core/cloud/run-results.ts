@@ -10,7 +10,8 @@ import { buildReport } from '../report/build-report';
 import { CLOUD_REPORTS, readInfraErrorTasks } from './aggregate-run';
 import { cloudKeys } from './payloads';
 import { recordedCloudRun } from './recorded-run';
-import { priceRecordedInfra } from '../cost/recorded-infra';
+import { priceRecordedInfra, type InfraCost } from '../cost/recorded-infra';
+import type { RunRecord } from '../records';
 
 export interface RunResultsDeps {
   store: RunStore;
@@ -30,6 +31,23 @@ export function storedReportKey(runId: string, opts: { format: ReportFormat; jud
   return cloudKeys.reportPrefix(runId) + stored.file;
 }
 
+/**
+ * What a report of a cloud run needs beyond the table, as Aggregate gave its stored reports:
+ * the infra_error tasks it recorded (out of the scores while unjudged, named) and the run's
+ * infrastructure cost priced from its records (unless `priced` is false).
+ */
+export async function cloudReportExtras(
+  deps: RunResultsDeps,
+  run: RunRecord,
+  opts: { priced?: boolean } = {},
+): Promise<{ infra?: InfraCost; infraErrors?: ReadonlySet<string> }> {
+  const infraErrors = await readInfraErrorTasks(deps.blobs, run.runId);
+  return {
+    ...(opts.priced === false ? {} : { infra: priceRecordedInfra(await recordedCloudRun(deps, run)) }),
+    ...(infraErrors.size ? { infraErrors } : {}),
+  };
+}
+
 /** The report, or null when the run does not exist. Errors of the report itself (a judge a run lacks) are thrown. */
 export async function readRunResults(
   deps: RunResultsDeps,
@@ -43,10 +61,8 @@ export async function readRunResults(
   }
   const run = await deps.store.getRun(runId);
   if (!run) return null;
-  // Official results have no cost lines: nothing to read for them.
-  const infra = opts.format === 'official' ? undefined : priceRecordedInfra(await recordedCloudRun(deps, run));
-  // The infra_error tasks Aggregate recorded stay out of this report's scores as out of the stored ones.
-  const infraErrors = await readInfraErrorTasks(deps.blobs, runId);
-  const { text } = await buildReport(deps.store, runId, { ...opts, infra, ...(infraErrors.size ? { infraErrors } : {}) });
+  // Official results have no cost lines: nothing to price for them.
+  const extras = await cloudReportExtras(deps, run, { priced: opts.format !== 'official' });
+  const { text } = await buildReport(deps.store, runId, { ...opts, ...extras });
   return { text, ...(run.status !== 'succeeded' ? { note: `run ${runId} is ${run.status}; these are the results so far` } : {}) };
 }

@@ -10,7 +10,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
-import type { Context, SQSEvent } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
 import { createHandler as createAggregate } from '../../app/stages/aggregate';
 import { createHandler as createBatchRound } from '../../app/stages/batch-round';
 import { createHandler as createCheckProgress } from '../../app/stages/check-progress';
@@ -19,10 +19,10 @@ import { createHandler as createGenerate } from '../../app/stages/generate';
 import { createHandler as createMarkFailed } from '../../app/stages/mark-failed';
 import { createHandler as createPlanRun } from '../../app/stages/plan-run';
 import { lambdaTelemetry, stageHandler, tracedModelClient, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
-import { planCloudRun } from '../../core/cloud/plan-cloud-run';
 import type { ModelClient, ModelRequest, ModelResponse } from '../../core/model';
 import type { BlobStore } from '../../core/store';
 import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';
+import { planned, sqsEvent } from './handler-fixtures';
 
 /** A subsegment as the recording tracer keeps it. */
 interface Seg {
@@ -117,6 +117,22 @@ function telemetry() {
   return { logger: new Logger({ serviceName: 'rcb-test' }), metrics: new Metrics({ namespace: 'rcb-test', serviceName: 'test' }), tracer };
 }
 
+/** As the lanes' dead-letter queue delivers a message, after its fifth receive. */
+const DEAD_LETTERED = { queueArn: 'arn:aws:sqs:us-east-1:123456789012:lane-dlq', receiveCount: 5 };
+
+/** What the stages that call models (Generate, BatchRound) read: the fixture's storage, no cache, no keys, recorded telemetry. */
+function modelStageDeps(f: CloudFixture, tel: ReturnType<typeof telemetry>) {
+  return {
+    store: f.store,
+    blobs: f.blobs,
+    cache: { get: async () => null, put: async () => undefined },
+    scratchDir: f.scratchDir,
+    keys: { get: async () => undefined },
+    ...tel,
+    tracer: tel.tracer.asTracer(),
+  };
+}
+
 const context = (id: string): Context =>
   ({
     functionName: 'fn',
@@ -127,28 +143,6 @@ const context = (id: string): Context =>
     callbackWaitsForEmptyEventLoop: true,
     getRemainingTimeInMillis: () => 60_000,
   }) as unknown as Context;
-
-function sqsEvent(bodies: string[]): SQSEvent {
-  return {
-    Records: bodies.map((body, i) => ({
-      messageId: `m${i}`,
-      receiptHandle: `rh${i}`,
-      body,
-      attributes: { ApproximateReceiveCount: '5' } as never,
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:lane-dlq',
-      awsRegion: 'us-east-1',
-    })),
-  };
-}
-
-async function planned(): Promise<CloudFixture> {
-  const f = await cloudFixture({ papers: ['grouprms'] });
-  await planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, f.input);
-  return f;
-}
 
 /** The lifecycle's marks on one invocation that failed with `message`: one error line, the error on the closed subsegment. */
 function expectFailedOnce(t: RecordingTracer, failure: string, message: RegExp): void {
@@ -260,7 +254,7 @@ describe('every stage goes through the one lifecycle', () => {
     const tel = telemetry();
     const handler = createDeadLetter(() => ({ store: f.store, ...tel, tracer: tel.tracer.asTracer() }));
 
-    const response = await handler(sqsEvent([JSON.stringify(f.queue.sent[0].message)]), context('d1'));
+    const response = await handler(sqsEvent([JSON.stringify(f.queue.sent[0].message)], DEAD_LETTERED), context('d1'));
     expect(response).toEqual({ batchItemFailures: [] });
     expect(flushes()).toEqual([['Tasks_dead_lettered_settled']]);
     expect(logLines().find((l) => l.message === 'dead-lettered task settled')).toMatchObject({ function_request_id: 'd1' });
@@ -275,13 +269,7 @@ describe('every stage goes through the one lifecycle', () => {
     // The oracle's answers, as a paid model: its calls are traced (offline ones are not).
     const paid: ModelClient = { id: 'oracle', params: oracle.params, offline: false, complete: (req) => oracle.complete(req) };
     const handler = createGenerate(() => ({
-      store: f.store,
-      blobs: f.blobs,
-      cache: { get: async () => null, put: async () => undefined },
-      scratchDir: f.scratchDir,
-      keys: { get: async () => undefined },
-      ...tel,
-      tracer: tel.tracer.asTracer(),
+      ...modelStageDeps(f, tel),
       modelsFor: () => ({ clients: new Map([...f.clients, ['oracle', paid]]), costs: new Map() }),
     }));
 
@@ -299,15 +287,7 @@ describe('every stage goes through the one lifecycle', () => {
   it('BatchRound: an input it cannot read logged once, nothing flushed', async () => {
     const f = await planned();
     const tel = telemetry();
-    const handler = createBatchRound(() => ({
-      store: f.store,
-      blobs: f.blobs,
-      cache: { get: async () => null, put: async () => undefined },
-      scratchDir: f.scratchDir,
-      keys: { get: async () => undefined },
-      ...tel,
-      tracer: tel.tracer.asTracer(),
-    }));
+    const handler = createBatchRound(() => modelStageDeps(f, tel));
 
     await expect(handler({ runId: f.input.runId }, context('b1'))).rejects.toThrow();
     const errors = logLines().filter((l) => l.level === 'ERROR');

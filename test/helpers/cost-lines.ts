@@ -53,3 +53,15 @@ export function splitCsvCost(text: string): SplitReport {
     cost: rows.map((r) => (r ? keep(r, true) : '')).join('\n'),
   };
 }
+
+/**
+ * A cloud run's leaderboard against the same run made locally: the same scores, line for line;
+ * the cloud's infrastructure priced from its recorded shards, the local one's "local ($0)".
+ */
+export function expectCloudBoardLikeLocal(cloud: string, local: string): void {
+  const c = splitTableCost(cloud);
+  const l = splitTableCost(local);
+  expect(c.scores).toBe(l.scores);
+  expect(c.cost).toMatch(/infrastructure: cloud run: estimated from \d+ recorded shard/);
+  expect(l.cost).toMatch(/infrastructure: local run/);
+}

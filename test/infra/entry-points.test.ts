@@ -16,8 +16,13 @@ afterEach(() => stdout.mockRestore());
 describe('workflow handlers', () => {
   it('rejects an input without a run id', async () => {
     // The environment the template gives CheckProgress: its configuration is read (once) before the event.
+    const saved = { ...process.env };
     Object.assign(process.env, { RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_GENERATION_TIMEOUT_SEC: '60', AWS_REGION: 'us-east-1' });
-    await expect(checkProgress({})).rejects.toThrow(/runId/);
+    try {
+      await expect(checkProgress({})).rejects.toThrow(/runId/);
+    } finally {
+      process.env = saved;
+    }
   });
 });
 

@@ -59,6 +59,14 @@ const orchestratorStack = oncePerProps(
   {},
 );
 
+/** What CheckProgress is given: the run, the execution's start, name and deadline, and the loop's last progress (its waves). */
+const CHECK_PROGRESS_PARAMETERS = {
+  'runId.$': '$.runId',
+  'startedAt.$': '$$.Execution.StartTime',
+  'deadlineSec.$': '$.plan.deadlineSec',
+  'execution.$': '$$.Execution.Name',
+  'previous.$': '$.progress',
+};
 describe('OrchestratorConstruct', () => {
   const definition = () => stateMachineDefinition(orchestratorStack().template);
   // The evaluation Map runs each wave inside the progress loop (the Generate Parallel's first branch).
@@ -140,13 +148,7 @@ describe('OrchestratorConstruct', () => {
     it('loops CheckProgress -> GenerationDone? -> Wait (the pause CheckProgress chose) until $.progress.done, then evaluates', () => {
       const states = allStates(definition().States);
       expect(states.WaitForGeneration).toEqual({ Type: 'Wait', SecondsPath: '$.progress.waitSec', Next: 'CheckProgress' });
-      expect(states.CheckProgress.Parameters).toEqual({
-        'runId.$': '$.runId',
-        'startedAt.$': '$$.Execution.StartTime',
-        'deadlineSec.$': '$.plan.deadlineSec',
-        'execution.$': '$$.Execution.Name',
-        'previous.$': '$.progress',
-      });
+      expect(states.CheckProgress.Parameters).toEqual(CHECK_PROGRESS_PARAMETERS);
       expect(states.CheckProgress.Next).toBe('GenerationDone?');
       expect(states.CheckProgress.ResultPath).toBe('$.progress');
       expect(states['GenerationDone?']).toEqual({
@@ -171,13 +173,7 @@ describe('OrchestratorConstruct', () => {
       }
       expect(states.PlanRun.Parameters).toBeUndefined();
       expect(states.PlanRun.ResultPath).toBe('$.plan');
-      expect(states.CheckProgress.Parameters).toEqual({
-        'runId.$': '$.runId',
-        'startedAt.$': '$$.Execution.StartTime',
-        'deadlineSec.$': '$.plan.deadlineSec',
-        'execution.$': '$$.Execution.Name',
-        'previous.$': '$.progress',
-      });
+      expect(states.CheckProgress.Parameters).toEqual(CHECK_PROGRESS_PARAMETERS);
       expect(states.Aggregate.Parameters).toEqual({ 'runId.$': '$.runId', 'execution.$': '$$.Execution.Name' });
       expect(states.MarkRunFailed.Parameters).toEqual({ 'runId.$': '$.runId', 'failure.$': '$.failure' });
     });

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import type { HostedModels } from '../../../adapters/models/hosted-models';
 import { StateInUseError } from '../../../emulator/emulator-state';
 import { exitCodeOf } from '../../../core/cloud/run-progress';
-import { readInfraErrorTasks } from '../../../core/cloud/aggregate-run';
+import { cloudReportExtras } from '../../../core/cloud/run-results';
 import { LEADERBOARD, RUN_OUTPUTS, writeRunOutputs } from '../../../core/run/run-outputs';
 import { cloudBatchSettings } from '../../../app/cloud-run';
 import { defaultPython, parsePositiveInt, UsageError } from '../common';
@@ -69,8 +69,8 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
           if (dir) writeFileSync(join(dir, output.file), text);
         },
         dir ? RUN_OUTPUTS : [LEADERBOARD],
-        // Scored as Aggregate scored the bucket's reports: infra_error tasks out, named.
-        { infraErrors: await readInfraErrorTasks(run.blobs, run.runId) },
+        // As Aggregate wrote the bucket's reports: infra_error tasks out and named, infrastructure priced from the run's records.
+        runRecord ? await cloudReportExtras(run, runRecord) : {},
       );
       deps.out(`\n${texts.get(LEADERBOARD.file)}`);
     }
