@@ -1,13 +1,7 @@
-/**
- * The base files of a paper folder (everything but the spliced file) and the check that
- * a run left them as they were: a test that passes because the candidate rewrote
- * paper2code_test.py, or deleted a fixture, is not a pass.
- */
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { lstat, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SKIPPED_DIRS } from './workspace';
+import { fileSha256 } from '../file-sha256';
 
 interface FileEntry {
   kind: 'file' | 'symlink' | 'other';
@@ -39,7 +33,7 @@ async function walk(root: string, withDigests: boolean): Promise<FileIndex> {
         index.set(childRel, { kind: 'symlink', size: 0, digest: await readlink(join(root, childRel)) });
       } else if (entry.isFile()) {
         const { size } = await lstat(join(root, childRel));
-        index.set(childRel, { kind: 'file', size, digest: withDigests ? await sha256(join(root, childRel)) : undefined });
+        index.set(childRel, { kind: 'file', size, digest: withDigests ? await fileSha256(join(root, childRel)) : undefined });
       } else {
         index.set(childRel, { kind: 'other', size: 0 });
       }
@@ -47,16 +41,6 @@ async function walk(root: string, withDigests: boolean): Promise<FileIndex> {
   };
   await visit('');
   return index;
-}
-
-function sha256(path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = createHash('sha256');
-    createReadStream(path)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('error', reject)
-      .on('end', () => resolve(hash.digest('hex')));
-  });
 }
 
 /** Base-file indexes of paper folders, computed once each: the pset is never written. */
@@ -87,7 +71,7 @@ export class BaseFiles {
       const is = now.get(rel);
       if (!is || is.kind !== was.kind) tampered.push(rel);
       else if (was.kind === 'symlink' && is.digest !== was.digest) tampered.push(rel);
-      else if (was.kind === 'file' && (is.size !== was.size || (await sha256(join(workspace, rel))) !== was.digest)) {
+      else if (was.kind === 'file' && (is.size !== was.size || (await fileSha256(join(workspace, rel))) !== was.digest)) {
         tampered.push(rel);
       }
     }

@@ -33,7 +33,7 @@ import type { KeySource } from '../../core/keys';
 import { createSecretsManagerClient } from '../../adapters/aws/clients';
 import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
-import { loadStorageConfig, once, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import { loadStorageConfig, once, parseJsonConfig, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, tracedModelClient, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels } from '../models';
@@ -56,16 +56,7 @@ export type LaneThrottleConfig = z.infer<typeof laneThrottleConfigSchema>[number
 
 /** RCB_LANES parsed, or none when unset (no shared throttle: each call goes straight to the provider). */
 export function parseLaneThrottleConfig(raw: string | undefined): LaneThrottleConfig[] | undefined {
-  if (!raw) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch (e) {
-    throw new Error(`RCB_LANES is not JSON: ${(e as Error).message}`);
-  }
-  const parsed = laneThrottleConfigSchema.safeParse(json);
-  if (!parsed.success) throw new Error(`RCB_LANES: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-  return parsed.data;
+  return raw ? parseJsonConfig('RCB_LANES', raw, laneThrottleConfigSchema) : undefined;
 }
 
 export interface GenerateConfig {

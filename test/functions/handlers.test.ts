@@ -9,21 +9,22 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { Context, SQSEvent } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DynamoRunStore } from '../../adapters/aws/dynamo-run-store';
 import { S3BlobStore } from '../../adapters/aws/s3-blob-store';
 import { EnqueueError } from '../../adapters/aws/sqs-task-queue';
-import { CLAIM_LEASE_MARGIN_MS, createHandler as createGenerate } from '../../app/stages/generate';
+import { CLAIM_LEASE_MARGIN_MS, createHandler as createGenerate, parseLaneThrottleConfig } from '../../app/stages/generate';
 import type { ModelClient } from '../../core/model';
 import { createHandler as createPlanRun } from '../../app/stages/plan-run';
 import { createHandler as createCheckProgress } from '../../app/stages/check-progress';
 import { createHandler as createAggregate } from '../../app/stages/aggregate';
 import { createHandler as createMarkFailed } from '../../app/stages/mark-failed';
 import { LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
-import { planCloudRun, readShardManifest } from '../../core/cloud/plan-cloud-run';
+import { readShardManifest } from '../../core/cloud/plan-cloud-run';
 import type { RunStore } from '../../core/store';
 import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';
+import { planned, sqsEvent } from './handler-fixtures';
 import { makeCompletion } from '../aws/records';
 
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
@@ -38,28 +39,6 @@ beforeEach(() => {
   s3.reset();
   sqs.reset();
 });
-
-function sqsEvent(bodies: string[]): SQSEvent {
-  return {
-    Records: bodies.map((body, i) => ({
-      messageId: `m${i}`,
-      receiptHandle: `rh${i}`,
-      body,
-      attributes: {} as never,
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:lane',
-      awsRegion: 'us-east-1',
-    })),
-  };
-}
-
-async function planned(): Promise<CloudFixture> {
-  const f = await cloudFixture({ papers: ['grouprms'] });
-  await planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, f.input);
-  return f;
-}
 
 const mockedStore = () => new DynamoRunStore(DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' })), { tableName: 'runs' });
 
@@ -299,5 +278,18 @@ describe('mark-failed handler', () => {
   it('rejects an input without its failure', async () => {
     const f = await planned();
     await expect(createMarkFailed(() => ({ store: f.store, logger: logger() }))({ runId: 'r1' })).rejects.toThrow(/failure/);
+  });
+});
+
+describe('RCB_LANES', () => {
+  it('is refused naming the variable and the wrong field, not read as no lanes', () => {
+    expect(() => parseLaneThrottleConfig('not json')).toThrow(/^rcb config: RCB_LANES is not JSON: not json$/);
+    expect(() => parseLaneThrottleConfig('[{"name":"openai","queueArn":"arn:q","maxConcurrency":0}]')).toThrow(
+      /^rcb config: RCB_LANES is malformed: 0\.maxConcurrency: /,
+    );
+    expect(parseLaneThrottleConfig(undefined)).toBeUndefined();
+    expect(parseLaneThrottleConfig('[{"name":"openai","queueArn":"arn:q","maxConcurrency":4}]')).toEqual([
+      { name: 'openai', queueArn: 'arn:q', maxConcurrency: 4 },
+    ]);
   });
 });

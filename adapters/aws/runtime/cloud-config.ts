@@ -4,6 +4,7 @@
  * Errors name the variable. Tests and the emulator build the same objects directly.
  */
 import { tmpdir } from 'node:os';
+import type { ZodType } from 'zod';
 
 /** A missing or malformed environment variable. */
 export class ConfigError extends Error {
@@ -31,6 +32,20 @@ export function jsonRecordEnv(env: NodeJS.ProcessEnv, name: string): Record<stri
     throw new ConfigError(name, 'must be a JSON object of strings');
   }
   return value as Record<string, string>;
+}
+
+/** A variable's JSON value checked against `schema`; errors name the variable and each wrong field. */
+export function parseJsonConfig<T>(name: string, raw: string, schema: ZodType<T>): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(name, `is not JSON: ${raw.slice(0, 100)}`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success)
+    throw new ConfigError(name, `is malformed: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
 }
 
 export function positiveNumberEnv(env: NodeJS.ProcessEnv, name: string): number {

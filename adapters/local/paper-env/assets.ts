@@ -9,10 +9,10 @@
  * pretrained weights) finds its checkpoint there and downloads nothing.
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { z } from 'zod';
+import { fileSha256 } from '../../file-sha256';
 
 /** The environment's folder of fetched assets. */
 export const ASSETS_DIR = 'assets';
@@ -78,16 +78,6 @@ export function readEnvNotes(file: string): EnvNotes {
 
 export function assetFile(envDir: string, asset: Pick<PaperAsset, 'path'>): string {
   return join(envDir, ASSETS_DIR, asset.path);
-}
-
-function sha256(path: string): Promise<string> {
-  return new Promise((res, rej) => {
-    const h = createHash('sha256');
-    createReadStream(path)
-      .on('data', (c) => h.update(c))
-      .on('error', rej)
-      .on('end', () => res(h.digest('hex')));
-  });
 }
 
 /**
@@ -181,7 +171,7 @@ export async function fetchAssets(opts: {
   for (const asset of opts.assets) {
     const file = assetFile(opts.envDir, asset);
     const name = `${asset.paper}'s ${basename(asset.path)}`;
-    if (existsSync(file) && (await sha256(file)).startsWith(asset.sha256Prefix)) {
+    if (existsSync(file) && (await fileSha256(file)).startsWith(asset.sha256Prefix)) {
       results.push({ asset, file, state: 'present' });
       continue;
     }

@@ -14,22 +14,11 @@
  * `offline` skips step 2's downloads (the image build: the host filled the wheelhouse).
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import {
-  createReadStream,
-  createWriteStream,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  writeFileSync,
-  type WriteStream,
-} from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync, type WriteStream } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { distributionOfFile, isSdist, normalizeName, type Lock, type LockEntry } from './lock';
 import { ENV_MARKER, envPython, readEnvMarker, type EnvMarker } from './location';
+import { fileSha256 } from '../../file-sha256';
 
 /** How one source distribution is built (container/requirements-build.json). */
 export interface BuildRecipe {
@@ -101,22 +90,14 @@ function run(cmd: string, args: string[], log: WriteStream, env: NodeJS.ProcessE
 
 const hashCache = new Map<string, string>();
 
-function sha256File(path: string): Promise<string> {
+async function sha256File(path: string): Promise<string> {
   const st = statSync(path);
   const key = `${path}:${st.size}:${st.mtimeMs}`;
   const known = hashCache.get(key);
-  if (known) return Promise.resolve(known);
-  return new Promise((res, rej) => {
-    const h = createHash('sha256');
-    createReadStream(path)
-      .on('data', (c) => h.update(c))
-      .on('error', rej)
-      .on('end', () => {
-        const digest = h.digest('hex');
-        hashCache.set(key, digest);
-        res(digest);
-      });
-  });
+  if (known) return known;
+  const digest = await fileSha256(path);
+  hashCache.set(key, digest);
+  return digest;
 }
 
 /** The wheelhouse's file for each entry, if one whose sha256 is locked is there. */
