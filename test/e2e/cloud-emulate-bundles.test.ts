@@ -57,7 +57,17 @@ class FlakyProxy {
         }
         const to = new URL(target());
         const forward = httpRequest(
-          { host: to.hostname, port: to.port, path: to.pathname.replace(/\/v1$/, '') + (req.url ?? ''), method: req.method, headers: req.headers },
+          {
+            host: to.hostname,
+            port: to.port,
+            path: to.pathname.replace(/\/v1$/, '') + (req.url ?? ''),
+            method: req.method,
+            headers: { ...req.headers, connection: 'close' },
+            // A connection of its own per request: node's global agent keeps sockets alive, and one
+            // the endpoint closes as it is reused resets the forward, a failure nobody injected
+            // that the client sees as a dropped connection and retries fewer times than a 500.
+            agent: false,
+          },
           (up) => {
             res.writeHead(up.statusCode ?? 502, up.headers);
             up.pipe(res);
@@ -339,6 +349,9 @@ describe('a run with a shard that failed every attempt, started again', () => {
       const judgedBefore = new Map((await first.store.listVerdicts(first.runId)).map((v) => [v.taskId, v.createdAt]));
       expect(judgedBefore.size).toBeLessThan(tasks.length);
       const calledBefore = [...endpoint.reset().answered.values()].reduce((a, b) => a + b, 0);
+      // Every task answered once: should one not be, its completion's error says why.
+      const completions = await first.store.getCompletions(tasks.map((t) => t.taskId));
+      expect([...completions.values()].filter((c) => c.error).map((c) => [c.taskId, c.attempt, c.error])).toEqual([]);
       expect(calledBefore).toBe(tasks.length);
 
       // Act
