@@ -437,7 +437,8 @@ describe('ColdExecutor batches', () => {
     const top = `import subprocess, sys, time\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${mark}"])\ntime.sleep(300)`;
     const running = closing.run([paper.candidate('slow', modelSource(CORRECT_BODY, top)), paper.candidate('never', 'x = 1\n')]);
     // Closed once the test is under way (its child is up), however long the start took.
-    for (let waited = 0; processesWith(mark).length === 0 && waited < 20_000; waited += 50) {
+    const upBy = performance.now() + boundAfter(0, reference.durationMs);
+    while (processesWith(mark).length === 0 && performance.now() < upBy) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
 
