@@ -11,6 +11,7 @@ import { estimateModel, type ModelEstimate, type PromptGroup } from '../adapters
 import { describeTokenCount } from '../adapters/models/tokens';
 import { defaultLanes, laneOfProvider } from '../adapters/models/provider-lanes';
 import { estimateRunInfra, formatRunInfra, idleMonthlyCost, DEFAULT_STACK_SIZES } from '../core/cost/infra-cost';
+import { plannedShardCount } from '../core/cloud/shard-plan';
 
 /** One prompt group per paper: the shared prefix and each task x sample's own suffix. */
 export function promptGroups(pset: Pset, template: PromptTemplate, withPaper: boolean, samples: number): PromptGroup[] {
@@ -132,8 +133,12 @@ export function formatInfraEstimate(pset: Pset, models: Array<{ provider: string
   const used = new Set(models.filter((m) => m.provider && !m.batched).map((m) => laneOfProvider(m.provider!).lane ?? lanes[0].name));
   const laneConcurrency = lanes.filter((l) => used.has(l.name)).reduce((s, l) => s + l.maxConcurrency, 0);
   const interactive = models.filter((m) => m.provider && !m.batched).length;
+  const shards = plannedShardCount(
+    pset.papers.map((p) => p.snippets.length * samples),
+    models.length,
+  );
   const estimate = estimateRunInfra(
-    { papers: pset.papers.length, tasks: snippets * models.length * samples, interactiveCalls: snippets * interactive * samples, laneConcurrency },
+    { papers: pset.papers.length, shards, tasks: snippets * models.length * samples, interactiveCalls: snippets * interactive * samples, laneConcurrency },
     DEFAULT_STACK_SIZES,
   );
   return formatRunInfra(estimate, idleMonthlyCost(DEFAULT_STACK_SIZES));

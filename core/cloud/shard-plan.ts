@@ -40,11 +40,24 @@ export function planShards(
   }
   const shards: ShardRef[] = [];
   for (const { paper, model, count } of groups.values()) {
-    const sec = secPerCandidate?.(paper) ?? sizing.testSecPerCandidate;
-    const parts = Math.max(1, Math.ceil((count * sec) / sizing.targetSec));
+    const parts = slicesOf(count, secPerCandidate?.(paper) ?? sizing.testSecPerCandidate, sizing);
     for (let part = 0; part < parts; part++) shards.push(parts === 1 ? { paper, model } : { paper, model, part, parts });
   }
   return shards;
+}
+
+/** Slices of one paper and model's `candidates`, each at most the sizing's target of work. */
+function slicesOf(candidates: number, secPerCandidate: number, sizing: ShardSizing): number {
+  return Math.max(1, Math.ceil((candidates * secPerCandidate) / sizing.targetSec));
+}
+
+/**
+ * How many shards `planShards` makes of a run, before its tasks exist (the infrastructure
+ * estimate): every model runs every paper, `candidatesPerPaper[i]` candidates (snippets x
+ * samples) of paper i each.
+ */
+export function plannedShardCount(candidatesPerPaper: number[], models: number, sizing: ShardSizing = DEFAULT_SHARD_SIZING): number {
+  return models * candidatesPerPaper.reduce((n, c) => n + (c > 0 ? slicesOf(c, sizing.testSecPerCandidate, sizing) : 0), 0);
 }
 
 /** The tasks of one shard. */

@@ -24,8 +24,13 @@ export const DEFAULT_STACK_SIZES: StackSizes = {
 
 /** What a run is, for its infrastructure: how many tasks, on how many papers, with how many calls. */
 export interface RunShape {
-  /** Papers evaluated: one shard task each. */
+  /** Papers evaluated: one environment check each (cached per image, core/cloud/shard-environment.ts). */
   papers: number;
+  /**
+   * Shard tasks started: PlanRun's shards, one per paper and model, sliced by work
+   * (core/cloud/shard-plan.ts planShards; before a run, plannedShardCount). Each pulls the image.
+   */
+  shards: number;
   /** Tasks (snippet x model x sample): each one generation and one test. */
   tasks: number;
   /** Tasks answered by an interactive model call in a generator invocation (the rest are offline or batched). */
@@ -103,13 +108,16 @@ function pollsOver(wallSec: number): number {
 export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_STACK_SIZES, a: InfraAssumptions = DEFAULT_INFRA_ASSUMPTIONS): RunInfraEstimate {
   const { vcpu, memoryGb, architecture } = sizes.shardTask;
   const slots = Math.max(1, Math.floor(vcpu));
-  const tasksPerShard = shape.papers > 0 ? shape.tasks / shape.papers : 0;
-  const shardSec = Math.max(P.fargate.minimumBilledSec, a.imagePullSec + a.environmentCheckSec + (tasksPerShard * a.testSecPerTask) / slots);
-  const shardHours = (shape.papers * shardSec) / 3600;
+  const shards = Math.max(0, shape.shards);
+  const tasksPerShard = shards > 0 ? shape.tasks / shards : 0;
+  // A paper's environment check runs in one of its shards (the others read the stored result): its time spread over them.
+  const checkPerShard = shards > 0 ? (Math.min(shape.papers, shards) * a.environmentCheckSec) / shards : 0;
+  const shardSec = Math.max(P.fargate.minimumBilledSec, a.imagePullSec + checkPerShard + (tasksPerShard * a.testSecPerTask) / slots);
+  const shardHours = (shards * shardSec) / 3600;
   const fargate = (prices: { vcpuHour: number; gbHour: number }, label: string): InfraLine => ({
     item: `Fargate ${label}`,
     usd: shardHours * (vcpu * prices.vcpuHour + memoryGb * prices.gbHour),
-    arithmetic: `${shape.papers} shard(s) x ${fmt(shardSec, 0)} s (pull ${a.imagePullSec} s + env check ${a.environmentCheckSec} s + ${fmt(tasksPerShard, 1)} tasks x ${a.testSecPerTask} s / ${slots} slots) x (${vcpu} vCPU x $${prices.vcpuHour} + ${memoryGb} GB x $${prices.gbHour}) per hour`,
+    arithmetic: `${fmt(shards, 0)} shard(s) of ${shape.papers} paper(s) x ${fmt(shardSec, 0)} s (pull ${a.imagePullSec} s + env check ${a.environmentCheckSec} s once per paper, ${fmt(checkPerShard, 1)} s a shard + ${fmt(tasksPerShard, 1)} tasks x ${a.testSecPerTask} s / ${slots} slots) x (${vcpu} vCPU x $${prices.vcpuHour} + ${memoryGb} GB x $${prices.gbHour}) per hour`,
   });
 
   const generatorGb = (sizes.functionMemoryMiB.generate ?? 512) / 1024;
@@ -122,14 +130,14 @@ export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_ST
     (shape.interactiveCalls * a.modelCallSec * generatorGb + smallFnGbSec + orchestrationGbSec) * P.lambda.arm64GbSecond +
     (invocations / 1e6) * P.lambda.perMillionRequests;
   // The workflow: start, plan, the check loop (Wait, CheckProgress, Choice), the Map of shards (about 5 each), aggregate.
-  const transitions = 12 + polls * 3 + shape.papers * 5;
+  const transitions = 12 + polls * 3 + shards * 5;
   const writes = shape.tasks * a.writeUnitsPerTask;
   const reads = shape.tasks * a.readUnitsPerTask;
-  const puts = shape.tasks * a.s3PutsPerTask + shape.papers * 2 + 10;
-  const gets = shape.papers * a.s3GetsPerShard + 10;
+  const puts = shape.tasks * a.s3PutsPerTask + shards * 2 + 10;
+  const gets = shards * a.s3GetsPerShard + 10;
   const logGb = (shape.tasks * a.logBytesPerTask) / 1024 ** 3;
   const sqsRequests = shape.interactiveCalls * 3;
-  const traces = invocations + shape.papers;
+  const traces = invocations + shards;
   const lines: InfraLine[] = [
     {
       item: 'Lambda',

@@ -105,7 +105,8 @@ export function priceRecordedInfra(
   const modelCallSec = calls > 0 ? genSec / calls : 0;
   // The lane concurrency that makes the estimate's generation time the run's recorded wall time.
   const laneConcurrency = recorded.wallSec > 0 ? genSec / recorded.wallSec : 1;
-  const rest = estimateRunInfra({ papers: recorded.shards.length, tasks, interactiveCalls: calls, laneConcurrency }, sizes, {
+  const checks = recorded.shards.filter((s) => s.envCheckRan).length;
+  const rest = estimateRunInfra({ papers: checks, shards: recorded.shards.length, tasks, interactiveCalls: calls, laneConcurrency }, sizes, {
     ...a,
     modelCallSec: Number(modelCallSec.toFixed(3)),
   }).lines;

@@ -2,7 +2,7 @@
  * Shards sized by work: one per paper and model, cut into equal slices when candidates x the
  * expected test time pass the target; the slices of a group cover each task exactly once.
  */
-import { DEFAULT_SHARD_SIZING, planShards, shardSlice, shardTasks } from '../../core/cloud/shard-plan';
+import { DEFAULT_SHARD_SIZING, plannedShardCount, planShards, shardSlice, shardTasks } from '../../core/cloud/shard-plan';
 import type { TaskRecord } from '../../core/records';
 
 const task = (paper: string, model: string, i: number): TaskRecord => ({
@@ -46,5 +46,27 @@ describe('planShards', () => {
     ]);
     // A shard of the whole paper (a run planned before shards had models) still holds every model.
     expect(shardTasks(tasks, { paper: 'p' })).toHaveLength(3);
+  });
+});
+
+describe('plannedShardCount', () => {
+  it('counts, before any task exists, the shards planShards makes of the run (what the infrastructure estimate prices)', () => {
+    // Prepare: papers of 1, 20 and 300 snippets, 3 models, 5 samples: the last paper is sliced.
+    const snippets = { small: 1, mid: 20, huge: 300 };
+    const models = ['a', 'b', 'c'];
+    const tasks = models.flatMap((model) =>
+      Object.entries(snippets).flatMap(([paper, n]) => Array.from({ length: n * 5 }, (_, i) => ({ ...task(paper, model, i), sample: i % 5 }))),
+    );
+
+    // Act
+    const planned = plannedShardCount(
+      Object.values(snippets).map((n) => n * 5),
+      models.length,
+    );
+
+    // Assess
+    const shards = planShards(tasks, DEFAULT_SHARD_SIZING);
+    expect(planned).toBe(shards.length);
+    expect(shards.filter((s) => s.paper === 'huge' && s.model === 'a').length).toBeGreaterThan(1);
   });
 });

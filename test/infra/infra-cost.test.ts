@@ -41,7 +41,7 @@ describe('infrastructure cost from the template', () => {
 
 describe('run infrastructure estimate', () => {
   // The largest run the default stack admits a sweep of: every paper of the set, 32 models x 5 samples.
-  const full = { papers: 20, tasks: 212 * 32 * 5, interactiveCalls: 212 * 32 * 5, laneConcurrency: 20 };
+  const full = { papers: 20, shards: 20 * 32, tasks: 212 * 32 * 5, interactiveCalls: 212 * 32 * 5, laneConcurrency: 20 };
 
   it('prices Fargate on Spot below on demand and sums every line', () => {
     const e = estimateRunInfra(full);
@@ -54,7 +54,7 @@ describe('run infrastructure estimate', () => {
   });
 
   it('bills a shard task at least the Fargate minimum and includes the image pull', () => {
-    const tiny = estimateRunInfra({ papers: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 }, DEFAULT_STACK_SIZES, {
+    const tiny = estimateRunInfra({ papers: 1, shards: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 }, DEFAULT_STACK_SIZES, {
       ...DEFAULT_INFRA_ASSUMPTIONS,
       imagePullSec: 0,
       environmentCheckSec: 0,
@@ -63,8 +63,22 @@ describe('run infrastructure estimate', () => {
     const { vcpu, memoryGb } = DEFAULT_STACK_SIZES.shardTask;
     const p = INFRA_PRICES.fargate.spot.X86_64;
     expect(tiny.fargateSpot.usd).toBeCloseTo((60 / 3600) * (vcpu * p.vcpuHour + memoryGb * p.gbHour), 9);
-    const withPull = estimateRunInfra({ papers: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 });
+    const withPull = estimateRunInfra({ papers: 1, shards: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 });
     expect(withPull.fargateSpot.arithmetic).toContain('pull 90 s');
+  });
+
+  it('pulls the image once per shard (paper x model) and checks each paper once, as the workflow runs them', () => {
+    const a = { ...DEFAULT_INFRA_ASSUMPTIONS, testSecPerTask: 0 };
+    // One shard per paper would price 20 pulls; the sweep starts 640 shard tasks.
+    const perPaper = estimateRunInfra({ ...full, shards: 20 }, DEFAULT_STACK_SIZES, a);
+    const perShard = estimateRunInfra(full, DEFAULT_STACK_SIZES, a);
+    const { vcpu, memoryGb } = DEFAULT_STACK_SIZES.shardTask;
+    const p = INFRA_PRICES.fargate.spot.X86_64;
+    const hourly = vcpu * p.vcpuHour + memoryGb * p.gbHour;
+    const billed = (sec: number) => Math.max(INFRA_PRICES.fargate.minimumBilledSec, sec);
+    expect(perShard.fargateSpot.usd).toBeCloseTo((640 * billed(a.imagePullSec + (20 * a.environmentCheckSec) / 640) * hourly) / 3600, 9);
+    expect(perPaper.fargateSpot.usd).toBeCloseTo((20 * billed(a.imagePullSec + a.environmentCheckSec) * hourly) / 3600, 9);
+    expect(perShard.fargateSpot.arithmetic).toMatch(/^640 shard\(s\) of 20 paper\(s\)/);
   });
 
   it('formats every line with its arithmetic', () => {

@@ -13,6 +13,7 @@ import { laneOfProvider } from '../../../adapters/models/provider-lanes';
 import type { ModelEntry } from '../../../adapters/models/registry';
 import { hostedModels } from '../../../app/models';
 import { DEFAULT_INFRA_ASSUMPTIONS, estimateRunInfra, formatIdle, formatRunInfra, idleMonthlyCost } from '../../../core/cost/infra-cost';
+import { plannedShardCount } from '../../../core/cloud/shard-plan';
 import type { Pset } from '../../../core/types';
 import { UsageError } from '../common';
 import { resolveRun, type RunSpecFlags } from '../resolve-run';
@@ -37,7 +38,7 @@ export function defaultDoctorDeps(region?: string): DoctorDeps {
 }
 
 /** The run's shape: from the sweep file, else from the run flags as `rcb run` reads them. */
-export function runDemand(opts: DoctorOptions): { demand: RunDemand; hostedTasks: number; label: string } {
+export function runDemand(opts: DoctorOptions): { demand: RunDemand; hostedTasks: number; shards: number; label: string } {
   const callSec = opts.callSec === undefined ? DEFAULT_INFRA_ASSUMPTIONS.modelCallSec : Number(opts.callSec);
   if (!Number.isFinite(callSec) || callSec <= 0) throw new UsageError(`--call-sec must be a positive number of seconds (got ${opts.callSec})`);
   let pset: Pset;
@@ -69,12 +70,16 @@ export function runDemand(opts: DoctorOptions): { demand: RunDemand; hostedTasks
       modelCallSec: callSec,
     },
     hostedTasks: snippets * hostedEntries.length * samples,
+    shards: plannedShardCount(
+      pset.papers.map((p) => p.snippets.length * samples),
+      entries.length,
+    ),
     label: `${label}: ${pset.papers.length} paper(s), ${snippets} snippet(s) x ${entries.length} model(s) x ${samples} sample(s)`,
   };
 }
 
 export async function cloudDoctor(opts: DoctorOptions, deps: DoctorDeps): Promise<number> {
-  const { demand, hostedTasks, label } = runDemand(opts);
+  const { demand, hostedTasks, shards, label } = runDemand(opts);
   const stack = await readDeployedStack(deps.cfn, opts.stackName);
   const quotas = await readAccountQuotas(deps);
   deps.out(`${label}\n`);
@@ -83,7 +88,7 @@ export async function cloudDoctor(opts: DoctorOptions, deps: DoctorDeps): Promis
   const firstLane = Object.keys(stack.lanes)[0];
   const lanes = new Set(demand.models.map((m) => (m.lane ?? firstLane).replace(/-/g, '')));
   const laneConcurrency = [...lanes].reduce((s, lane) => s + (stack.lanes[lane] ?? 0), 0);
-  const infra = estimateRunInfra({ papers: demand.papers, tasks: demand.tasks, interactiveCalls: hostedTasks, laneConcurrency }, stack.sizes, {
+  const infra = estimateRunInfra({ papers: demand.papers, shards, tasks: demand.tasks, interactiveCalls: hostedTasks, laneConcurrency }, stack.sizes, {
     ...DEFAULT_INFRA_ASSUMPTIONS,
     modelCallSec: demand.modelCallSec,
   });
