@@ -443,6 +443,10 @@ async function main(): Promise<number> {
     const local = new Map([...localVerdicts(papers, opts.pset, scratch, opts.reference)].filter(([id]) => planned.has(id)));
     const differing = [...new Set([...cloud.keys(), ...local.keys()])].filter((id) => JSON.stringify(cloud.get(id)) !== JSON.stringify(local.get(id)));
     const passed = [...cloud.values()].filter((v) => v.strictPass).length;
+    // Tasks judged on neither side: those of papers both runs found env_broken (kept out of the scores, as SPEC allows).
+    const paperOf = new Map((await storage.store.listTasks(runId)).map((t) => [t.taskId, t.paper]));
+    const unjudged = queue.sent.map((m) => m.message.taskId).filter((id) => !cloud.has(id) && !local.has(id));
+    const brokenPapers = [...new Set(unjudged.map((id) => paperOf.get(id) ?? '?'))];
     const wall = (Date.now() - t0) / 1000;
     process.stdout.write(
       [
@@ -450,11 +454,12 @@ async function main(): Promise<number> {
         `container: uid ${facts.uid}, capabilities ${capabilityNames(facts.capeff ?? '0').join(' ')}, root ${facts.rootfs}, /scratch ${facts.scratch}, user namespaces: ${facts.unshare}`,
         `sandbox: RCB_SANDBOX=${opts.sandbox}; shards ${papers.length} (${shardTimes.map((s) => `${s.toFixed(1)}s`).join(', ')})`,
         `verdicts: ${cloud.size} in the container's run (${passed} strict passes), ${local.size} locally, ${differing.length} differing`,
+        `env_broken in both runs: ${unjudged.length} task(s) of ${brokenPapers.length ? brokenPapers.join(', ') : 'no paper'}`,
         `wall time: ${wall.toFixed(1)}s`,
         '',
       ].join('\n'),
     );
-    if (differing.length > 0 || cloud.size !== queue.sent.length) {
+    if (differing.length > 0 || cloud.size + unjudged.length !== queue.sent.length) {
       for (const id of differing.slice(0, 10))
         process.stderr.write(`  ${id}: container ${JSON.stringify(cloud.get(id))} local ${JSON.stringify(local.get(id))}\n`);
       return 1;
