@@ -1,5 +1,5 @@
 import type { Candidate, RawExecution, TestExecutor } from '../../core/executor';
-import { checkEnvironment, failureReason, type EnvironmentCache } from '../../core/run/env-check';
+import { checkEnvironment, ENV_CHECK_ATTEMPTS, failureReason, type EnvironmentCache } from '../../core/run/env-check';
 import { readPset } from '../../core/pset/read-pset';
 import type { PaperEnvironment } from '../../core/records';
 import { passedSuiteReport } from '../helpers/driver-report';
@@ -52,10 +52,15 @@ describe('failureReason', () => {
 /** An executor that answers each paper's candidate with the execution given for it, and records what it ran. */
 class FakeExecutor implements TestExecutor {
   readonly ran: Candidate[] = [];
-  constructor(private readonly byPaper: Record<string, RawExecution>) {}
+  /** Each paper's executions in turn (the last one repeats), or one execution every time. */
+  constructor(private readonly byPaper: Record<string, RawExecution | RawExecution[]>) {}
   async run(candidates: Candidate[]): Promise<RawExecution[]> {
-    this.ran.push(...candidates);
-    return candidates.map((c) => ({ ...this.byPaper[c.paper], taskId: c.taskId }));
+    return candidates.map((c) => {
+      const times = this.ran.filter((r) => r.paper === c.paper).length;
+      this.ran.push(c);
+      const answers = [this.byPaper[c.paper]].flat();
+      return { ...answers[Math.min(times, answers.length - 1)], taskId: c.taskId };
+    });
   }
   async close(): Promise<void> {}
 }
@@ -133,5 +138,39 @@ describe('checkEnvironment', () => {
     // Assess
     expect(result[0]).toEqual({ paper: 'alpha', runs: false, reason: 'executor error: bwrap failed' });
     expect(cache.get(pset.papers[0].digest, '/usr/bin/python3')).toBeNull();
+  });
+
+  it('checks a paper again when its oracle failed for another reason than a missing module: a reference that fails by chance or load keeps its paper', async () => {
+    // Prepare: alpha's test fails once by its own wall-clock budget (LEN's), then passes; beta lacks a module.
+    const cache = new MemoryCache();
+    const budget = failed('Traceback (most recent call last):\nValueError: No iterations were completed with non-zero input\n');
+    const executor = new FakeExecutor({ alpha: [budget, run()], beta: failed("ModuleNotFoundError: No module named 'jax'\n") });
+
+    // Act
+    const result = await checkEnvironment({ executor, cache }, { pset, interpreter: '/usr/bin/python3' });
+
+    // Assess: alpha ran twice and runs; beta, whose failure says what is missing, once.
+    expect(result).toEqual([
+      { paper: 'alpha', runs: true, reason: null },
+      { paper: 'beta', runs: false, reason: 'missing module jax' },
+    ]);
+    expect(executor.ran.map((c) => c.paper)).toEqual(['alpha', 'beta', 'alpha']);
+    expect(cache.get(pset.papers[0].digest, '/usr/bin/python3')).toEqual({ paper: 'alpha', runs: true, reason: null });
+  });
+
+  it(`declares a paper env_broken when its oracle fails all ${ENV_CHECK_ATTEMPTS} checks, with the last failure's reason`, async () => {
+    // Prepare
+    const executor = new FakeExecutor({
+      alpha: [failed('KeyError: first\n'), failed("KeyError: 'PixelNorm is already registered in norm layer'\n")],
+      beta: run(),
+    });
+
+    // Act
+    const result = await checkEnvironment({ executor }, { pset, interpreter: '/usr/bin/python3' });
+
+    // Assess
+    expect(result[0]).toEqual({ paper: 'alpha', runs: false, reason: "KeyError: 'PixelNorm is already registered in norm layer'" });
+    expect(executor.ran.filter((c) => c.paper === 'alpha')).toHaveLength(ENV_CHECK_ATTEMPTS);
+    expect(executor.ran.filter((c) => c.paper === 'beta')).toHaveLength(1);
   });
 });

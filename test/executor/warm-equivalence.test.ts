@@ -22,7 +22,42 @@ interface Case {
   completion: string;
 }
 
-const LIMITS = { timeoutSec: 5, memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 };
+const LIMITS = { memoryMb: 2048, maxProcesses: 64, maxOutputBytes: 8 * 1024 * 1024, logCapBytes: 16 * 1024 };
+/**
+ * The candidates that never end (a busy loop, a fork bomb that swallows its OSError) are
+ * stopped at their time limit in both executors whatever the machine's speed, so a short
+ * limit keeps them cheap. Every other candidate ends by itself, and must in both: it gets
+ * the default 60 s, so that a loaded machine (a second jest worker, a neighbour) cannot turn
+ * a slow cold start or a memory bomb's page faults into a timeout on one side only.
+ */
+const NEVER_ENDS = new Set(['hostile-infinite_loop', 'hostile-fork_bomb']);
+const SHORT_LIMITS = { ...LIMITS, timeoutSec: 5 };
+const FULL_LIMITS = { ...LIMITS, timeoutSec: 60 };
+const neverEnds = (c: Case): boolean => NEVER_ENDS.has(c.candidate.taskId.split('/').at(-1)!);
+
+/** Each case's execution, the never-ending ones under the short limit, in the cases' order. */
+async function runAll(
+  create: (limits: typeof FULL_LIMITS) => Promise<{ run(c: Candidate[]): Promise<RawExecution[]>; close(): Promise<void> }>,
+  cases: Case[],
+): Promise<RawExecution[]> {
+  const out: RawExecution[] = new Array(cases.length);
+  for (const [limits, pick] of [
+    [SHORT_LIMITS, neverEnds],
+    [FULL_LIMITS, (c: Case) => !neverEnds(c)],
+  ] as const) {
+    const indices = cases.map((c, i) => [c, i] as const).filter(([c]) => pick(c));
+    const executor = await create(limits);
+    try {
+      const raws = await executor.run(indices.map(([c]) => c.candidate));
+      indices.forEach(([, i], k) => {
+        out[i] = raws[k];
+      });
+    } finally {
+      await executor.close();
+    }
+  }
+  return out;
+}
 
 const at = (snippet: Snippet, lines: string[]): string => `${lines.map((l) => ' '.repeat(snippet.bodyIndent) + l).join('\n')}\n`;
 
@@ -81,18 +116,16 @@ describe('WarmExecutor equivalence with ColdExecutor on examples/pset-mini', () 
   let warm: RawExecution[] = [];
 
   beforeAll(async () => {
-    const coldExecutor = await createColdExecutor({ jobs: 2, limits: LIMITS, warn: () => undefined });
-    try {
-      cold = await coldExecutor.run(cases.map((c) => c.candidate));
-    } finally {
-      await coldExecutor.close();
-    }
-    const warmExecutor = await createWarmExecutor({ jobs: 2, limits: LIMITS, warn: () => undefined });
-    try {
-      warm = await warmExecutor.run(cases.map((c) => c.candidate));
-    } finally {
-      await warmExecutor.close();
-    }
+    cold = await runAll((limits) => createColdExecutor({ jobs: 2, limits, warn: () => undefined }), cases);
+    warm = await runAll((limits) => createWarmExecutor({ jobs: 2, limits, warn: () => undefined }), cases);
+  });
+
+  it('stops exactly the never-ending candidates at their time limit, in both', () => {
+    const timedOut = (raws: RawExecution[]) => cases.filter((_, i) => raws[i].killedFor === 'timeout').map((c) => c.candidate.taskId);
+    const expected = cases.filter(neverEnds).map((c) => c.candidate.taskId);
+    expect(expected).toHaveLength(NEVER_ENDS.size);
+    expect(timedOut(cold)).toEqual(expected);
+    expect(timedOut(warm)).toEqual(expected);
   });
 
   it('runs every candidate in both, warm ones through the warm pool', () => {

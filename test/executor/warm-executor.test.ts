@@ -11,6 +11,7 @@ import { type ColdExecutor, createColdExecutor, createWarmExecutor, detectPreloa
 import { LINK_THRESHOLD_BYTES } from '../../adapters/executor/warm-workspace';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith, type TinyPaper } from '../fixtures/executor/tiny-paper';
 import { PSET_MINI } from '../helpers/cli';
+import { LOAD_SLACK, timed } from '../helpers/machine-speed';
 
 jest.setTimeout(120_000);
 
@@ -173,7 +174,18 @@ describe('WarmExecutor', () => {
   });
 
   it('stops a candidate at the time limit', async () => {
-    const quick = await createWarmExecutor({ jobs: 1, limits: { timeoutSec: 1 }, warn: () => undefined });
+    // The candidate after the loop runs on a new worker (the timed-out one is replaced), under
+    // the same limit: a limit a loaded machine could not meet for a fresh worker's first test
+    // would fail it for the load. So the limit is ten times such a start and test, measured here.
+    const fresh = await createWarmExecutor({ jobs: 1, limits: LIMITS, warn: () => undefined });
+    let referenceMs: number;
+    try {
+      ({ ms: referenceMs } = await timed(() => fresh.run([paper.candidate('tiny/add', modelSource(CORRECT_BODY))])));
+    } finally {
+      await fresh.close();
+    }
+    const timeoutSec = Math.max(1, Math.ceil((LOAD_SLACK * referenceMs) / 1000));
+    const quick = await createWarmExecutor({ jobs: 1, limits: { timeoutSec }, warn: () => undefined });
     try {
       const [r] = await quick.run([paper.candidate('tiny/add', modelSource('    while True:\n        pass'))]);
       const [next] = await quick.run([paper.candidate('tiny/add', modelSource(CORRECT_BODY))]);
