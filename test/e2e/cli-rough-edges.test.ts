@@ -8,13 +8,10 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { loadPset } from '../../core/pset/read-pset';
 import { originalBody } from '../../core/prompt/mask';
-import { PSET_MINI, rcb, rcbAsync, REPO, tempDir } from '../helpers/cli';
+import { PSET_MINI, rcb, rcbAsync, rcbCommand, REPO, tempDir } from '../helpers/cli';
 import { describeWithRealPset, REAL_PSET } from '../helpers/shared-data';
 
 jest.setTimeout(180_000);
-
-const TSX = require.resolve('tsx/cjs');
-const ENTRY = join(REPO, 'bin', 'rcb.ts');
 
 describeWithRealPset('output into a pipe the reader closes early', () => {
   it('`rcb prompt ... | head -c 10` ends quietly with exit 0, not "Error: write EPIPE"', () => {
@@ -25,7 +22,9 @@ describeWithRealPset('output into a pipe the reader closes early', () => {
       'bash',
       [
         '-c',
-        `"${process.execPath}" -r "${TSX}" "${ENTRY}" prompt --pset "${REAL_PSET}" eomt "${snippet}" | head -c 10 >/dev/null; echo "rcb exit \${PIPESTATUS[0]}" >&2`,
+        `${rcbCommand()
+          .map((a) => `"${a}"`)
+          .join(' ')} prompt --pset "${REAL_PSET}" eomt "${snippet}" | head -c 10 >/dev/null; echo "rcb exit \${PIPESTATUS[0]}" >&2`,
       ],
       { encoding: 'utf8', timeout: 60_000 },
     );
