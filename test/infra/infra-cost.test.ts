@@ -7,6 +7,8 @@
 import { DEFAULT_INFRA_ASSUMPTIONS, DEFAULT_STACK_SIZES, estimateRunInfra, formatIdle, formatRunInfra, idleMonthlyCost } from '../../core/cost/infra-cost';
 import { INFRA_PRICES } from '../../core/cost/infra-prices';
 import { stackSizesFromTemplate } from '../../core/cost/infra-sizes';
+import { deployedStackFromTemplate } from '../../adapters/aws/quotas';
+import { DEFAULT_LANES } from '../../infra/config';
 import { resourcesOfType, sharedStack } from './helpers';
 
 describe('infrastructure cost from the template', () => {
@@ -14,6 +16,15 @@ describe('infrastructure cost from the template', () => {
 
   it('reads the default stack sizes that rcb estimate uses', () => {
     expect(stackSizesFromTemplate(template().toJSON())).toEqual(DEFAULT_STACK_SIZES);
+  });
+
+  it("gives rcb cloud doctor the lanes, dead-letter consumers and Map concurrency of cdk.json's stack", () => {
+    // What GetTemplate returns for a deployed stack is this template: the doctor's reading of it.
+    const stack = deployedStackFromTemplate(template().toJSON(), 'synthesized');
+    expect(stack.lanes).toEqual(Object.fromEntries(DEFAULT_LANES.map((l) => [l.name, l.maxConcurrency])));
+    expect(stack.deadLetterConcurrency).toBe(2 * DEFAULT_LANES.length);
+    expect(stack.evaluationMaxConcurrency).toBe(10);
+    expect(stack.sizes).toEqual(DEFAULT_STACK_SIZES);
   });
 
   it('counts every billed idle resource of the template', () => {
