@@ -129,7 +129,7 @@ export class GenerationConstruct extends Construct {
     const { table, bucket } = props;
 
     this.keysSecret = new secretsmanager.Secret(this, 'ProviderKeys', {
-      description: 'rcb model provider API keys: a JSON object of KEY_NAME -> value, read only by the generator',
+      description: 'rcb model provider API keys: a JSON object of KEY_NAME -> value, read only by the generator and the batch round',
       // Starts as an empty JSON object; the team writes the real keys with put-secret-value.
       secretObjectValue: {},
     });

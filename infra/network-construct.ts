@@ -1,4 +1,4 @@
-import { Aws, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Aws, CfnResource, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -8,6 +8,9 @@ import * as route53resolver from 'aws-cdk-lib/aws-route53resolver';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+
+/** The id of CDK's stack-wide provider behind a VPC's restrictDefaultSecurityGroup. */
+const RESTRICT_DEFAULT_SG_PROVIDER = 'Custom::VpcRestrictDefaultSGCustomResourceProvider';
 
 export interface NetworkConstructProps {
   /** The artifacts bucket: the S3 gateway endpoint carries requests to it (and ECR's layers) only. */
@@ -70,6 +73,7 @@ export class NetworkConstruct extends Construct {
       restrictDefaultSecurityGroup: true,
     });
     this.taskSubnets = { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
+    this.logRestrictDefaultSgProvider(retention);
 
     const flowLogGroup = new logs.LogGroup(this, 'FlowLogGroup', { retention, removalPolicy: RemovalPolicy.DESTROY });
     // Rejected flows are the interesting ones here: generated code trying to reach anything
@@ -92,6 +96,24 @@ export class NetworkConstruct extends Construct {
     this.addGatewayEndpoints(props);
     if (props.interfaceEndpoints ?? true) this.addInterfaceEndpoints(props.endpointAzCount ?? 2);
     if (props.dnsFirewall) this.addDnsFirewall();
+  }
+
+  /**
+   * CDK's function that empties the VPC's default security group (restrictDefaultSecurityGroup,
+   * a stack-wide provider) logs, by default, to `/aws/lambda/<name>`, a group Lambda creates on
+   * its first call without a retention and that `cdk destroy` leaves behind (the function runs
+   * again when the stack is deleted). Here it logs to a group of the stack, deleted with it
+   * after the function (the function references it), so the delete's own log lines go too.
+   */
+  private logRestrictDefaultSgProvider(retention: logs.RetentionDays): void {
+    const provider = Stack.of(this).node.tryFindChild(RESTRICT_DEFAULT_SG_PROVIDER);
+    const handler = provider?.node.tryFindChild('Handler');
+    if (!(handler instanceof CfnResource) || handler.cfnResourceType !== 'AWS::Lambda::Function') {
+      throw new Error(`rcb network: no ${RESTRICT_DEFAULT_SG_PROVIDER}/Handler function to give a log group (did aws-cdk-lib rename it?)`);
+    }
+    const group = new logs.LogGroup(this, 'RestrictDefaultSgLogGroup', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    // The Ref makes CloudFormation create the group first and delete it last.
+    handler.addPropertyOverride('LoggingConfig', { LogGroup: group.logGroupName });
   }
 
   /**

@@ -1,4 +1,4 @@
-import { type CfnResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnDeletionPolicy, type CfnResource, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -142,9 +142,12 @@ export class OrchestratorConstruct extends Construct {
       );
     }
     // Every shard of a run uses the revision its PlanRun pinned: a deploy must leave the old
-    // revision ACTIVE (an INACTIVE one cannot start tasks), so a replaced revision is retained
-    // (and one left by a deleted stack: task definitions cost nothing).
-    (props.shardTask.taskDefinition.node.defaultChild as CfnResource).applyRemovalPolicy(RemovalPolicy.RETAIN);
+    // revision ACTIVE (an INACTIVE one cannot start tasks), so a replaced revision is retained.
+    // Deleting the stack deregisters the current one: `cdk destroy` keeps only what holds results
+    // (the revisions earlier deploys replaced stay registered; docs/cloud.md "Remove" lists them).
+    const taskDefinition = props.shardTask.taskDefinition.node.defaultChild as CfnResource;
+    taskDefinition.applyRemovalPolicy(RemovalPolicy.RETAIN);
+    taskDefinition.cfnOptions.deletionPolicy = CfnDeletionPolicy.DELETE;
 
     this.planRun = new RcbFunction(this, 'PlanRunFunction', {
       functionDir: 'plan-run',

@@ -9,6 +9,11 @@ import type { AccountQuotas, DeployedStack, QuotaValue } from './quotas';
 /** What of a run decides its peak use. */
 export interface RunDemand {
   papers: number;
+  /**
+   * Shard tasks the run starts: one per paper and model, sliced by work (core/cloud/shard-plan.ts;
+   * before a run, plannedShardCount). The Map starts up to its MaxConcurrency of them at once.
+   */
+  shards: number;
   tasks: number;
   /** Hosted models: id, the lane its provider's calls go through (none: the stack's first lane, as PlanRun routes), the registry's rate limits. */
   models: Array<{ id: string; lane?: string; rate?: { max_in_flight?: number; rpm?: number; tpm?: number }; tokensPerCall?: number }>;
@@ -48,7 +53,8 @@ export function checkFit(quotas: AccountQuotas, stack: DeployedStack, demand: Ru
   const lanes = [...new Set(run.models.map((m) => m.lane))];
   const generators = lanes.reduce((s, lane) => s + laneConcurrency(stack, lane), 0);
   const lambdaPeak = generators + stack.deadLetterConcurrency + ORCHESTRATION_CONCURRENCY;
-  const shards = Math.min(run.papers, stack.evaluationMaxConcurrency);
+  // A sweep's shards are paper x model: 20 papers x 32 models start as many tasks at once as the Map allows, not 20.
+  const shards = Math.min(run.shards, stack.evaluationMaxConcurrency);
   const vcpu = shards * stack.sizes.shardTask.vcpu;
   const transitionsPerSec = shards * TRANSITIONS_PER_SHARD_START;
   const checks: FitCheck[] = [

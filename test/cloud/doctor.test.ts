@@ -80,6 +80,8 @@ function newAccount(overrides: { lambda?: number; spot?: number; onDemand?: numb
 /** A 32 x 5 sweep: 32 models over the four lanes, 5 samples, every paper of a 20-paper set. */
 const SWEEP_32x5: RunDemand = {
   papers: 20,
+  // One shard per paper and model at least (PlanRun's plan; a large paper's are sliced further).
+  shards: 20 * 32,
   tasks: 212 * 32 * 5,
   models: Array.from({ length: 32 }, (_, i) => ({ id: `model-${i}`, lane: ['openai', 'anthropic', 'gemini', 'bedrock'][i % 4] })),
   modelCallSec: 30,
@@ -132,6 +134,21 @@ describe('rcb cloud doctor', () => {
     expect(text).toContain('FAIL  slow-model: calls in flight (lane openai): needs 8, allowed 4');
     expect(text).toContain('FAIL  slow-model: requests per minute (8 in flight, 30 s a call): needs 16, allowed 10');
     expect(text).toContain("the registry's rate.max_in_flight of slow-model");
+  });
+
+  it("counts a sweep's shards, paper x model, against the Map's concurrency: not one task per paper", async () => {
+    newAccount({ lambda: 1000, spot: 40, onDemand: 40 });
+    const quotas = await readAccountQuotas({ quotas: new ServiceQuotasClient({ region: 'us-east-1' }), lambda: new LambdaClient({ region: 'us-east-1' }) });
+    const wide = { ...deployedStackFromTemplate(recordedTemplate(), 'recorded'), evaluationMaxConcurrency: 100 };
+    const { text, failed } = formatFit(checkFit(quotas, wide, SWEEP_32x5));
+    // 100 of the 640 shard tasks at once, 2 vCPU each; 20 (one per paper) would have fitted 40 vCPU.
+    expect(text).toContain('FAIL  Fargate Spot vCPU: 100 shard task(s) at once x 2 vCPU');
+    expect(text).toContain('needs 200, allowed 40');
+    expect(text).toContain('raise fargate L-36FBB829 (Fargate Spot vCPU resource count) to at least 200');
+    expect(failed).toBe(true);
+    // A run of one model on 3 papers starts 3 tasks, whatever the Map allows.
+    const small = formatFit(checkFit(quotas, wide, { ...SWEEP_32x5, papers: 3, shards: 3, models: SWEEP_32x5.models.slice(0, 1) }));
+    expect(small.text).toContain("ok    Fargate Spot vCPU: 3 shard task(s) at once x 2 vCPU (the cluster's default capacity): needs 6, allowed 40");
   });
 
   it('runs end to end from run flags and exits 1 on a new account', async () => {

@@ -4,16 +4,29 @@
  * `rcb estimate` uses without synthesizing), and the idle cost is checked against the counts
  * of billed resources in the template.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEFAULT_INFRA_ASSUMPTIONS, DEFAULT_STACK_SIZES, estimateRunInfra, formatIdle, formatRunInfra, idleMonthlyCost } from '../../core/cost/infra-cost';
 import { INFRA_PRICES } from '../../core/cost/infra-prices';
 import { stackSizesFromTemplate } from '../../core/cost/infra-sizes';
-import { resourcesOfType, sharedStack } from './helpers';
+import { deployedStackFromTemplate } from '../../adapters/aws/quotas';
+import { DEFAULT_LANES } from '../../infra/config';
+import { REPO_ROOT, resourcesOfType, sharedStack } from './helpers';
 
 describe('infrastructure cost from the template', () => {
   const template = () => sharedStack().template;
 
   it('reads the default stack sizes that rcb estimate uses', () => {
     expect(stackSizesFromTemplate(template().toJSON())).toEqual(DEFAULT_STACK_SIZES);
+  });
+
+  it("gives rcb cloud doctor the lanes, dead-letter consumers and Map concurrency of cdk.json's stack", () => {
+    // What GetTemplate returns for a deployed stack is this template: the doctor's reading of it.
+    const stack = deployedStackFromTemplate(template().toJSON(), 'synthesized');
+    expect(stack.lanes).toEqual(Object.fromEntries(DEFAULT_LANES.map((l) => [l.name, l.maxConcurrency])));
+    expect(stack.deadLetterConcurrency).toBe(2 * DEFAULT_LANES.length);
+    expect(stack.evaluationMaxConcurrency).toBe(10);
+    expect(stack.sizes).toEqual(DEFAULT_STACK_SIZES);
   });
 
   it('counts every billed idle resource of the template', () => {
@@ -36,6 +49,35 @@ describe('infrastructure cost from the template', () => {
       9,
     );
     process.stdout.write(formatIdle(idle));
+  });
+});
+
+describe('the idle cost docs/cloud.md states', () => {
+  const doc = () => readFileSync(join(REPO_ROOT, 'docs', 'cloud.md'), 'utf8');
+  const marked = (name: string) => {
+    const m = new RegExp(`<!-- ${name} -->([\\s\\S]*?)<!-- /${name} -->`).exec(doc());
+    if (!m) throw new Error(`docs/cloud.md has no ${name} mark`);
+    return m[1].trim();
+  };
+  const dollars = (x: number) => `$${x.toFixed(2)}`;
+
+  it('is the table the code computes from the synthesized template, figure for figure', () => {
+    const text = doc();
+    const block = text.slice(text.indexOf('<!-- idle-cost:begin -->'), text.indexOf('<!-- idle-cost:end -->'));
+    const fenced = /```text\n([\s\S]*?)```/.exec(block);
+    expect(fenced?.[1]).toBe(formatIdle(idleMonthlyCost(stackSizesFromTemplate(sharedStack().template.toJSON()))));
+  });
+
+  it('states the endpoints in two AZs, in one, and the parked stack as computed', () => {
+    const sizes = stackSizesFromTemplate(sharedStack().template.toJSON());
+    const endpoints = (s: typeof sizes) => idleMonthlyCost(s).lines.find((l) => l.item === 'interface endpoints')!.usd;
+    // Two AZs unless configured otherwise: every interface endpoint of the default stack is in 2 subnets.
+    expect(sizes.interfaceEndpointAzs).toEqual([2, 2, 2]);
+    expect(marked('idle-endpoints-2az')).toBe(dollars(endpoints(sizes)));
+    const oneAz = { ...sizes, interfaceEndpointAzs: sizes.interfaceEndpointAzs.map(() => 1) };
+    expect(marked('idle-endpoints-1az')).toBe(dollars(endpoints(oneAz)));
+    expect(marked('idle-total-1az')).toBe(dollars(idleMonthlyCost(oneAz).totalUsd));
+    expect(marked('idle-total-parked')).toBe(dollars(idleMonthlyCost({ ...sizes, interfaceEndpointAzs: [] }).totalUsd));
   });
 });
 

@@ -62,18 +62,20 @@ export function runDemand(opts: DoctorOptions): { demand: RunDemand; hostedTasks
   }
   const snippets = pset.papers.reduce((s, p) => s + p.snippets.length, 0);
   const hostedEntries = entries.filter((e): e is { name: string; entry: ModelEntry } => !!e.entry);
+  const shards = plannedShardCount(
+    pset.papers.map((p) => p.snippets.length * samples),
+    entries.length,
+  );
   return {
     demand: {
       papers: pset.papers.length,
+      shards,
       tasks: snippets * entries.length * samples,
       models: hostedEntries.map(({ name, entry }) => ({ id: name, lane: laneOfProvider(entry.provider).lane, rate: entry.rate })),
       modelCallSec: callSec,
     },
     hostedTasks: snippets * hostedEntries.length * samples,
-    shards: plannedShardCount(
-      pset.papers.map((p) => p.snippets.length * samples),
-      entries.length,
-    ),
+    shards,
     label: `${label}: ${pset.papers.length} paper(s), ${snippets} snippet(s) x ${entries.length} model(s) x ${samples} sample(s)`,
   };
 }
