@@ -130,15 +130,20 @@ export function estimateRun(
 export function formatInfraEstimate(pset: Pset, models: Array<{ provider: string | null; batched?: boolean }>, samples: number): string {
   const snippets = pset.papers.reduce((s, p) => s + p.snippets.length, 0);
   const lanes = defaultLanes();
-  const used = new Set(models.filter((m) => m.provider && !m.batched).map((m) => laneOfProvider(m.provider!).lane ?? lanes[0].name));
-  const laneConcurrency = lanes.filter((l) => used.has(l.name)).reduce((s, l) => s + l.maxConcurrency, 0);
-  const interactive = models.filter((m) => m.provider && !m.batched).length;
+  const interactiveModels = models.filter((m) => m.provider && !m.batched);
+  const callsByLane = new Map<string, number>();
+  for (const m of interactiveModels) {
+    const lane = laneOfProvider(m.provider!).lane ?? lanes[0].name;
+    callsByLane.set(lane, (callsByLane.get(lane) ?? 0) + snippets * samples);
+  }
+  const laneLoads = lanes.filter((l) => callsByLane.has(l.name)).map((l) => ({ calls: callsByLane.get(l.name)!, concurrency: l.maxConcurrency }));
+  const interactive = interactiveModels.length;
   const shards = plannedShardCount(
     pset.papers.map((p) => p.snippets.length * samples),
     models.length,
   );
   const estimate = estimateRunInfra(
-    { papers: pset.papers.length, shards, tasks: snippets * models.length * samples, interactiveCalls: snippets * interactive * samples, laneConcurrency },
+    { papers: pset.papers.length, shards, tasks: snippets * models.length * samples, interactiveCalls: snippets * interactive * samples, lanes: laneLoads },
     DEFAULT_STACK_SIZES,
   );
   return formatRunInfra(estimate, idleMonthlyCost(DEFAULT_STACK_SIZES));

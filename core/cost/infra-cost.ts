@@ -35,8 +35,22 @@ export interface RunShape {
   tasks: number;
   /** Tasks answered by an interactive model call in a generator invocation (the rest are offline or batched). */
   interactiveCalls: number;
-  /** Sum of the lanes' maximum concurrency the calls share (how fast generation goes). */
-  laneConcurrency: number;
+  /**
+   * The generation lanes the interactive calls go through: each lane's calls and its maximum
+   * concurrency. Lanes run side by side, so generation lasts as long as the longest lane.
+   */
+  lanes: LaneLoad[];
+}
+
+/** One generation lane's share of a run: its calls, and how many it makes at once. */
+export interface LaneLoad {
+  calls: number;
+  concurrency: number;
+}
+
+/** Seconds generation lasts: the longest lane's calls, `concurrency` at a time, `callSec` each. */
+export function generationWallSec(lanes: LaneLoad[], callSec: number): number {
+  return lanes.reduce((longest, l) => (l.calls > 0 ? Math.max(longest, (l.calls * callSec) / Math.max(1, l.concurrency)) : longest), 0);
 }
 
 /** Durations and request counts per task the estimate assumes; each is printed beside the figures. */
@@ -121,8 +135,8 @@ export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_ST
   });
 
   const generatorGb = (sizes.functionMemoryMiB.generate ?? 512) / 1024;
-  const generationWallSec = shape.interactiveCalls > 0 ? (shape.interactiveCalls * a.modelCallSec) / Math.max(1, shape.laneConcurrency) : 0;
-  const polls = pollsOver(generationWallSec);
+  const wallSec = generationWallSec(shape.lanes, a.modelCallSec);
+  const polls = pollsOver(wallSec);
   const smallFnGbSec = ((sizes.functionMemoryMiB['check-progress'] ?? 256) / 1024) * 1 * polls;
   const orchestrationGbSec = (((sizes.functionMemoryMiB['plan-run'] ?? 1024) + (sizes.functionMemoryMiB.aggregate ?? 1024)) / 1024) * 30;
   const invocations = shape.interactiveCalls + polls + 2;
@@ -170,7 +184,7 @@ export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_ST
   const fargateSpot = fargate(P.fargate.spot[architecture], `Spot (${architecture})`);
   const fargateOnDemand = fargate(P.fargate.onDemand[architecture], `on demand (${architecture})`);
   const rest = lines.reduce((s, l) => s + l.usd, 0);
-  return { fargateSpot, fargateOnDemand, lines, totalUsd: fargateSpot.usd + rest, totalOnDemandUsd: fargateOnDemand.usd + rest, generationWallSec };
+  return { fargateSpot, fargateOnDemand, lines, totalUsd: fargateSpot.usd + rest, totalOnDemandUsd: fargateOnDemand.usd + rest, generationWallSec: wallSec };
 }
 
 /** The stack's cost per month with nothing running, item by item, from its sizes. */
@@ -207,7 +221,7 @@ export function formatRunInfra(e: RunInfraEstimate, idle?: { totalUsd: number })
   const out = [`infrastructure (AWS list prices ${P.region}, ${P.asOf}; core/cost/infra-prices.ts):`];
   for (const r of rows) out.push(`  ${r.item.padEnd(width)}  ${usd(r.usd).padStart(9)}  ${r.arithmetic}`);
   out.push(
-    `  infrastructure total ${usd(e.totalUsd)} on Spot, ${usd(e.totalOnDemandUsd)} on demand; generation about ${fmt(e.generationWallSec / 3600, 1)} h at the lanes' concurrency`,
+    `  infrastructure total ${usd(e.totalUsd)} on Spot, ${usd(e.totalOnDemandUsd)} on demand; generation about ${fmt(e.generationWallSec / 3600, 1)} h (the longest lane at its concurrency)`,
   );
   if (idle) out.push(`  idle stack ${usd(idle.totalUsd)} per month besides (rcb cloud doctor shows it for the deployed stack)`);
   return `${out.join('\n')}\n`;

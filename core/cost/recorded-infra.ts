@@ -103,10 +103,10 @@ export function priceRecordedInfra(
   const calls = Object.values(recorded.generator).reduce((x, g) => x + g.invocations, 0);
   const genSec = Object.values(recorded.generator).reduce((x, g) => x + g.sec, 0);
   const modelCallSec = calls > 0 ? genSec / calls : 0;
-  // The lane concurrency that makes the estimate's generation time the run's recorded wall time.
-  const laneConcurrency = recorded.wallSec > 0 ? genSec / recorded.wallSec : 1;
+  // One lane whose concurrency makes the estimate's generation time the run's recorded wall time.
+  const lanes = [{ calls, concurrency: recorded.wallSec > 0 ? genSec / recorded.wallSec : 1 }];
   const checks = recorded.shards.filter((s) => s.envCheckRan).length;
-  const rest = estimateRunInfra({ papers: checks, shards: recorded.shards.length, tasks, interactiveCalls: calls, laneConcurrency }, sizes, {
+  const rest = estimateRunInfra({ papers: checks, shards: recorded.shards.length, tasks, interactiveCalls: calls, lanes }, sizes, {
     ...a,
     modelCallSec: Number(modelCallSec.toFixed(3)),
   }).lines;

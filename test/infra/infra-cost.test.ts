@@ -6,7 +6,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_INFRA_ASSUMPTIONS, DEFAULT_STACK_SIZES, estimateRunInfra, formatIdle, formatRunInfra, idleMonthlyCost } from '../../core/cost/infra-cost';
+import {
+  DEFAULT_INFRA_ASSUMPTIONS,
+  DEFAULT_STACK_SIZES,
+  estimateRunInfra,
+  formatIdle,
+  formatRunInfra,
+  generationWallSec,
+  idleMonthlyCost,
+} from '../../core/cost/infra-cost';
 import { INFRA_PRICES } from '../../core/cost/infra-prices';
 import { stackSizesFromTemplate } from '../../core/cost/infra-sizes';
 import { deployedStackFromTemplate } from '../../adapters/aws/quotas';
@@ -83,7 +91,15 @@ describe('the idle cost docs/cloud.md states', () => {
 
 describe('run infrastructure estimate', () => {
   // The largest run the default stack admits a sweep of: every paper of the set, 32 models x 5 samples.
-  const full = { papers: 20, shards: 20 * 32, tasks: 212 * 32 * 5, interactiveCalls: 212 * 32 * 5, laneConcurrency: 20 };
+  // 8 models on each of the four provider lanes, at the default lanes' concurrency (anthropic, gemini, bedrock 4; openai 8).
+  const perLane = 8 * 212 * 5;
+  const full = {
+    papers: 20,
+    shards: 20 * 32,
+    tasks: 212 * 32 * 5,
+    interactiveCalls: 212 * 32 * 5,
+    lanes: [8, 4, 4, 4].map((concurrency) => ({ calls: perLane, concurrency })),
+  };
 
   it('prices Fargate on Spot below on demand and sums every line', () => {
     const e = estimateRunInfra(full);
@@ -96,7 +112,7 @@ describe('run infrastructure estimate', () => {
   });
 
   it('bills a shard task at least the Fargate minimum and includes the image pull', () => {
-    const tiny = estimateRunInfra({ papers: 1, shards: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 }, DEFAULT_STACK_SIZES, {
+    const tiny = estimateRunInfra({ papers: 1, shards: 1, tasks: 1, interactiveCalls: 0, lanes: [] }, DEFAULT_STACK_SIZES, {
       ...DEFAULT_INFRA_ASSUMPTIONS,
       imagePullSec: 0,
       environmentCheckSec: 0,
@@ -105,7 +121,7 @@ describe('run infrastructure estimate', () => {
     const { vcpu, memoryGb } = DEFAULT_STACK_SIZES.shardTask;
     const p = INFRA_PRICES.fargate.spot.X86_64;
     expect(tiny.fargateSpot.usd).toBeCloseTo((60 / 3600) * (vcpu * p.vcpuHour + memoryGb * p.gbHour), 9);
-    const withPull = estimateRunInfra({ papers: 1, shards: 1, tasks: 1, interactiveCalls: 0, laneConcurrency: 4 });
+    const withPull = estimateRunInfra({ papers: 1, shards: 1, tasks: 1, interactiveCalls: 0, lanes: [] });
     expect(withPull.fargateSpot.arithmetic).toContain('pull 90 s');
   });
 
@@ -121,6 +137,23 @@ describe('run infrastructure estimate', () => {
     expect(perShard.fargateSpot.usd).toBeCloseTo((640 * billed(a.imagePullSec + (20 * a.environmentCheckSec) / 640) * hourly) / 3600, 9);
     expect(perPaper.fargateSpot.usd).toBeCloseTo((20 * billed(a.imagePullSec + a.environmentCheckSec) * hourly) / 3600, 9);
     expect(perShard.fargateSpot.arithmetic).toMatch(/^640 shard\(s\) of 20 paper\(s\)/);
+  });
+
+  it('lasts as long as its longest lane: lanes generate side by side, each at its own concurrency', () => {
+    const e = estimateRunInfra(full, DEFAULT_STACK_SIZES, { ...DEFAULT_INFRA_ASSUMPTIONS, modelCallSec: 30 });
+    // 8,480 calls of 30 s at 4 at a time, not 33,920 calls over the summed 20.
+    expect(e.generationWallSec).toBe((perLane * 30) / 4);
+    expect(
+      generationWallSec(
+        [
+          { calls: 100, concurrency: 10 },
+          { calls: 0, concurrency: 1 },
+        ],
+        60,
+      ),
+    ).toBe(600);
+    expect(generationWallSec([], 60)).toBe(0);
+    expect(formatRunInfra(e)).toContain('generation about 17.7 h (the longest lane at its concurrency)');
   });
 
   it('formats every line with its arithmetic', () => {

@@ -88,9 +88,15 @@ export async function cloudDoctor(opts: DoctorOptions, deps: DoctorDeps): Promis
   const fit = formatFit(checkFit(quotas, stack, demand));
   deps.out(fit.text);
   const firstLane = Object.keys(stack.lanes)[0];
-  const lanes = new Set(demand.models.map((m) => (m.lane ?? firstLane).replace(/-/g, '')));
-  const laneConcurrency = [...lanes].reduce((s, lane) => s + (stack.lanes[lane] ?? 0), 0);
-  const infra = estimateRunInfra({ papers: demand.papers, shards, tasks: demand.tasks, interactiveCalls: hostedTasks, laneConcurrency }, stack.sizes, {
+  // Each hosted model's tasks go through its lane; the lanes run side by side.
+  const perModel = demand.models.length ? hostedTasks / demand.models.length : 0;
+  const callsByLane = new Map<string, number>();
+  for (const m of demand.models) {
+    const lane = (m.lane ?? firstLane).replace(/-/g, '');
+    callsByLane.set(lane, (callsByLane.get(lane) ?? 0) + perModel);
+  }
+  const lanes = [...callsByLane].map(([lane, calls]) => ({ calls, concurrency: stack.lanes[lane] ?? 0 }));
+  const infra = estimateRunInfra({ papers: demand.papers, shards, tasks: demand.tasks, interactiveCalls: hostedTasks, lanes }, stack.sizes, {
     ...DEFAULT_INFRA_ASSUMPTIONS,
     modelCallSec: demand.modelCallSec,
   });
