@@ -8,18 +8,19 @@ import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { configFromContext } from '../../infra/config';
 import { applyNagPacks } from '../../infra/nag-packs';
 import { RcbStack, stackPropsFromConfig } from '../../infra/rcb-stack';
-import { NO_BUNDLING, cdkJsonContext } from './helpers';
+import { NO_BUNDLING, cdkJsonContext, oncePerProps } from './helpers';
 
 const NAG_RULE = Match.stringLikeRegexp('^(AwsSolutions|Serverless)-');
 
-function nagged(extraContext: Record<string, unknown> = {}) {
+/** The stack of a configuration with the packs applied, built once for the file's tests of it (errors, warnings, reasons). */
+const nagged = oncePerProps((extraContext: Record<string, unknown>) => {
   // Built-in CloudFormation validation stays on here: cdk.json turns its findings into errors.
   const app = new App({ context: { ...cdkJsonContext(), ...NO_BUNDLING, ...extraContext } });
   const config = configFromContext(app.node);
   const stack = new RcbStack(app, config.stackName, stackPropsFromConfig(config));
   applyNagPacks(app);
   return { app, stack, annotations: Annotations.fromStack(stack) };
-}
+}, {});
 
 function messages(findings: ReturnType<Annotations['findError']>): string[] {
   return findings.map((f) => `${f.id}: ${String(f.entry.data).split(':')[0]}`);
