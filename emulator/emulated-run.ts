@@ -189,6 +189,11 @@ export interface EmulatedRun {
   environments: Record<string, Readonly<Record<string, string>>>;
   /** Each Distributed Map Run of this execution (items, children succeeded and failed, peak concurrency). */
   mapRuns: DistributedMapRun[];
+  /**
+   * The execution's own history as aws-local-stepfunctions logs it (its states and its
+   * Parallel branches' states; a Distributed Map's children have histories of their own).
+   */
+  history: ExecutionHistory;
   /** Lambda.TooManyRequestsException injected, by state (ExecutionFaults.throttle). */
   throttled: Record<string, number>;
   /** The emulated evaluator deployment: every registered task definition revision, and the one deployed now. */
@@ -201,6 +206,22 @@ export interface EmulatedRun {
   runAgain(faults?: ExecutionFaults): Promise<EmulatedRun>;
   /** Stops the servers and removes the scratch space. */
   close(): Promise<void>;
+}
+
+/** An execution's history: its events, by type, and how often each state was entered. */
+export interface ExecutionHistory {
+  events: number;
+  byType: Record<string, number>;
+  entered: Record<string, number>;
+}
+
+/** Counts an execution's events as its logger yields them (its queue would otherwise keep every one). */
+async function countHistory(events: AsyncIterable<{ type: string; state?: { name: string } }>, history: ExecutionHistory): Promise<void> {
+  for await (const event of events) {
+    history.events++;
+    history.byType[event.type] = (history.byType[event.type] ?? 0) + 1;
+    if (event.type === 'StateEntered' && event.state) history.entered[event.state.name] = (history.entered[event.state.name] ?? 0) + 1;
+  }
 }
 
 /** The emulated ECS task definition family of the evaluator: its registered revisions and the deployed one. */
@@ -291,6 +312,7 @@ async function followed(
     invocations: {},
     environments: {},
     mapRuns: [],
+    history: { events: 0, byType: {}, entered: {} },
     throttled: {},
     evaluator: { revisions: [], deployed: { taskDefinitionArn: '', image: '' } },
     runAgain: async () => run,
@@ -689,6 +711,8 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
         retryIntervalOverrides,
       },
     });
+    const history: ExecutionHistory = { events: 0, byType: {}, entered: {} };
+    const logged = countHistory(execution.eventLogs as AsyncIterable<{ type: string; state?: { name: string } }>, history);
     let output: unknown;
     let error: EmulatedRun['error'];
     try {
@@ -697,6 +721,8 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       const e = err as Error & { cause?: { name?: string; message?: string } };
       error = { name: e.cause?.name ?? e.name, message: e.cause?.message ?? e.message };
     }
+    // The logger closes with the execution's last event (succeeded, failed, aborted, timed out).
+    await logged;
     state.finish(attempt.name, error ? { status: 'FAILED', error: error.name, cause: error.message } : { status: 'SUCCEEDED' });
     // Deliveries still in flight (duplicates of settled tasks) and containers of aborted Map
     // iterations finish before the outcome is read (or the servers stop).
@@ -718,6 +744,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       invocations: bindings.invocations(),
       environments: bindings.environments(),
       mapRuns,
+      history,
       throttled: { ...live.throttled },
       evaluator,
       runAgain: (next = {}) => executeOnce(next),

@@ -51,6 +51,9 @@ export interface ShardRunOutcome {
   shardRef?: string;
   /** The task definition revision RunTask named. */
   taskDefinition?: string;
+  /** When the container process was spawned and when it exited (epoch ms). */
+  startedAt: number;
+  endedAt: number;
 }
 
 /** The parts of the container's `shard evaluated` log line (container/entry.ts) the emulator reports. */
@@ -136,6 +139,7 @@ export function shardContainerHandler(
 
 function runContainer(app: ContainerApp, env: Record<string, string>, inject: boolean): Promise<ShardRunOutcome> {
   return new Promise((resolve, reject) => {
+    const startedAt = Date.now();
     // The image's WORKDIR and CMD; this process's node flags (ts-jest, tsx) are not passed on.
     const child = spawn(process.execPath, app.command, {
       cwd: app.appDir,
@@ -161,6 +165,8 @@ function runContainer(app: ContainerApp, env: Record<string, string>, inject: bo
         injected: inject,
         stderr,
         evaluated: shardEvaluatedLog(stderr),
+        startedAt,
+        endedAt: Date.now(),
       }),
     );
   });
