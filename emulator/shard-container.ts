@@ -8,6 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContainerApp } from './container-app';
 
@@ -86,7 +87,8 @@ export interface ShardContainerOptions {
   baseEnv: Record<string, string>;
   /**
    * Folder under which each container run gets its own RCB_SCRATCH, as each Fargate task
-   * has its own /scratch (shards sharing one would race to unpack the pset bundle).
+   * has its own /scratch (shards sharing one would race to unpack the pset bundle), removed
+   * when the run ends.
    */
   scratchRoot: string;
   /** Stop the first container run with SIGTERM (a Spot interruption), once. @default false */
@@ -116,7 +118,14 @@ export function shardContainerHandler(
     const run = runContainer(options.app, { ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
     running.add(run);
     const outcome = {
-      ...(await run.finally(() => running.delete(run))),
+      ...(await run.finally(() => {
+        running.delete(run);
+        // A stopped task's storage goes with it, as a Fargate task's /scratch does; removed
+        // in the background (settled() waits for it), not left for the end of the run.
+        const removal = rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+        running.add(removal);
+        void removal.finally(() => running.delete(removal));
+      })),
       ...(overrides.RCB_SHARD_REF ? { shardRef: overrides.RCB_SHARD_REF } : {}),
       ...(parameters.TaskDefinition ? { taskDefinition: parameters.TaskDefinition } : {}),
     };
