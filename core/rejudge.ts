@@ -62,6 +62,10 @@ export function withVerdicts(store: RunStore, verdicts: Verdict[]): RunStore {
     getCompletions: (ids) => store.getCompletions(ids),
     putVerdict: refuse,
     listVerdicts: async () => verdicts,
+    getVerdicts: async (_runId, ids) => {
+      const wanted = new Set(ids);
+      return new Map(verdicts.filter((v) => wanted.has(v.taskId)).map((v) => [v.taskId, v]));
+    },
     reserveBudget: refuse,
     settleBudget: refuse,
     clearReservations: refuse,

@@ -33,6 +33,11 @@ export interface RunStore {
   /** First write wins; returns false when a verdict for the task already existed in the run. */
   putVerdict(runId: string, v: Verdict): Promise<boolean>;
   listVerdicts(runId: string): Promise<Verdict[]>;
+  /**
+   * The run's verdicts on these tasks, by task id (tasks without one are absent): what one
+   * evaluation shard reads, a few of the run's verdicts rather than every one.
+   */
+  getVerdicts(runId: string, taskIds: string[]): Promise<Map<string, Verdict>>;
 
   /**
    * Reserve `usd` of the run's budget in one atomic step: succeeds only while

@@ -170,6 +170,8 @@ interface Instance {
   ready: Promise<void>;
   /** Last output, for the error of an instance that dies. */
   tail: string;
+  /** The configuration it was started with (FunctionProcesses.updateEnvironment counts them). */
+  configuration: number;
 }
 
 export interface FunctionProcessOptions {
@@ -188,10 +190,15 @@ export class FunctionProcesses {
   private readonly idle: Instance[] = [];
   private readonly all = new Set<Instance>();
   private nextId = 0;
+  /** The function's environment now: the options' one, with every update applied. */
+  private env: Record<string, string>;
+  /** Configurations so far: an instance of an earlier one is retired instead of reused. */
+  private configuration = 0;
   /** Invocations so far. */
   invocations = 0;
 
   constructor(private readonly options: FunctionProcessOptions) {
+    this.env = { ...options.env };
     this.taskRoot = join(options.root, 'task');
     cpSync(options.fn.assetDir, this.taskRoot, { recursive: true });
     const runtime = join(options.root, 'runtime');
@@ -207,8 +214,25 @@ export class FunctionProcesses {
     return join(this.options.root, 'function.log');
   }
 
+  /** The function's environment variables now (the template's, resolved, and the emulator's). */
+  get environment(): Readonly<Record<string, string>> {
+    return this.env;
+  }
+
+  /**
+   * A deploy that changes the function's environment (UpdateFunctionConfiguration): invocations
+   * from now on run in instances started with it. Idle instances of the former configuration
+   * are stopped, and busy ones once their invocation has ended, as Lambda retires them.
+   */
+  updateEnvironment(changes: Record<string, string>): void {
+    this.env = { ...this.env, ...changes };
+    this.configuration++;
+    for (const instance of this.idle.splice(0)) instance.child.kill('SIGTERM');
+  }
+
   private spawn(): Instance {
-    const { fn, env } = this.options;
+    const { fn } = this.options;
+    const env = this.env;
     const child = fork(this.bootstrap, [], {
       cwd: this.taskRoot,
       // Not this process's flags (ts-jest, tsx): the runtime's node, as Lambda starts it.
@@ -228,7 +252,7 @@ export class FunctionProcesses {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     let initialised!: () => void;
-    const instance: Instance = { child, tail: '', ready: new Promise<void>((resolve) => (initialised = resolve)) };
+    const instance: Instance = { child, tail: '', ready: new Promise<void>((resolve) => (initialised = resolve)), configuration: this.configuration };
     const keep = (d: Buffer): void => {
       this.log.write(d);
       instance.tail = (instance.tail + d.toString()).slice(-4000);
@@ -241,7 +265,8 @@ export class FunctionProcesses {
       if (!busy) return;
       clearTimeout(busy.timer);
       instance.busy = undefined;
-      this.idle.push(instance);
+      if (instance.configuration === this.configuration) this.idle.push(instance);
+      else instance.child.kill('SIGTERM');
       if (msg.error) busy.reject(new InvocationError(msg.error.name, msg.error.message));
       else busy.resolve(msg.result);
     });

@@ -130,9 +130,13 @@ export interface ExecutionFaults {
   poisonTask?: (taskId: string) => boolean;
   /**
    * A new image deployed mid-run: once this many shard container runs of the execution have
-   * ended, the emulator registers a new task definition revision (and image) and the
-   * deployment's PlanRun would pin it for new runs (`functions: 'source'`). Both revisions
-   * stay ACTIVE, as the retained task definitions do.
+   * ended, the emulator registers a new task definition revision (and image) and deploys it:
+   * the deployment's PlanRun pins it for new runs from then on (with the bundles, the
+   * functions whose environment names the task definition get the new one, and their next
+   * invocations run in fresh instances, as after UpdateFunctionConfiguration). Both
+   * revisions stay ACTIVE, as the retained task definitions do. Every revision runs the
+   * same emulated image (the /app of this checkout): what the fault shows is which revision
+   * each RunTask names.
    */
   deployImageAfterShards?: number;
 }
@@ -181,8 +185,15 @@ export interface EmulatedRun {
   containerApp: string;
   /** Invocations of each deployed function, by logical id (`functions: 'bundles'`). */
   invocations: Record<string, number>;
+  /** Each deployed function's environment now, by logical id, a deploy's changes included (`functions: 'bundles'`). */
+  environments: Record<string, Readonly<Record<string, string>>>;
   /** Each Distributed Map Run of this execution (items, children succeeded and failed, peak concurrency). */
   mapRuns: DistributedMapRun[];
+  /**
+   * The execution's own history as aws-local-stepfunctions logs it (its states and its
+   * Parallel branches' states; a Distributed Map's children have histories of their own).
+   */
+  history: ExecutionHistory;
   /** Lambda.TooManyRequestsException injected, by state (ExecutionFaults.throttle). */
   throttled: Record<string, number>;
   /** The emulated evaluator deployment: every registered task definition revision, and the one deployed now. */
@@ -195,6 +206,22 @@ export interface EmulatedRun {
   runAgain(faults?: ExecutionFaults): Promise<EmulatedRun>;
   /** Stops the servers and removes the scratch space. */
   close(): Promise<void>;
+}
+
+/** An execution's history: its events, by type, and how often each state was entered. */
+export interface ExecutionHistory {
+  events: number;
+  byType: Record<string, number>;
+  entered: Record<string, number>;
+}
+
+/** Counts an execution's events as its logger yields them (its queue would otherwise keep every one). */
+async function countHistory(events: AsyncIterable<{ type: string; state?: { name: string } }>, history: ExecutionHistory): Promise<void> {
+  for await (const event of events) {
+    history.events++;
+    history.byType[event.type] = (history.byType[event.type] ?? 0) + 1;
+    if (event.type === 'StateEntered' && event.state) history.entered[event.state.name] = (history.entered[event.state.name] ?? 0) + 1;
+  }
 }
 
 /** The emulated ECS task definition family of the evaluator: its registered revisions and the deployed one. */
@@ -283,7 +310,9 @@ async function followed(
     shardRuns: [],
     containerApp: '',
     invocations: {},
+    environments: {},
     mapRuns: [],
+    history: { events: 0, byType: {}, entered: {} },
     throttled: {},
     evaluator: { revisions: [], deployed: { taskDefinitionArn: '', image: '' } },
     runAgain: async () => run,
@@ -302,6 +331,9 @@ interface Bindings {
   states: Record<string, (input: unknown) => Promise<unknown>>;
   lanes: SimulatedLanes;
   invocations(): Record<string, number>;
+  environments(): Record<string, Readonly<Record<string, string>>>;
+  /** A deploy of this evaluator revision: what the deployment's PlanRun pins for new runs from now on. */
+  deploy(revision: EmulatedEvaluator['deployed']): void;
 }
 
 /** The emulated evaluator deployment a source-bound PlanRun pins (bundles read the template's RCB_TASK_DEFINITION): revision 1. */
@@ -383,7 +415,8 @@ function sourceBindings(
     [STATE_NAMES.aggregate]: aggregate,
     [STATE_NAMES.markRunFailed]: markFailed,
   };
-  return { states, lanes, invocations: () => ({}) };
+  // PlanRun reads evaluator.deployed at each invocation: a deploy needs nothing more here.
+  return { states, lanes, invocations: () => ({}), environments: () => ({}), deploy: () => undefined };
 }
 
 /** The keys the emulated provider-keys secret holds: each hosted model's key variable, from this environment. */
@@ -421,6 +454,7 @@ async function bundleBindings(
   options: EmulatorOptions,
   closers: Array<() => Promise<void>>,
   live: LiveFaults,
+  evaluator: EmulatedEvaluator,
 ): Promise<Bindings> {
   const { template, assemblyDir } = workflow.deployment!;
   let lanes: SimulatedLanes | undefined;
@@ -437,6 +471,8 @@ async function bundleBindings(
       if (type === 'AWS::S3::Bucket') return aws.storage.bucket;
       if (type === 'AWS::SQS::Queue') return api.queueUrl(id);
       if (type === 'AWS::SecretsManager::Secret') return secretArn(id);
+      // Ref of a task definition is its revision's ARN: the emulated evaluator's first one.
+      if (type === 'AWS::ECS::TaskDefinition') return evaluator.revisions[0].taskDefinitionArn;
       return `emulated-${id}`;
     },
     getAtt: (id, type, attribute) => {
@@ -484,6 +520,14 @@ async function bundleBindings(
     if (ids.length !== 1) throw new Error(`emulator: expected one function fed by the ${dlq ? 'dead-letter' : 'lane'} queues, found ${ids.length}`);
     return processes.get(ids[0])!;
   };
+  // The functions the evaluator's deployment configures (PlanRun): a deploy updates them.
+  const pinning = [...processes.values()].filter((p) => p.environment[EVALUATOR_ENV.taskDefinition] !== undefined);
+  // Revision 1's image is the one the template names (the image asset's repository and tag).
+  const image = pinning[0]?.environment[EVALUATOR_ENV.image];
+  if (image) {
+    evaluator.revisions[0].image = image;
+    evaluator.deployed = evaluator.revisions[0];
+  }
   const generator = consumerOf(false);
   const deadLetter = consumerOf(true);
   // A timed-out or crashed invocation returns its whole batch to the queue, as SQS does when
@@ -507,8 +551,17 @@ async function bundleBindings(
     states,
     lanes,
     invocations: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.invocations])),
+    environments: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.environment])),
+    // CloudFormation updates every function whose environment names the task definition;
+    // their next invocations run in instances started with the new revision.
+    deploy: (revision) => {
+      for (const p of pinning) p.updateEnvironment({ [EVALUATOR_ENV.taskDefinition]: revision.taskDefinitionArn, [EVALUATOR_ENV.image]: revision.image });
+    },
   };
 }
+
+/** PlanRun's variables naming the deployed evaluator (infra/orchestrator-construct.ts, app/stages/plan-run.ts). */
+const EVALUATOR_ENV = { taskDefinition: 'RCB_TASK_DEFINITION', image: 'RCB_EVALUATION_IMAGE' } as const;
 
 interface Prepared {
   aws: LocalAws;
@@ -533,7 +586,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
 
   const bindings =
     (options.functions ?? 'bundles') === 'bundles'
-      ? await bundleBindings(aws, scratchDir, workflow, spec, options, closers, live)
+      ? await bundleBindings(aws, scratchDir, workflow, spec, options, closers, live, evaluator)
       : sourceBindings(storage, workflow, options, live, evaluator);
   const { lanes } = bindings;
 
@@ -572,13 +625,14 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       shardRuns.push(outcome);
       options.onShardExit?.(outcome);
       const deployAfter = live.faults.deployImageAfterShards;
-      if (deployAfter !== undefined && shardRuns.length - live.shardRunsBefore === deployAfter) deployNewRevision(evaluator);
+      if (deployAfter !== undefined && shardRuns.length - live.shardRunsBefore === deployAfter) {
+        deployNewRevision(evaluator);
+        bindings.deploy(evaluator.deployed);
+      }
     },
     // ECS starts only a registered revision (the retained ones stay ACTIVE).
     checkTaskDefinition: (arn) => {
-      if (options.functions === 'source' && !evaluator.revisions.some((r) => r.taskDefinitionArn === arn)) {
-        throw new Error(`ClientException: TaskDefinition not found: ${arn}`);
-      }
+      if (!evaluator.revisions.some((r) => r.taskDefinitionArn === arn)) throw new Error(`ClientException: TaskDefinition not found: ${arn}`);
     },
   });
 
@@ -613,6 +667,12 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
   let mapRuns: DistributedMapRun[] = [];
   let executionName = runId;
   for (const [name, map] of maps) {
+    // The Map's child state machine: its ItemProcessor, validated once as Step Functions
+    // validates a definition once, each item then a separate execution of it (its own
+    // history, Retry and Catch). Validating per child cost about a third of a second of this
+    // process's CPU per shard (asl-validator compiles its schemas each time).
+    const { ProcessorConfig: _config, ...processor } = map.ItemProcessor as Record<string, unknown>;
+    const children = new StateMachine(processor as never, { validationOptions: { checkArn: false } });
     handlers[name] = bound(name, (mapInput) =>
       runDistributedMap({
         name,
@@ -622,8 +682,8 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
         blobs: storage.blobs,
         onRun: (r) => mapRuns.push(r),
         // Each item its own execution of the ItemProcessor, as a Distributed Map's child.
-        runChild: (processor, childInput) =>
-          new StateMachine(processor as never, { validationOptions: { checkArn: false } }).run(childInput as never, {
+        runChild: (_processor, childInput) =>
+          children.run(childInput as never, {
             overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides },
           }).result,
       }),
@@ -651,6 +711,8 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
         retryIntervalOverrides,
       },
     });
+    const history: ExecutionHistory = { events: 0, byType: {}, entered: {} };
+    const logged = countHistory(execution.eventLogs as AsyncIterable<{ type: string; state?: { name: string } }>, history);
     let output: unknown;
     let error: EmulatedRun['error'];
     try {
@@ -659,6 +721,8 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       const e = err as Error & { cause?: { name?: string; message?: string } };
       error = { name: e.cause?.name ?? e.name, message: e.cause?.message ?? e.message };
     }
+    // The logger closes with the execution's last event (succeeded, failed, aborted, timed out).
+    await logged;
     state.finish(attempt.name, error ? { status: 'FAILED', error: error.name, cause: error.message } : { status: 'SUCCEEDED' });
     // Deliveries still in flight (duplicates of settled tasks) and containers of aborted Map
     // iterations finish before the outcome is read (or the servers stop).
@@ -678,7 +742,9 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       shardRuns,
       containerApp: app.appDir,
       invocations: bindings.invocations(),
+      environments: bindings.environments(),
       mapRuns,
+      history,
       throttled: { ...live.throttled },
       evaluator,
       runAgain: (next = {}) => executeOnce(next),

@@ -8,6 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContainerApp } from './container-app';
 
@@ -51,6 +52,9 @@ export interface ShardRunOutcome {
   shardRef?: string;
   /** The task definition revision RunTask named. */
   taskDefinition?: string;
+  /** When the container process was spawned and when it exited (epoch ms). */
+  startedAt: number;
+  endedAt: number;
 }
 
 /** The parts of the container's `shard evaluated` log line (container/entry.ts) the emulator reports. */
@@ -83,7 +87,8 @@ export interface ShardContainerOptions {
   baseEnv: Record<string, string>;
   /**
    * Folder under which each container run gets its own RCB_SCRATCH, as each Fargate task
-   * has its own /scratch (shards sharing one would race to unpack the pset bundle).
+   * has its own /scratch (shards sharing one would race to unpack the pset bundle), removed
+   * when the run ends.
    */
   scratchRoot: string;
   /** Stop the first container run with SIGTERM (a Spot interruption), once. @default false */
@@ -113,7 +118,14 @@ export function shardContainerHandler(
     const run = runContainer(options.app, { ...options.baseEnv, RCB_SCRATCH: scratch, ...overrides }, inject);
     running.add(run);
     const outcome = {
-      ...(await run.finally(() => running.delete(run))),
+      ...(await run.finally(() => {
+        running.delete(run);
+        // A stopped task's storage goes with it, as a Fargate task's /scratch does; removed
+        // in the background (settled() waits for it), not left for the end of the run.
+        const removal = rm(scratch, { recursive: true, force: true }).catch(() => undefined);
+        running.add(removal);
+        void removal.finally(() => running.delete(removal));
+      })),
       ...(overrides.RCB_SHARD_REF ? { shardRef: overrides.RCB_SHARD_REF } : {}),
       ...(parameters.TaskDefinition ? { taskDefinition: parameters.TaskDefinition } : {}),
     };
@@ -136,6 +148,7 @@ export function shardContainerHandler(
 
 function runContainer(app: ContainerApp, env: Record<string, string>, inject: boolean): Promise<ShardRunOutcome> {
   return new Promise((resolve, reject) => {
+    const startedAt = Date.now();
     // The image's WORKDIR and CMD; this process's node flags (ts-jest, tsx) are not passed on.
     const child = spawn(process.execPath, app.command, {
       cwd: app.appDir,
@@ -161,6 +174,8 @@ function runContainer(app: ContainerApp, env: Record<string, string>, inject: bo
         injected: inject,
         stderr,
         evaluated: shardEvaluatedLog(stderr),
+        startedAt,
+        endedAt: Date.now(),
       }),
     );
   });

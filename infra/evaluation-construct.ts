@@ -169,13 +169,16 @@ export class EvaluationConstruct extends Construct {
       assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
       description: "rcb shard task: reads a run's inputs, writes its verdicts and evaluation logs",
     });
-    // What a shard reads (core/cloud/evaluate-shard.ts): its run's item, tasks and verdicts
-    // (GetItem, Query on RUN#<runId>) and its tasks' completions (BatchGetItem on
-    // TASK#<taskId>). No index: gsi1 lists every run, and run and task ids are hashes a
-    // task cannot guess, so it reads only what it is told about. IAM cannot narrow to one
-    // run: the run id is known at run time only.
+    // What a shard reads (core/cloud/evaluate-shard.ts): its run's item (GetItem on
+    // RUN#<runId>), its own tasks' verdicts (BatchGetItem on RUN#<runId>) and completions
+    // (BatchGetItem on TASK#<taskId>); its tasks come from the plan manifest. Query on
+    // RUN#<runId> stays allowed: a run pinned to an image of before that change (a deploy
+    // mid-sweep leaves the sweep on its image) lists the run's tasks and verdicts, under the
+    // same role. No index: gsi1 lists every run, and run and task ids are hashes a task
+    // cannot guess, so it reads only what it is told about. IAM cannot narrow to one run:
+    // the run id is known at run time only.
     grantTableItems(table, this.taskRole, ['dynamodb:GetItem', 'dynamodb:Query'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
-    grantTableItems(table, this.taskRole, ['dynamodb:BatchGetItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task)] });
+    grantTableItems(table, this.taskRole, ['dynamodb:BatchGetItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task), leadingKeys(KEY_PREFIXES.run)] });
     // What it writes: verdict items (first write wins) under the run's partition, nothing else.
     grantTableItems(table, this.taskRole, ['dynamodb:PutItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
     // The environment check of its paper, kept per image (core/cloud/shard-environment.ts): read,

@@ -425,7 +425,19 @@ export class DynamoRunStore implements RunStore, RunCounters {
 
   /** The run's verdicts, in task id order; those kept in the blob store are read back whole. */
   async listVerdicts(runId: string): Promise<Verdict[]> {
-    const items = await this.queryRun(runId, KEY_PREFIXES.verdict);
+    return this.verdictsOf(await this.queryRun(runId, KEY_PREFIXES.verdict));
+  }
+
+  /** BatchGetItem of the tasks' verdict items (100 keys a request), not a Query of the run's. */
+  async getVerdicts(runId: string, taskIds: string[]): Promise<Map<string, Verdict>> {
+    const verdicts = await this.verdictsOf(await this.batchGet([...new Set(taskIds)].map((id) => runTableKey.verdict(runId, id))));
+    const byId = new Map(verdicts.map((v) => [v.taskId, v]));
+    // In the order asked, as the SQLite store returns them.
+    return new Map(taskIds.flatMap((id) => (byId.has(id) ? [[id, byId.get(id)!] as const] : [])));
+  }
+
+  /** Verdicts of their items; those kept in the blob store are read back whole. */
+  private verdictsOf(items: Record<string, NativeAttributeValue>[]): Promise<Verdict[]> {
     return mapLimit(items, 8, async (item) => {
       if (typeof item.recordKey !== 'string') return parseRecord<Verdict>(item, 'verdict');
       const body = await this.blobs?.get(item.recordKey);

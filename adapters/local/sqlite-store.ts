@@ -294,6 +294,16 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
     return rows.map((r) => this.file.parse<Verdict>(r.record, 'verdicts'));
   }
 
+  async getVerdicts(runId: string, taskIds: string[]): Promise<Map<string, Verdict>> {
+    const get = this.file.prepare('SELECT record FROM verdicts WHERE run_id = ? AND task_id = ?');
+    const out = new Map<string, Verdict>();
+    for (const id of taskIds) {
+      const row = get.get(runId, id) as { record: string } | undefined;
+      if (row) out.set(id, this.file.parse<Verdict>(row.record, 'verdicts'));
+    }
+    return out;
+  }
+
   async reserveBudget(runId: string, usd: number): Promise<boolean> {
     const res = this.file
       .prepare(

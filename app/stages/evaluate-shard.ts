@@ -123,5 +123,6 @@ export async function shardDeps(
 
 /** Evaluates the shard with its dependencies (the executor is the caller's to close). */
 export function evaluateShardOf(shard: ShardEnv, deps: ShardDeps): Promise<EvaluateShardResult> {
-  return evaluateShard(deps, { ...shard.ref, runId: shard.runId, pset: deps.ctx.pset });
+  const { pset, manifest, run } = deps.ctx;
+  return evaluateShard(deps, { ...shard.ref, runId: shard.runId, pset, runTasks: manifest.tasks, timeoutSec: run.spec.timeoutSec });
 }

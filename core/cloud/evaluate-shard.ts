@@ -10,6 +10,7 @@
  * from the run's recorded checks.
  */
 import type { Pset } from '../types';
+import type { TaskRecord } from '../records';
 import type { TestExecutor } from '../executor';
 import type { BlobStore, RunStore } from '../store';
 import { evaluate } from '../run/evaluate';
@@ -67,14 +68,29 @@ export class ShardIncompleteError extends Error {
   }
 }
 
-export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput & Omit<ShardRef, 'paper'> & { pset: Pset }): Promise<EvaluateShardResult> {
+/** What one shard evaluates: the run, the shard, the run's pset, and its tasks when the caller has them. */
+export type EvaluateShardInput = ShardInput &
+  Omit<ShardRef, 'paper'> & {
+    pset: Pset;
+    /**
+     * Every task of the run, as planned (the plan manifest the container has read with the
+     * pset); the shard takes its own. @default listed from the store
+     */
+    runTasks?: TaskRecord[];
+    /** The run's test time limit, seconds (the run record the caller has read). @default read from the store */
+    timeoutSec?: number;
+  };
+
+export async function evaluateShard(deps: EvaluateShardDeps, input: EvaluateShardInput): Promise<EvaluateShardResult> {
   const { runId, paper } = input;
-  const tasks = shardTasks(await deps.store.listTasks(runId), input);
+  // A shard reads what is its own: its tasks' answers and verdicts, never the whole run's
+  // (a sweep's 800 to 1,300 shards each listing 34,000 verdicts with their logs).
+  const tasks = shardTasks(input.runTasks ?? (await deps.store.listTasks(runId)), input);
   const verdictsKey = cloudKeys.shardVerdicts(runId, paper, shardSlice(input));
   let checked: EvaluateShardResult['environment'];
   if (deps.environment) {
     const env = deps.environment;
-    const timeoutSec = (await deps.store.getRun(runId))?.spec.timeoutSec ?? 600;
+    const timeoutSec = input.timeoutSec ?? (await deps.store.getRun(runId))?.spec.timeoutSec ?? 600;
     const environment = await checkShardEnvironment(
       { executor: deps.executor, checks: env.checks },
       {
@@ -103,11 +119,14 @@ export async function evaluateShard(deps: EvaluateShardDeps, input: ShardInput &
     const completion = completions.get(task.taskId);
     return completion ? [{ task, completion }] : [];
   });
-  const written = await evaluate({ store: deps.store, executor: deps.executor, progress: deps.progress }, { runId, pset: input.pset, items });
+  const ids = tasks.map((t) => t.taskId);
+  // Judged by an earlier attempt of the shard: evaluate skips them (and keeps this set current).
+  const judged = new Set((await deps.store.getVerdicts(runId, ids)).keys());
+  const written = await evaluate({ store: deps.store, executor: deps.executor, progress: deps.progress }, { runId, pset: input.pset, items, judged });
   await deps.counters?.addCounts(runId, { judged: written.length });
 
-  const ids = new Set(tasks.map((t) => t.taskId));
-  const verdicts = (await deps.store.listVerdicts(runId)).filter((v) => ids.has(v.taskId));
+  // Re-read, not `written`: a verdict another writer stored first is the one that stands.
+  const verdicts = [...(await deps.store.getVerdicts(runId, ids)).values()];
   const judgedIds = new Set(verdicts.map((v) => v.taskId));
   await deps.blobs.put(verdictsKey, JSON.stringify({ runId, paper, ...(checked ? { environment: checked } : {}), verdicts }, null, 1), 'application/json');
   const missing = items.filter((i) => !judgedIds.has(i.task.taskId)).map((i) => i.task.taskId);

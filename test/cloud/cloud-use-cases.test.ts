@@ -267,6 +267,32 @@ describe('evaluateShard and aggregateRun', () => {
     expect(JSON.parse((await f.blobs.get(cloudKeys.shardVerdicts(f.input.runId, 'adamlite')))!.toString()).verdicts.length).toBeGreaterThan(0);
   });
 
+  it("given the run's planned tasks, reads only its own tasks' answers and verdicts, never the run's lists", async () => {
+    // Prepare: a run of two models, so each shard (paper x model) holds part of the run.
+    const f = await cloudFixture({ papers: ['grouprms'] });
+    const { plan, contexts } = await planAndGenerate(f);
+    const ctx = await contexts.get(f.input.runId);
+    const [shard] = await readShardManifest(f.blobs, plan.shardManifestKey);
+    const listTasks = jest.spyOn(f.store, 'listTasks');
+    const listVerdicts = jest.spyOn(f.store, 'listVerdicts');
+    const getVerdicts = jest.spyOn(f.store, 'getVerdicts');
+
+    // Act
+    const result = await evaluateShard(
+      { store: f.store, blobs: f.blobs, executor },
+      { ...shard, runId: f.input.runId, pset: ctx.pset, runTasks: ctx.manifest.tasks, timeoutSec: ctx.run.spec.timeoutSec },
+    );
+
+    // Assess
+    const mine = ctx.manifest.tasks.filter((t) => t.paper === shard.paper && t.model === shard.model).map((t) => t.taskId);
+    expect(mine.length).toBeGreaterThan(0);
+    expect(mine.length).toBeLessThan(ctx.manifest.tasks.length);
+    expect([listTasks.mock.calls.length, listVerdicts.mock.calls.length]).toEqual([0, 0]);
+    expect(getVerdicts.mock.calls.map(([, ids]) => [...ids].sort())).toEqual([[...mine].sort(), [...mine].sort()]);
+    expect(result).toMatchObject({ tasks: mine.length, judged: mine.length });
+    expect((await f.store.listVerdicts(f.input.runId)).map((v) => v.taskId).sort()).toEqual([...mine].sort());
+  });
+
   it('reports an executor failure as an incomplete shard, and a retry completes it', async () => {
     // Prepare: an executor that fails on the first candidate once.
     const f = await cloudFixture({ papers: ['grouprms'] });

@@ -18,7 +18,7 @@ import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { checkShardEnvironment, EnvironmentCheckFailedError } from '../../core/cloud/shard-environment';
 import { RunContextCache } from '../../core/cloud/run-context';
 import { cloudKeys } from '../../core/cloud/payloads';
-import { containerImageDigest } from '../../adapters/aws/runtime/container-metadata';
+import { containerImageDigest, type MetadataGet } from '../../adapters/aws/runtime/container-metadata';
 import { startContainerMetadata } from '../../emulator/container-metadata';
 import { cloudFixture, type CloudFixture } from './cloud-fixture';
 
@@ -201,12 +201,25 @@ describe('containerImageDigest', () => {
 
   it('says why when the digest cannot be had', async () => {
     expect(await containerImageDigest({})).toEqual({ digest: null, reason: expect.stringContaining('ECS_CONTAINER_METADATA_URI_V4 is not set') });
-    const noImage = (async () => new Response('{}', { status: 200 })) as typeof fetch;
+    const noImage: MetadataGet = async () => ({ status: 200, body: '{}' });
     expect(await containerImageDigest({ ECS_CONTAINER_METADATA_URI_V4: 'http://x' }, noImage)).toEqual({
       digest: null,
       reason: 'the container metadata has no ImageID',
     });
-    const down = (async () => new Response('', { status: 500 })) as typeof fetch;
-    expect((await containerImageDigest({ ECS_CONTAINER_METADATA_URI_V4: 'http://x' }, down)).digest).toBeNull();
+    const down: MetadataGet = async () => ({ status: 500, body: '' });
+    expect(await containerImageDigest({ ECS_CONTAINER_METADATA_URI_V4: 'http://x' }, down)).toEqual({
+      digest: null,
+      reason: 'the task metadata endpoint answered HTTP 500',
+    });
+  });
+
+  it('says why when nothing answers at the endpoint', async () => {
+    // A port that was just listened on and closed: the connection is refused.
+    const server = await startContainerMetadata({ imageId: 'sha256:abc', image: 'rcb:1', containerName: 'evaluator' });
+    await server.close();
+    expect(await containerImageDigest({ ECS_CONTAINER_METADATA_URI_V4: server.uri })).toEqual({
+      digest: null,
+      reason: expect.stringContaining('the task metadata endpoint could not be read'),
+    });
   });
 });

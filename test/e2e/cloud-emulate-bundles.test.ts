@@ -328,9 +328,11 @@ describe('a generation message dead-lettered in the emulated cloud', () => {
 });
 
 describe('a run with a shard that failed every attempt, started again', () => {
-  it('resumes under the same run id: no model call and no test is repeated, and the run succeeds', async () => {
+  it('resumes under the same run id: no model call and no test is repeated, and the run succeeds, on the revision it pinned though a new image was deployed mid-run', async () => {
     // Prepare: every container run of one shard stops, after all answers are bought: that shard
     // fails alone (issue 22), its tasks infra_error, and the run ends succeeded_with_errors.
+    // After the first shard run a new image is deployed: a new task definition revision, which
+    // the deployed PlanRun bundle's environment names from then on.
     endpoint.reset();
     const failing = 'grouprms';
     const hosted = hostedModels(modelsFile);
@@ -338,7 +340,7 @@ describe('a run with a shard that failed every attempt, started again', () => {
     const first = await emulateCloudRun(
       { pset: resolved.pset, templateText: resolved.template.text, spec: resolved.spec, models: resolved.models.info },
       { workflow, modelsFile, keys: { [KEY_ENV]: 'fake-key' }, python: '/usr/bin/python3' },
-      { failShard: (paper) => paper === failing },
+      { failShard: (paper) => paper === failing, deployImageAfterShards: 1 },
     );
     try {
       // The first execution succeeds with errors: only the failing shard's tasks are left unjudged.
@@ -353,6 +355,7 @@ describe('a run with a shard that failed every attempt, started again', () => {
       const completions = await first.store.getCompletions(tasks.map((t) => t.taskId));
       expect([...completions.values()].filter((c) => c.error).map((c) => [c.taskId, c.attempt, c.error])).toEqual([]);
       expect(calledBefore).toBe(tasks.length);
+      const shardRunsBefore = first.shardRuns.length;
 
       // Act
       const second = await first.runAgain();
@@ -367,6 +370,14 @@ describe('a run with a shard that failed every attempt, started again', () => {
       for (const v of verdicts) if (judgedBefore.has(v.taskId)) expect(v.createdAt).toBe(judgedBefore.get(v.taskId));
       const failingTasks = new Set(tasks.filter((t) => t.paper === failing).map((t) => t.taskId));
       expect([...failingTasks].every((id) => !judgedBefore.has(id))).toBe(true);
+      // The deploy: PlanRun's bundle now names revision 2 (its second invocation ran in an
+      // instance started so), yet every shard of both executions ran on revision 1, the pin.
+      const [revision1, revision2] = first.evaluator.revisions.map((r) => r.taskDefinitionArn);
+      expect([revision1, revision2]).toEqual([expect.stringMatching(/:1$/), expect.stringMatching(/:2$/)]);
+      const pinning = Object.values(second.environments).filter((env) => env.RCB_TASK_DEFINITION !== undefined);
+      expect(pinning.map((env) => [env.RCB_TASK_DEFINITION, env.RCB_EVALUATION_IMAGE])).toEqual([[revision2, first.evaluator.revisions[1].image]]);
+      expect(new Set(second.shardRuns.map((r) => r.taskDefinition))).toEqual(new Set([revision1]));
+      expect(second.shardRuns.length).toBeGreaterThan(shardRunsBefore);
     } finally {
       await first.close();
     }

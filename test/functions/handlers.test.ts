@@ -20,7 +20,7 @@ import { createHandler as createPlanRun } from '../../app/stages/plan-run';
 import { createHandler as createCheckProgress } from '../../app/stages/check-progress';
 import { createHandler as createAggregate } from '../../app/stages/aggregate';
 import { createHandler as createMarkFailed } from '../../app/stages/mark-failed';
-import { LaneTaskQueue } from '../../adapters/aws/runtime/cloud-adapters';
+import { LaneTaskQueue } from '../../adapters/aws/runtime/lane-task-queue';
 import { readShardManifest } from '../../core/cloud/plan-cloud-run';
 import type { RunStore } from '../../core/store';
 import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';

@@ -7,6 +7,7 @@
  * and from a recording tracer; each of the 7 Lambda stages is driven through its own
  * createHandler.
  */
+import { spawnSync } from 'node:child_process';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
@@ -23,6 +24,7 @@ import type { ModelClient, ModelRequest, ModelResponse } from '../../core/model'
 import type { BlobStore } from '../../core/store';
 import { cloudFixture, type CloudFixture } from '../cloud/cloud-fixture';
 import { planned, sqsEvent } from './handler-fixtures';
+import { REPO } from '../helpers/cli';
 
 /** A subsegment as the recording tracer keeps it. */
 interface Seg {
@@ -313,6 +315,25 @@ describe('stageHandler', () => {
     expect(flushes()).toEqual([['Counted']]);
     expectFailedOnce(tel.tracer, 'step failed', /after counting/);
   });
+});
+
+describe('the X-Ray SDK', () => {
+  it('is loaded by a deployed telemetry only, not by importing the stages (as the emulator does in its own process)', () => {
+    // Its cls-hooked namespace enables an async hook with destroy tracking as it loads, which
+    // taxes every promise of the process: dynalite's and s3rver's too, in the emulator.
+    const script = (build: boolean): string =>
+      [
+        "require('./emulator/emulated-run');",
+        build ? "require('./adapters/aws/runtime/stage-lifecycle').lambdaTelemetry('probe');" : '',
+        "const loaded = Object.keys(require.cache).some((k) => k.includes('/node_modules/aws-xray-sdk-core/') || k.includes('/node_modules/cls-hooked/'));",
+        'console.log(JSON.stringify(loaded));',
+      ].join('\n');
+    const probe = (build: boolean) =>
+      spawnSync(process.execPath, ['-r', require.resolve('tsx/cjs'), '-e', script(build)], { cwd: REPO, encoding: 'utf8', timeout: 600_000 });
+    const outcome = (r: ReturnType<typeof probe>) => ({ status: r.status, loaded: r.stdout.trim(), stderr: r.status === 0 ? '' : r.stderr });
+    expect(outcome(probe(false))).toEqual({ status: 0, loaded: 'false', stderr: '' });
+    expect(outcome(probe(true))).toEqual({ status: 0, loaded: 'true', stderr: '' });
+  }, 900_000);
 });
 
 describe('tracing off', () => {

@@ -2,7 +2,10 @@
  * The Lambda handlers' and the container entry point's input contracts. (Their behaviour
  * is tested in test/functions and test/cloud.)
  */
+import { join, relative } from 'node:path';
+import { buildSync } from 'esbuild';
 import { CREDENTIAL_VARIABLES, loadShardEnv } from '../../container/entry';
+import { REPO } from '../helpers/cli';
 import { sandboxEnvironment } from '../../adapters/executor/environment';
 import { handler as checkProgress } from '../../functions/check-progress/handler';
 
@@ -27,6 +30,29 @@ describe('workflow handlers', () => {
 });
 
 describe('container entry point', () => {
+  it('bundles no model client: a shard loads only what evaluating needs at each start', () => {
+    // Act: the entry point's bundle as container/build-app.sh makes it, with its inputs listed.
+    const result = buildSync({
+      entryPoints: [join(REPO, 'container', 'entry.ts')],
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+      outfile: join(REPO, 'entry.js'),
+    });
+
+    // Assess: neither the providers' modules nor their SDKs (2.5 MB of the 5.3 MB bundle they were).
+    const inputs = Object.keys(result.metafile.inputs).map((p) => relative(REPO, join(REPO, p)));
+    expect(inputs).toContain('app/stages/evaluate-shard.ts');
+    const models = inputs.filter(
+      (p) => p.startsWith('adapters/models/') || /^node_modules\/(openai|@anthropic-ai|@google\/genai|@aws-sdk\/client-bedrock)/.test(p),
+    );
+    expect(models).toEqual([]);
+  });
+
   it('reads the shard from the environment the task definition and the overrides set', () => {
     expect(loadShardEnv({ RCB_RUN_ID: 'r1', RCB_SHARD: 'paper-a', RCB_TABLE: 't', RCB_BUCKET: 'b', RCB_SCRATCH: '/scratch' })).toEqual({
       runId: 'r1',

@@ -182,7 +182,8 @@ describe('EvaluationConstruct', () => {
           [['RUN#*'], table],
           [['IMAGE#*'], table],
         ],
-        'dynamodb:BatchGetItem': [[['TASK#*'], table]],
+        // Its tasks' completions (TASK#) and its own tasks' verdicts (RUN#).
+        'dynamodb:BatchGetItem': [[['TASK#*', 'RUN#*'], table]],
         'dynamodb:UpdateItem': [[['RUN#*'], table]],
       });
       // The update is the run's verdict counter and nothing else.

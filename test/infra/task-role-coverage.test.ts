@@ -227,7 +227,6 @@ describe('the evaluation task role', () => {
       'dynamodb:BatchGetItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
-      'dynamodb:Query',
       'dynamodb:UpdateItem',
       's3:GetObject',
       's3:PutObject',

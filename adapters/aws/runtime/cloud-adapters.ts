@@ -1,15 +1,17 @@
-/** The AWS adapters a cloud function or the container uses, built from its StorageConfig. */
+/**
+ * The AWS adapters a cloud function or the container uses, built from its StorageConfig.
+ * Storage only: the SQS lanes (lane-task-queue.ts) route by provider, which imports every
+ * provider's SDK, and the evaluation container and most functions send no message.
+ */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials, type ClientTracer } from '../clients';
 import { DynamoCompletionCache, DynamoRunStore } from '../dynamo-run-store';
 import { DynamoBatchLedger } from '../dynamo-batch-ledger';
 import type { BatchLedger } from '../../../core/batch';
 import { S3BlobStore } from '../s3-blob-store';
-import { SqsTaskQueue, type LaneRouting } from '../sqs-task-queue';
 import type { BlobStore, CompletionCache, RunStore } from '../../../core/store';
-import type { EnvironmentChecks, QueuedGeneration, RunCounters, TaskQueue } from '../../../core/cloud/ports';
+import type { EnvironmentChecks, RunCounters } from '../../../core/cloud/ports';
 import { DynamoEnvironmentChecks } from '../dynamo-environment-checks';
 import { DynamoLaneStateStore } from '../dynamo-lane-throttle';
 import type { LaneStateStore } from '../../../core/lane-throttle';
@@ -55,23 +57,4 @@ export function createStorageAdapters(
     laneStates: new DynamoLaneStateStore(doc, { tableName: config.table }),
     scratchDir: config.scratchDir,
   };
-}
-
-/**
- * The core TaskQueue port on SQS lanes: each message goes to the lane of its model's
- * provider (offline models and unknown providers to the default lane).
- */
-export class LaneTaskQueue implements TaskQueue {
-  private readonly sqs: SqsTaskQueue;
-  constructor(
-    client: SQSClient,
-    routing: LaneRouting,
-    private readonly providerOf: (model: string) => string,
-  ) {
-    this.sqs = new SqsTaskQueue(client, routing);
-  }
-
-  async send(messages: QueuedGeneration[]): Promise<void> {
-    await this.sqs.enqueue(messages.map((m) => ({ message: m.message, provider: this.providerOf(m.model) })));
-  }
 }

@@ -13,7 +13,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Context } from 'aws-lambda';
 import type { ModelClient, ModelRequest, ModelResponse } from '../../../core/model';
 
@@ -44,6 +44,12 @@ export interface LambdaTelemetry {
  * alarms of infra/monitoring-construct.ts select their metrics by it.
  */
 export function lambdaTelemetry(stage: string): LambdaTelemetry {
+  // Loaded here, not at the top: the X-Ray SDK under Powertools' Tracer enables an async hook
+  // with destroy tracking as it loads (cls-hooked), which makes every promise of the process
+  // dearer. A deployed function builds its telemetry and pays it, as it must to trace; the
+  // emulator, which runs the stages in its own process (its in-process source stages, with
+  // dynalite and s3rver beside them), never builds it and does not.
+  const { Tracer } = require('@aws-lambda-powertools/tracer') as typeof import('@aws-lambda-powertools/tracer');
   return {
     logger: new Logger({ serviceName: `rcb-${stage}` }),
     metrics: new Metrics({ namespace: 'rcb', serviceName: stage }),
