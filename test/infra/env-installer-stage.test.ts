@@ -76,4 +76,18 @@ describe('the env-installer stage of container/Dockerfile', () => {
     expect(installs.filter((cmd) => cmd.includes('--offline'))).toHaveLength(1);
     expect(installs.filter((cmd) => !cmd.includes('--offline'))).toHaveLength(1);
   });
+
+  it("puts the environment's layer before every layer that changes with rcb's code or Node.js", () => {
+    // A layer's cache key is its parent's: the venv copied after Node.js or the bundle would be
+    // copied, stored and pushed again with every release, though the lock did not change.
+    const runtime = dockerInstructions(readFileSync(join(REPO, 'container', 'Dockerfile'), 'utf8')).filter((i) => i.stage === 'runtime');
+    const layers = runtime.filter((i) => i.keyword === 'COPY' || i.keyword === 'RUN');
+    const venv = layers.findIndex((i) => i.keyword === 'COPY' && /^--from=python-build\s+\/opt\/venv\s/.test(i.args));
+    const fromBuild = layers.flatMap((i, at) => (i.keyword === 'COPY' && i.args.startsWith('--from=node-build') ? [at] : []));
+    expect(venv).toBeGreaterThan(-1);
+    expect(fromBuild.length).toBeGreaterThan(0);
+    expect(Math.min(...fromBuild)).toBeGreaterThan(venv);
+    // Before it only the base's own packages (a RUN that reads no build stage).
+    expect(layers.slice(0, venv).every((i) => i.keyword === 'RUN' && !i.args.includes('/app'))).toBe(true);
+  });
 });
