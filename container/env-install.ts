@@ -9,9 +9,8 @@
  * Then the papers' test-time assets (container/requirements-assets.json), unless --offline.
  */
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { EnvInstallError, installEnv, readRecipes } from '../adapters/local/paper-env/install';
-import { LockError, parseLock } from '../adapters/local/paper-env/lock';
+import { LockError, lockCompanion, parseLock } from '../adapters/local/paper-env/lock';
 import { fetchAssets, readEnvNotes } from '../adapters/local/paper-env/assets';
 
 interface Args {
@@ -51,7 +50,7 @@ async function main(): Promise<number> {
     wheelhouse: args.wheelhouse,
     lock,
     lockFile: args.lock,
-    recipes: readRecipes(join(dirname(args.lock), 'requirements-build.json')),
+    recipes: readRecipes(lockCompanion(args.lock, 'recipes')),
     basePython: args.basePython,
     offline: args.offline,
     progress: (line) => process.stderr.write(`env-install: ${line}\n`),
@@ -62,7 +61,7 @@ async function main(): Promise<number> {
   await fetchAssets({
     envDir: args.dir,
     python: result.python,
-    assets: readEnvNotes(join(dirname(args.lock), 'requirements-assets.json')).assets,
+    assets: readEnvNotes(lockCompanion(args.lock, 'assets')).assets,
     offline: args.offline,
     progress: (line) => process.stderr.write(`env-install: ${line}\n`),
   });

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { packageRoot } from '../../core/util/package-root';
-import { parseLock, LockError } from '../../adapters/local/paper-env/lock';
+import { lockCompanion, parseLock, LockError } from '../../adapters/local/paper-env/lock';
 import { EnvInstallError, installEnv, readRecipes } from '../../adapters/local/paper-env/install';
 import { defaultEnvDir, defaultWheelhouse, installedEnvPython } from '../../adapters/local/paper-env/location';
 import { fetchAssets, readEnvNotes } from '../../adapters/local/paper-env/assets';
@@ -27,7 +27,7 @@ export function lockFile(): string {
 
 /** The assets and known gaps beside a lock (container/requirements-assets.json). */
 export function notesFile(lock: string): string {
-  return join(dirname(lock), 'requirements-assets.json');
+  return lockCompanion(lock, 'assets');
 }
 
 /** A Python 3.11 every user can run: Debian's first (root's tests run as other uids), then python3.11 on PATH. */
@@ -73,7 +73,7 @@ export async function envInstallCommand(opts: EnvInstallOptions): Promise<number
       wheelhouse,
       lock,
       lockFile: file,
-      recipes: readRecipes(join(dirname(file), 'requirements-build.json')),
+      recipes: readRecipes(lockCompanion(file, 'recipes')),
       basePython: opts.basePython ?? defaultBasePython(),
       offline: opts.offline,
       torchIndex: opts.torchIndex,

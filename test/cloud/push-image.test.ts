@@ -107,7 +107,8 @@ describe('rcb cloud push-image', () => {
       ['image', 'inspect', '--format', '{{.Id}}', 'localhost/rcb-evaluator:latest'],
       ['login', '--username', 'AWS', '--password-stdin', REGISTRY],
       ['tag', 'localhost/rcb-evaluator:latest', `${REPO}:rcb-abababababab`],
-      ['push', `${REPO}:rcb-abababababab`],
+      // zstd by default with podman: every Fargate shard pulls and unpacks the whole image.
+      ['push', '--compression-format', 'zstd', `${REPO}:rcb-abababababab`],
     ]);
     expect(calls[1].stdin).toBe(PASSWORD);
     expect(calls.filter((c) => c.stdin.includes(PASSWORD))).toHaveLength(1);
@@ -122,9 +123,26 @@ describe('rcb cloud push-image', () => {
     const other = '444455556666.dkr.ecr.us-east-1.amazonaws.com/team/rcb';
     expect(await cloudPushImage({ stackName: 'Rcb', repository: other, image: 'rcb:dev', tag: 'v7', engine: 'docker' }, t.deps)).toBe(0);
     expect(cfnMock.commandCalls(DescribeStacksCommand)).toHaveLength(0);
-    expect(t.calls().map((c) => c.argv.slice(0, 2))).toContainEqual(['push', `${other}:v7`]);
+    // docker pushes its stored (gzip) layers: no compression flag.
+    expect(t.calls().map((c) => c.argv)).toContainEqual(['push', `${other}:v7`]);
     expect(t.calls()[1].argv.at(-1)).toBe('444455556666.dkr.ecr.us-east-1.amazonaws.com');
     expect(t.out()).toContain(`rcb:image=${other}@${DIGEST}`);
+  });
+
+  it('--compression: gzip with podman on request; zstd with docker refused before ECR is asked, saying how', async () => {
+    const gzip = setup();
+    expect(await cloudPushImage({ stackName: 'Rcb', compression: 'gzip' }, gzip.deps)).toBe(0);
+    expect(gzip.calls().at(-1)!.argv).toEqual(['push', '--compression-format', 'gzip', `${REPO}:rcb-abababababab`]);
+    expect(gzip.out()).toContain('gzip layers');
+
+    ecrMock.resetHistory();
+    const docker = setup(['docker']);
+    await expect(cloudPushImage({ stackName: 'Rcb', compression: 'zstd' }, docker.deps)).rejects.toThrow(
+      /--compression zstd: docker push sends the layers as docker stored them \(gzip\); push with --engine podman, or .*compression=zstd/,
+    );
+    expect(docker.calls()).toEqual([]);
+    expect(ecrMock.commandCalls(GetAuthorizationTokenCommand)).toHaveLength(0);
+    await expect(cloudPushImage({ stackName: 'Rcb', compression: 'lz4' }, setup().deps)).rejects.toThrow('--compression lz4: expected zstd or gzip');
   });
 
   it('the fake engine refuses a password on its argv (what the test guards against)', async () => {

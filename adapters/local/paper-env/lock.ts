@@ -4,6 +4,20 @@
  * the index offers for it. `rcb env install` and the image install exactly these files.
  */
 import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
+
+/**
+ * The files an install reads beside its lock (container/): the build recipes of the source
+ * distributions, and the test-time assets with the known gaps. `rcb env install` and the image's
+ * installer (container/env-install.ts) find them in the lock's folder, so the image's
+ * python-pypi stage copies them there with it (test/infra/env-installer-stage.test.ts).
+ */
+export const LOCK_COMPANIONS = { recipes: 'requirements-build.json', assets: 'requirements-assets.json' } as const;
+
+/** The companion file `kind` of the lock `lockFile`: the same folder. */
+export function lockCompanion(lockFile: string, kind: keyof typeof LOCK_COMPANIONS): string {
+  return join(dirname(lockFile), LOCK_COMPANIONS[kind]);
+}
 
 export interface LockEntry {
   /** Normalized name (PEP 503: lower case, runs of -_. as one -). */

@@ -1,8 +1,11 @@
 /**
- * `rcb cloud push-image [--stack-name NAME] [--image REF] [--repository URI] [--tag T] [--engine podman|docker]`:
- * pushes an evaluation image built by `npm run image:build` to the stack's image repository
- * (output ImageRepositoryUri, or --repository), and prints the `cdk deploy -c rcb:image=...`
- * line that pins it by digest. The engine is logged in with an ECR authorization token
+ * `rcb cloud push-image [--stack-name NAME] [--image REF] [--repository URI] [--tag T] [--engine podman|docker]
+ * [--compression zstd|gzip]`: pushes an evaluation image built by `npm run image:build` to the
+ * stack's image repository (output ImageRepositoryUri, or --repository), and prints the
+ * `cdk deploy -c rcb:image=...` line that pins it by digest. podman pushes its layers
+ * zstd-compressed by default: every Fargate shard pulls and unpacks the whole image, and zstd
+ * layers are smaller and unpack faster than gzip's (docs/paper-environment.md, "The production
+ * image"); docker pushes the layers as it stores them (gzip). The engine is logged in with an ECR authorization token
  * (GetAuthorizationToken) given on its stdin, never on its argv or in what rcb prints; the
  * pushed digest is read back from ECR (DescribeImages), not from the engine's output.
  */
@@ -10,7 +13,7 @@ import { DescribeStacksCommand, type CloudFormationClient } from '@aws-sdk/clien
 import { DescribeImagesCommand, GetAuthorizationTokenCommand, type ECRClient } from '@aws-sdk/client-ecr';
 import { UsageError } from '../common';
 import type { StackFlags } from './stack-flags';
-import { engineMessage, findEngine, runEngine, type EngineResult } from './container-engine';
+import { engineMessage, findEngine, runEngine, type Engine, type EngineResult } from './container-engine';
 
 /** The image `npm run image:build` tags by default. */
 export const DEFAULT_LOCAL_IMAGE = 'localhost/rcb-evaluator:latest';
@@ -24,6 +27,26 @@ export interface PushImageOptions extends StackFlags {
   /** Tag in the repository (its tags are immutable). @default `rcb-<first 12 hex of the local image id>` */
   tag?: string;
   engine?: string;
+  /** How the pushed layers are compressed. @default zstd with podman, gzip with docker */
+  compression?: string;
+}
+
+export const COMPRESSIONS = ['zstd', 'gzip'] as const;
+export type Compression = (typeof COMPRESSIONS)[number];
+
+/**
+ * The layers' compression: --compression, else zstd with podman (it recompresses at push) and
+ * gzip with docker, whose `push` sends the layers as stored and cannot recompress them.
+ */
+export function pushCompression(engine: Engine, flag: string | undefined): Compression {
+  if (flag !== undefined && !(COMPRESSIONS as readonly string[]).includes(flag)) throw new UsageError(`--compression ${flag}: expected zstd or gzip`);
+  const compression = (flag as Compression | undefined) ?? (engine === 'podman' ? 'zstd' : 'gzip');
+  if (engine === 'docker' && compression === 'zstd')
+    throw new UsageError(
+      '--compression zstd: docker push sends the layers as docker stored them (gzip); push with --engine podman, ' +
+        'or build and push in one step with `docker buildx build --output type=image,compression=zstd,oci-mediatypes=true,push=true`',
+    );
+  return compression;
 }
 
 export interface PushImageDeps {
@@ -66,6 +89,7 @@ export async function cloudPushImage(opts: PushImageOptions, deps: PushImageDeps
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const compression = pushCompression(engine.engine, opts.compression);
   const image = opts.image ?? DEFAULT_LOCAL_IMAGE;
   const repositoryUri = opts.repository ?? (await stackRepository(deps.cfn, opts.stackName));
   const { registry, name } = parseRepositoryUri(repositoryUri, opts.repository ? '--repository' : `stack ${opts.stackName} output ${IMAGE_REPOSITORY_OUTPUT}`);
@@ -100,7 +124,7 @@ export async function cloudPushImage(opts: PushImageOptions, deps: PushImageDeps
   const target = `${repositoryUri}:${tag}`;
   const tagged = await run(['tag', image, target]);
   if (tagged.code !== 0) throw new UsageError(`${engine.engine} tag ${image} ${target} failed: ${engineMessage(tagged)}`);
-  const pushed = await run(['push', target]);
+  const pushed = await run(['push', ...(engine.engine === 'podman' ? ['--compression-format', compression] : []), target]);
   if (pushed.code !== 0) throw new UsageError(`${engine.engine} push ${target} failed: ${engineMessage(pushed)}`);
 
   let digest: string | undefined;
@@ -112,7 +136,7 @@ export async function cloudPushImage(opts: PushImageOptions, deps: PushImageDeps
   }
   if (!digest || !/^sha256:[0-9a-f]{64}$/.test(digest)) throw new UsageError(`pushed ${target}, but ECR reports no digest for tag ${tag} in ${name}`);
   deps.out(
-    `pushed ${image} (local id ${localId.slice(0, 12)}) as ${target}\ndigest ${digest}\ndeploy with:\n  npx cdk deploy -c rcb:image=${repositoryUri}@${digest}\n`,
+    `pushed ${image} (local id ${localId.slice(0, 12)}) as ${target}, ${compression} layers\ndigest ${digest}\ndeploy with:\n  npx cdk deploy -c rcb:image=${repositoryUri}@${digest}\n`,
   );
   return 0;
 }

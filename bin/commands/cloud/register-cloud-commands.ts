@@ -60,6 +60,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
     .option('--repository <uri>', "ECR repository URI to push to (default: the stack's ImageRepositoryUri output)")
     .option('--tag <tag>', 'tag in the repository (default: rcb-<12 hex of the local image id>; tags are immutable)')
     .option('--engine <engine>', 'podman or docker (default: podman if on PATH, else docker)')
+    .option('--compression <format>', "the pushed layers' compression, zstd or gzip (default: zstd with podman, gzip with docker)")
     .action(async (o) => {
       const { ECRClient }: typeof EcrModule = require('@aws-sdk/client-ecr');
       const { defaultCloudDeps }: typeof CloudDepsModule = require('../../../app/deployed-stack');
