@@ -42,7 +42,7 @@ const { exp, log, log1p, sqrt } = Math;
 const isNotANumber = (x: number) => x !== x;
 
 const logit = (p: number) => log(p / (1 - p));
-const clip = (x: number, lo: number, hi: number) => (x < lo ? lo : x > hi ? hi : x);
+const clip = (x: number, lo: number, hi: number) => Math.max(lo, Math.min(x, hi));
 
 /**
  * Fit the 2PL to `y` (row-major rows × cols, each cell in [0, 1] or NaN for no verdict: a
