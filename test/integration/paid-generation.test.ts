@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { parseModelEntry, type ModelEntry } from '../../adapters/models/registry';
 import { PSET_MINI, REPO } from '../helpers/cli';
+import { boundAfter, timed } from '../helpers/machine-speed';
 
 const USAGE = { prompt_tokens: 1000, completion_tokens: 200 };
 
@@ -193,11 +194,27 @@ describe('a run under a budget', () => {
 describe('paid generation when answers come later than the client waits', () => {
   it('counts each timed-out attempt at its worst case, so recorded spend covers what the provider billed', async () => {
     // Prepare: 20% of answers arrive after the client gave up; the server bills them anyway.
-    // The client's 2 s leave an on-time answer room on a loaded machine (at 150 ms and at 400 ms,
-    // on-time answers timed out too under a CPU-bound neighbour, and a task could fail all six
-    // attempts); late answers come 4x later than the client waits, so they are late on any machine.
-    const ep = await startEndpoint(0, { rate: 0.2, ms: 8000 });
-    const { pset, template, entry, resolved, store, tasks } = setup(ep.url, 2000);
+    // The client's timeout must leave an on-time answer room on a loaded machine (at 150 ms,
+    // 400 ms and, under a load average of 30 to 40, 2 s, on-time answers timed out too, and a
+    // task could fail all six attempts). So it is at least 2 s and LOAD_SLACK times a reference
+    // measured just before: a round of 16 on-time calls at once (the run's concurrency) to the
+    // same endpoint, which slows with the machine. Late answers come 4x later than the client
+    // waits, so they are late on any machine.
+    const ep = await startEndpoint(0);
+    const reference = await timed(() =>
+      Promise.all(
+        Array.from({ length: 16 }, () =>
+          fetch(`${ep.url}/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'fake', messages: [{ role: 'user', content: 'x'.repeat(4000) }] }),
+          }).then((r) => r.text()),
+        ),
+      ),
+    );
+    const clientTimeoutMs = Math.max(2000, Math.ceil(boundAfter(0, reference.ms)));
+    Object.assign(ep, { billed: 0, requests: 0, slowRate: 0.2, slowMs: 4 * clientTimeoutMs });
+    const { pset, template, entry, resolved, store, tasks } = setup(ep.url, clientTimeoutMs);
     await createRun(store, 't', null);
     try {
       // Act
@@ -224,7 +241,7 @@ describe('paid generation when answers come later than the client waits', () => 
       await store.close();
       ep.server.close();
     }
-  }, 120_000);
+  }, 600_000);
 });
 
 describe('the cross-run completion cache', () => {
