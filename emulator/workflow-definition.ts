@@ -134,6 +134,11 @@ export async function synthesizeWorkflow(opts: SynthesizeOptions = {}): Promise<
     // With bundling, the asset metadata (set by the CDK CLI, not by a bare App) names each function's bundle folder.
     context: { ...cdkJson.context, ...opts.context, ...(opts.bundle ? { 'aws:cdk:enable-asset-metadata': true } : { 'aws:cdk:bundling-stacks': [] }) },
     analyticsReporting: false,
+    // CDK's built-in CloudFormation validation (a WebAssembly rule engine) is half of an
+    // unbundled synthesis's CPU time, for findings that only warn. `cdk synth` and `cdk deploy`
+    // (bin/app.ts) keep it, and test/infra/nag.test.ts holds the stack to it with its findings
+    // as errors; the emulator, which synthesizes the same stack again and again, does not.
+    builtinCloudFormationValidation: false,
     ...(opts.outdir ? { outdir: opts.outdir } : {}),
   });
   const config = configFromContext(app.node);
