@@ -36,13 +36,13 @@ const A_MAX = 5;
 
 // Module bindings, not `Math.x` in the loops: where the code runs in a vm context (jest's
 // test environment), each lookup of the global Math is an interceptor call, ten times the exp.
-const { exp, log, log1p, sqrt } = Math;
+const { exp, log, log1p, max, min, sqrt } = Math;
 // A local NaN test: Number.isNaN is a global lookup per call in the hot loops (see above).
 // biome-ignore lint/suspicious/noSelfCompare: x !== x is the NaN test itself
 const isNotANumber = (x: number) => x !== x;
 
 const logit = (p: number) => log(p / (1 - p));
-const clip = (x: number, lo: number, hi: number) => Math.max(lo, Math.min(x, hi));
+const clip = (x: number, lo: number, hi: number) => max(lo, min(x, hi));
 
 /**
  * Fit the 2PL to `y` (row-major rows × cols, each cell in [0, 1] or NaN for no verdict: a
