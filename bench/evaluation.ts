@@ -140,8 +140,10 @@ async function originalOne(candidate: Candidate, python: string, env: Record<str
       // detached: a session of its own, as every other configuration's tests have (see floor-harness.py).
       const child = spawn(python, ['paper2code_test.py'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let output = '';
-      child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
-      child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
+      child.stdout.setEncoding('utf8');
+      child.stderr.setEncoding('utf8');
+      child.stdout.on('data', (c: string) => (output += c));
+      child.stderr.on('data', (c: string) => (output += c));
       const timer = setTimeout(() => child.kill('SIGKILL'), DEFAULT_LIMITS.timeoutSec * 1000);
       child.on('close', (code) => {
         clearTimeout(timer);
@@ -159,7 +161,8 @@ function floorHarness<T>(python: string, mode: 'run' | 'learn', job: object, env
     const child = spawn(python, [join(__dirname, 'floor-harness.py'), mode], { env, cwd: tmpdir(), stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (c: string) => (out += c));
     child.stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-4000)));
     child.on('error', reject);
     child.on('close', (code) => {

@@ -161,9 +161,11 @@ function runAsync(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<
     const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (d: string) => (stdout += d));
+    child.stderr.on('data', (d: string) => {
+      stderr += d;
       if (stderr.length > 256_000) stderr = stderr.slice(-128_000);
     });
     child.once('error', reject);

@@ -92,7 +92,8 @@ describe('container entry point', () => {
           stdio: ['ignore', 'ignore', 'pipe'],
         });
         let stderr = '';
-        child.stderr.on('data', (d) => (stderr += d));
+        child.stderr.setEncoding('utf8');
+        child.stderr.on('data', (d: string) => (stderr += d));
         child.on('close', (status) => resolve({ status, stderr }));
       });
 

@@ -155,12 +155,14 @@ describe('Ctrl-C during a run', () => {
     const child = rcbAsync(['run', '--model', `replay:${replay}`, '--jobs', String(JOBS), '--out', out]);
     let stderr = '';
     let stdout = '';
-    child.stdout!.on('data', (d) => (stdout += d));
+    child.stdout!.setEncoding('utf8');
+    child.stderr!.setEncoding('utf8');
+    child.stdout!.on('data', (d: string) => (stdout += d));
     let signals = 0;
     /** Per Ctrl-C taken (rcb's note printed), the verdicts stored then and when it was. */
     const taken: { judged: number; at: number }[] = [];
     const notes = [/interrupted: finishing the tests in flight/, /stopping now: the tests in flight are killed/];
-    child.stderr!.on('data', (d) => {
+    child.stderr!.on('data', (d: string) => {
       stderr += d;
       // Once answers are in and the first tests are running.
       if (!signals && /generate 28\/28/.test(stderr)) {

@@ -135,8 +135,10 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number |
   const child = rcbAsync(args, { env });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (d: string) => (stderr += d));
   return new Promise((resolve) => child.once('close', (status) => resolve({ status, stdout, stderr })));
 }
 

@@ -41,7 +41,8 @@ async function startEndpoint(failureRate: number, slow: { rate: number; ms: numb
   const ep: FakeEndpoint = { server: createServer(), url: '', billed: 0, requests: 0, failureRate, slowRate: slow.rate, slowMs: slow.ms, answering: new Set() };
   ep.server.on('request', (req, res) => {
     let body = '';
-    req.on('data', (c) => (body += c));
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
     req.on('end', () => {
       ep.requests++;
       if (Math.random() < ep.failureRate) {

@@ -15,8 +15,10 @@ export function startRcb(args: string[], opts: { cwd?: string; env?: NodeJS.Proc
   const child = rcbAsync(args, opts);
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (d: string) => (stderr += d));
   const done = new Promise<CliResult & { signal: NodeJS.Signals | null }>((resolve) =>
     child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr })),
   );

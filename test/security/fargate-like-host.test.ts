@@ -89,8 +89,10 @@ const CONFIGS = [
       closeSync(host.seccompFd);
       let stdout = '';
       let stderr = '';
-      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (d: string) => (stdout += d));
+      child.stderr!.setEncoding('utf8');
+      child.stderr!.on('data', (d: string) => (stderr += d));
       child.on('close', (code) => {
         if (code !== 0) return reject(new Error(`the trial exited ${code}: ${stderr.slice(-4000)}`));
         resolve(JSON.parse(stdout.trim().split('\n').pop()!));

@@ -72,7 +72,8 @@ describe.each(CONFIGS)('$executor executor, unsafeNoSandbox $unsafeNoSandbox, as
       },
     );
     let stderr = '';
-    rcb.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    rcb.stderr.setEncoding('utf8');
+    rcb.stderr.on('data', (d: string) => (stderr += d));
     const exited = new Promise((resolve) => rcb.once('exit', resolve));
     // Both the test and its daemon are up (a hang's deadline: the test's own).
     const spawnedAt = performance.now();

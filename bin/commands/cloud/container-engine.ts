@@ -51,13 +51,16 @@ export function runEngine(path: string, args: string[], env: NodeJS.ProcessEnv, 
     const child = spawn(path, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString('utf8');
-      onOutput?.(d.toString('utf8'));
+    // Decoded by the streams: a chunk may end inside a UTF-8 character.
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (d: string) => {
+      stdout += d;
+      onOutput?.(d);
     });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString('utf8');
-      onOutput?.(d.toString('utf8'));
+    child.stderr.on('data', (d: string) => {
+      stderr += d;
+      onOutput?.(d);
     });
     child.on('error', (e) => reject(new Error(`${path} ${args[0] ?? ''}: ${e.message}`)));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
