@@ -26,7 +26,7 @@ describe('text split inside a UTF-8 character', () => {
   it("the fake endpoint recognises a paper's prompt sent in two writes split inside a character", async () => {
     const pset = loadPset(PSET_MINI);
     const template = loadTemplate(join(REPO, 'resources', 'prompt-template.txt'));
-    const paper = pset.papers.find((p) => /[^\x00-\x7f]/.test(readPaperText(p)))!;
+    const paper = pset.papers.find((p) => /[^\p{ASCII}]/u.test(readPaperText(p)))!;
     expect(paper).toBeDefined();
     const prompt = buildPrompt(template, paper, paper.snippets[0], true).text;
     const endpoint = new FakeChatEndpoint(pset, template, true);
