@@ -10,6 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { EnvironmentCache } from '../../core/run/env-check';
+import type { FlakyCache, FlakyRecord } from '../../core/run/reference-repeat';
+import type { PaperEnvironment } from '../../core/records';
 
 /**
  * What an environment check's result depends on besides the paper: the interpreter's file and
@@ -31,24 +34,27 @@ export function interpreterFingerprint(interpreter: string): string {
     }
   };
   stamp(interpreter);
+  const folders = importFolders(interpreter);
+  if (!folders) return `unrunnable:${h.digest('hex').slice(0, 16)}`;
+  for (const folder of folders) stamp(folder);
+  return h.digest('hex').slice(0, 16);
+}
+
+/** The interpreter's `sys.path` (empty entries left out); null when it does not run or answer. */
+function importFolders(interpreter: string): string[] | null {
   const r = spawnSync(interpreter, ['-c', 'import json, sys; print(json.dumps([p for p in sys.path if p]))'], {
     encoding: 'utf8',
     timeout: 60_000,
     stdio: ['ignore', 'pipe', 'ignore'],
   });
-  let paths: unknown = null;
+  if (r.status !== 0) return null;
   try {
-    paths = r.status === 0 ? JSON.parse(r.stdout) : null;
+    const paths: unknown = JSON.parse(r.stdout);
+    return Array.isArray(paths) ? paths.filter((p): p is string => typeof p === 'string') : null;
   } catch {
-    paths = null;
+    return null;
   }
-  if (!Array.isArray(paths)) return `unrunnable:${h.digest('hex').slice(0, 16)}`;
-  for (const p of paths) if (typeof p === 'string') stamp(p);
-  return h.digest('hex').slice(0, 16);
 }
-import type { EnvironmentCache } from '../../core/run/env-check';
-import type { FlakyCache, FlakyRecord } from '../../core/run/reference-repeat';
-import type { PaperEnvironment } from '../../core/records';
 
 /**
  * One JSON file of records by interpreter and paper digest, each with the time it was written

@@ -17,6 +17,15 @@ function fakeInterpreter(dir: string, sitePackages: string): string {
   return path;
 }
 
+/** A folder holding an interpreter whose only import folder is its `site-packages`, dated 1 January. */
+function fakeEnvironment(): { dir: string; site: string; python: string } {
+  const dir = tempDir('rcb-env-cache-');
+  const site = join(dir, 'site-packages');
+  mkdirSync(site);
+  utimesSync(site, new Date('2026-01-01'), new Date('2026-01-01'));
+  return { dir, site, python: fakeInterpreter(dir, site) };
+}
+
 /** A package installed into `sitePackages`: a new folder, whose folder's time moves on. */
 function install(sitePackages: string, name: string, at: Date): void {
   mkdirSync(join(sitePackages, name));
@@ -27,11 +36,7 @@ const broken = { paper: 'grouprms', runs: false, reason: 'missing module numpy' 
 
 describe('the environment cache on disk', () => {
   it('forgets a result once a package is installed where the interpreter imports from', () => {
-    const dir = tempDir('rcb-env-cache-');
-    const site = join(dir, 'site-packages');
-    mkdirSync(site);
-    utimesSync(site, new Date('2026-01-01'), new Date('2026-01-01'));
-    const python = fakeInterpreter(dir, site);
+    const { dir, site, python } = fakeEnvironment();
     const file = join(dir, 'environment.json');
 
     new FileEnvironmentCache(file).put('digest1', python, broken);
@@ -46,11 +51,7 @@ describe('the environment cache on disk', () => {
   });
 
   it('keeps the flaky snippets doctor found only for the packages it found them with', () => {
-    const dir = tempDir('rcb-env-cache-');
-    const site = join(dir, 'site-packages');
-    mkdirSync(site);
-    utimesSync(site, new Date('2026-01-01'), new Date('2026-01-01'));
-    const python = fakeInterpreter(dir, site);
+    const { dir, site, python } = fakeEnvironment();
     const file = join(dir, 'flaky.json');
     const record = { paper: 'LEN', repeat: 3, flaky: [{ file: 'Synthetic.py', snippet: 'lazy extra newton' }] };
     new FileFlakyCache(file).put('digest1', python, record);
@@ -72,7 +73,7 @@ describe('the environment cache on disk', () => {
     expect(interpreterFingerprint(python)).toBe(interpreterFingerprint(python));
   });
 
-  it('fingerprints a real interpreter from its sys.path, once per command', () => {
+  it('fingerprints an interpreter once per cache object (one command), however many papers it reads and writes', () => {
     const dir = tempDir('rcb-env-cache-');
     const file = join(dir, 'environment.json');
     let asked = 0;

@@ -51,13 +51,13 @@ export class FakeChatEndpoint {
 
   async start(): Promise<void> {
     this.server.on('request', (req, res) => {
-      // Whole bytes first, decoded once: a chunk boundary may fall inside a UTF-8 character
-      // (the papers' text has some), which decoding chunk by chunk would turn into U+FFFD.
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
+      // Decoded by the stream: a chunk boundary may fall inside a UTF-8 character (the papers'
+      // text has some), which decoding chunk by chunk would turn into U+FFFD.
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => (body += c));
       req.on('end', () => {
         if (this.frozen) return void res.destroy();
-        const body = Buffer.concat(chunks).toString('utf8');
         const prompt = (JSON.parse(body) as { messages: { content: string }[] }).messages[0]?.content ?? '';
         const hit = this.answers.get(prompt);
         if (!hit) {
