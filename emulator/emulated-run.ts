@@ -36,16 +36,9 @@ import type { RunCounters } from '../core/cloud/ports';
 import { CONTEXT_KEYS } from '../infra/config';
 import { LOCAL_ACCOUNT, startLocalAwsApi } from './local-aws-api';
 import { deployedFunctions, functionsByState, FunctionProcesses, queueConsumers, resolveValue, type TokenValues } from './deployed-functions';
-import * as planRunFn from '../app/stages/plan-run';
-import { planRunDeps } from '../app/stages/plan-run';
-import { generateDeps } from '../app/stages/generate';
-import { batchRoundDeps } from '../app/stages/batch-round';
-import * as generateFn from '../app/stages/generate';
-import * as checkProgressFn from '../app/stages/check-progress';
-import * as aggregateFn from '../app/stages/aggregate';
-import * as markFailedFn from '../app/stages/mark-failed';
-import * as deadLetterFn from '../app/stages/dead-letter';
-import * as batchRoundFn from '../app/stages/batch-round';
+import { CLOUD_STAGES, stateOf, type LocalStageParts, type StageTable } from '../app/stages';
+import type { StageEntryHandler } from '../app/stages/cloud-stage';
+import { queueConsumer } from '../infra/stage-functions';
 import { STATE_NAMES } from '../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
@@ -107,6 +100,12 @@ export interface EmulatorOptions {
    * @default none: everything goes with close()
    */
   stateDir?: string;
+  /**
+   * The cloud stages: synthesized into the stack, and (with `functions: 'source'`) bound in
+   * this process by their entries. Bundles run only the shipped stages' handlers.
+   * @default CLOUD_STAGES (app/stages/index.ts)
+   */
+  stages?: StageTable;
   /** Told of each Task state's end (its result, or `{ error }` with the error's name), for progress output. */
   onState?: (state: string, result: unknown) => void;
   /** Told of each shard container run's end, as it ends (tests order it against generation). */
@@ -273,6 +272,7 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
             bundle: mode === 'bundles',
             outdir: join(scratchDir, 'cdk.out'),
             context: options.modelsFile ? { [CONTEXT_KEYS.modelsFile]: options.modelsFile } : {},
+            ...(options.stages ? { stages: options.stages } : {}),
           });
     return await execute({ aws, storage, state, scratchDir, workflow, request, runId, input, options, closers, closeAll }, first, faults);
   } catch (err) {
@@ -324,7 +324,8 @@ async function followed(
 /**
  * The Lambda states and the lanes' consumer, bound to code. With bundles, every Lambda task
  * state of the synthesized definition is bound to the function it invokes (functionsByState),
- * so a new stage needs no edit here; with sources, SOURCE_STAGES is the one table.
+ * so a new stage needs no edit here; with sources, every stage of the stage table
+ * (app/stages/index.ts, or EmulatorOptions.stages) is bound by its entry.
  */
 interface Bindings {
   /** Handler of each Lambda task state, by state name. */
@@ -363,58 +364,38 @@ function sourceBindings(
 ): Bindings {
   const hosted =
     options.hosted ?? once(() => new HostedModels(loadRegistry(options.modelsFile ? { userFile: options.modelsFile } : {}), envKeySource(process.env)));
-  const keys = envKeySource(process.env);
-  const generate = generateFn.createHandler(() =>
-    generateDeps({ storage, keys, hosted, clients: options.clients, logger: silentLogger('rcb-generate'), metrics: metrics('generate') }),
-  );
-  const deadLetter = deadLetterFn.createHandler(() => ({
-    store: storage.store,
-    counters: storage.counters,
-    logger: silentLogger('rcb-dead-letter'),
-    metrics: metrics('dead-letter'),
-  }));
+  const stages: StageTable = options.stages ?? CLOUD_STAGES;
+  // Each stage's handler over its own local dependency builder (app/stages/*), called at each
+  // invocation; the parts are complete before any stage runs (the lanes need two of the handlers).
+  let parts: LocalStageParts | undefined;
+  const handlerOf = (name: string): StageEntryHandler => stages[name].createHandler(() => stages[name].localDeps(parts!));
+  const generate = handlerOf(queueConsumer(stages, 'lanes'));
+  const deadLetter = handlerOf(queueConsumer(stages, 'dead-letters'));
   const lanes = new SimulatedLanes(
     withPoison(live, (event) => generate(event) as Promise<SQSBatchResponse>),
     {
       deliverTwice: options.deliverTwice,
       maxReceiveCount: workflow.maxReceiveCount,
-      deadLetterHandler: (event) => deadLetter(event),
+      deadLetterHandler: (event) => deadLetter(event) as Promise<SQSBatchResponse>,
     },
   );
-  const planRun = planRunFn.createHandler(() =>
-    planRunDeps({
-      storage,
-      queue: lanes,
-      hosted,
-      evaluationReady: true,
-      // Read at each invocation: a deploy mid-run changes what a new run pins, not this one.
-      evaluation: { ...evaluator.deployed },
-      defaultDeadlineSec: workflow.generationTimeoutSec,
-      logger: silentLogger('rcb-plan-run'),
-      metrics: metrics('plan-run'),
-    }),
-  );
-  const checkProgress = checkProgressFn.createHandler(() => ({
-    store: storage.store,
-    blobs: storage.blobs,
-    counters: storage.counters,
-    generationTimeoutSec: workflow.generationTimeoutSec ?? 24 * 3600,
-    logger: silentLogger('rcb-check-progress'),
-    metrics: metrics('check-progress'),
-  }));
-  const aggregate = aggregateFn.createHandler(() => ({ ...storage, logger: silentLogger('rcb-aggregate'), metrics: metrics('aggregate') }));
-  const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-mark-failed') }));
-  const batchRound = batchRoundFn.createHandler(() =>
-    batchRoundDeps({ storage, keys, hosted, logger: silentLogger('rcb-batch-round'), metrics: metrics('batch-round') }),
-  );
-  // SOURCE_STAGES: the one table of Lambda task states bound to handlers in this process.
-  const states: Bindings['states'] = {
-    [STATE_NAMES.planRun]: planRun,
-    [STATE_NAMES.checkProgress]: checkProgress,
-    [STATE_NAMES.batchRound]: batchRound,
-    [STATE_NAMES.aggregate]: aggregate,
-    [STATE_NAMES.markRunFailed]: markFailed,
+  parts = {
+    storage,
+    keys: envKeySource(process.env),
+    hosted,
+    clients: options.clients,
+    queue: lanes,
+    // Read at each invocation: a deploy mid-run changes what a new run pins, not this one.
+    evaluation: () => ({ ...evaluator.deployed }),
+    generationTimeoutSec: workflow.generationTimeoutSec,
+    telemetry: (stage) => ({ logger: silentLogger(`rcb-${stage}`), metrics: metrics(stage) }),
   };
+  // Every Task state a stage of the table names, bound to that stage's handler.
+  const states: Bindings['states'] = {};
+  for (const [name, stage] of Object.entries(stages)) {
+    const state = stateOf(stage);
+    if (state) states[state] = handlerOf(name);
+  }
   // PlanRun reads evaluator.deployed at each invocation: a deploy needs nothing more here.
   return { states, lanes, invocations: () => ({}), environments: () => ({}), deploy: () => undefined };
 }

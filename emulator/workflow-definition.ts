@@ -11,6 +11,7 @@ import { packageRoot } from '../core/util/package-root';
 import { imageContextOf, type ImageContext } from './container-app';
 import type * as RcbStackModule from '../infra/rcb-stack';
 import type * as ConfigModule from '../infra/config';
+import type { StageTable } from '../app/stages/cloud-stage';
 
 /** An Amazon States Language document (the parts the emulator reads). */
 export interface StateMachineDefinition {
@@ -113,6 +114,8 @@ export interface SynthesizeOptions {
   bundle?: boolean;
   /** Cloud assembly folder (needed to keep the bundles). @default a temporary one CDK picks */
   outdir?: string;
+  /** The stage table the stack is built from. @default CLOUD_STAGES (app/stages/index.ts) */
+  stages?: StageTable;
 }
 
 /**
@@ -142,7 +145,11 @@ export async function synthesizeWorkflow(opts: SynthesizeOptions = {}): Promise<
     ...(opts.outdir ? { outdir: opts.outdir } : {}),
   });
   const config = configFromContext(app.node);
-  const stack = new RcbStack(app, config.stackName, { ...stackPropsFromConfig(config), analyticsReporting: false });
+  const stack = new RcbStack(app, config.stackName, {
+    ...stackPropsFromConfig(config),
+    analyticsReporting: false,
+    ...(opts.stages ? { stages: opts.stages } : {}),
+  });
   const assembly = opts.bundle ? quietly(() => app.synth()) : app.synth();
   const template = assembly.getStackArtifact(stack.artifactId).template as CfnTemplate;
   const workflow = { ...workflowFromTemplate(template), imageContext: imageContextOf(assembly.directory, stack.artifactId) };

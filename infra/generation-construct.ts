@@ -8,7 +8,9 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { DEFAULT_LANES, type BedrockBatchConfig, type LaneConfig, validateLanes } from './config';
-import { RcbFunction } from './rcb-function';
+import type { RcbFunction } from './rcb-function';
+import { createStageFunctions, queueConsumer, requiredStageFunction, type StageFunctionSettings } from './stage-functions';
+import { CLOUD_STAGES, type StageName, type StageTable } from '../app/stages';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PATTERNS, KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
 import { DEFAULT_BATCH_POLL_SCHEDULE } from '../core/cloud/generation-polling';
@@ -68,6 +70,12 @@ export interface GenerationConstructProps {
    */
   readonly modelsFile?: string;
   /**
+   * The stages whose functions this construct creates (those of `construct: 'generation'`):
+   * the lanes' consumer, the dead-letter consumer, the batch round and any a table adds.
+   * @default CLOUD_STAGES
+   */
+  readonly stages?: StageTable;
+  /**
    * Shortest pause between two rounds of the batch lane (a young execution's).
    * @default Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec) (1 minute)
    */
@@ -117,6 +125,8 @@ export class GenerationConstruct extends Construct {
    * the workflow's batch lane (BatchLaneConstruct); the state machine waits between rounds.
    */
   public readonly batchRound: RcbFunction;
+  /** The functions of every stage of the table this construct owns, by stage name. */
+  public readonly functions: Readonly<Record<string, RcbFunction>>;
 
   constructor(scope: Construct, id: string, props: GenerationConstructProps) {
     super(scope, id);
@@ -134,18 +144,17 @@ export class GenerationConstruct extends Construct {
       secretObjectValue: {},
     });
 
-    this.generator = new RcbFunction(this, 'Generator', {
-      functionDir: 'generate',
-      description: 'rcb: calls one model per task message and stores the completion (SQS lanes)',
-      memorySize: props.generatorMemorySize ?? 512,
-      timeout,
-      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
-      environment: {
-        RCB_TABLE: table.tableName,
-        RCB_BUCKET: bucket.bucketName,
-        RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
-      },
-    });
+    const settings = this.stageSettings(props, timeout);
+    // A stage the table adds runs with the table and the bucket named (its grants are its construct's).
+    this.functions = createStageFunctions(
+      this,
+      props.stages ?? CLOUD_STAGES,
+      'generation',
+      (name) => settings[name as StageName] ?? { environment: { RCB_TABLE: table.tableName, RCB_BUCKET: bucket.bucketName } },
+    );
+    this.generator = requiredStageFunction(this.functions, queueConsumer(props.stages ?? CLOUD_STAGES, 'lanes'), 'generation');
+    this.batchRound = requiredStageFunction(this.functions, 'batch-round', 'generation');
+    this.deadLetter = requiredStageFunction(this.functions, queueConsumer(props.stages ?? CLOUD_STAGES, 'dead-letters'), 'generation');
     const generatorRole = this.generator.role;
 
     // Reserve and settle budget on the run item, read tasks, write completions (first write
@@ -173,21 +182,6 @@ export class GenerationConstruct extends Construct {
       );
     }
 
-    this.batchRound = new RcbFunction(this, 'BatchRound', {
-      functionDir: 'batch-round',
-      description: 'rcb: one round of the batch lane: submits batches, polls each pending one once, ingests those that ended',
-      timeout: BATCH_ROUND_TIMEOUT,
-      memorySize: 512,
-      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
-      environment: {
-        RCB_TABLE: table.tableName,
-        RCB_BUCKET: bucket.bucketName,
-        RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
-        RCB_BATCH_POLL_MIN_SEC: String((props.batchPollInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec)).toSeconds()),
-        RCB_BATCH_POLL_MAX_SEC: String((props.batchPollMaxInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec)).toSeconds()),
-        RCB_GENERATION_TIMEOUT_SEC: String((props.generationTimeout ?? DEFAULT_GENERATION_TIMEOUT).toSeconds()),
-      },
-    });
     // The run item (budget reservations, counters, status), the run's batch items
     // (RUN#<runId>/BATCH#..., the ledger: Query and UpdateItem) and the tasks' completions
     // (TASK#<taskId>/COMPLETION, first write wins). No claim, no delete.
@@ -232,12 +226,6 @@ export class GenerationConstruct extends Construct {
       },
     ]);
 
-    this.deadLetter = new RcbFunction(this, 'DeadLetter', {
-      functionDir: 'dead-letter',
-      description: 'rcb: settles each dead-lettered generation message as a failed completion of its task',
-      timeout: DEAD_LETTER_TIMEOUT,
-      environment: { RCB_TABLE: table.tableName, RCB_BUCKET: bucket.bucketName },
-    });
     // Read the run's tasks and the task's completion; write the failed completion (first write wins).
     // ... and count it on the run item (UpdateItem ADD).
     grantTableItems(table, this.deadLetter.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
@@ -323,6 +311,40 @@ export class GenerationConstruct extends Construct {
       ],
       true,
     );
+  }
+
+  /** The shipped stages' function settings: sizes, timeouts and environments from the props. */
+  private stageSettings(props: GenerationConstructProps, timeout: Duration): Partial<Record<StageName, StageFunctionSettings>> {
+    const { table, bucket } = props;
+    return {
+      generate: {
+        memorySize: props.generatorMemorySize ?? 512,
+        timeout,
+        extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
+        environment: {
+          RCB_TABLE: table.tableName,
+          RCB_BUCKET: bucket.bucketName,
+          RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
+        },
+      },
+      'batch-round': {
+        timeout: BATCH_ROUND_TIMEOUT,
+        memorySize: 512,
+        extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
+        environment: {
+          RCB_TABLE: table.tableName,
+          RCB_BUCKET: bucket.bucketName,
+          RCB_KEYS_SECRET_ARN: this.keysSecret.secretArn,
+          RCB_BATCH_POLL_MIN_SEC: String((props.batchPollInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.minSec)).toSeconds()),
+          RCB_BATCH_POLL_MAX_SEC: String((props.batchPollMaxInterval ?? Duration.seconds(DEFAULT_BATCH_POLL_SCHEDULE.maxSec)).toSeconds()),
+          RCB_GENERATION_TIMEOUT_SEC: String((props.generationTimeout ?? DEFAULT_GENERATION_TIMEOUT).toSeconds()),
+        },
+      },
+      'dead-letter': {
+        timeout: DEAD_LETTER_TIMEOUT,
+        environment: { RCB_TABLE: table.tableName, RCB_BUCKET: bucket.bucketName },
+      },
+    };
   }
 
   /** The batch round's Bedrock batch inference: jobs of this account, the given roles passed to Bedrock only, the given S3 locations. */

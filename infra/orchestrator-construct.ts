@@ -12,7 +12,9 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { DEFAULT_GENERATION_TIMEOUT } from './generation-construct';
 import { BatchLaneConstruct } from './batch-lane-construct';
-import { RcbFunction } from './rcb-function';
+import type { RcbFunction } from './rcb-function';
+import { createStageFunctions, requiredStageFunction, type StageFunctionSettings } from './stage-functions';
+import { CLOUD_STAGES, stateOf, type StageName, type StageTable } from '../app/stages';
 import { ShardRunTask } from './shard-run-task';
 import { DEPLOYED_MODELS_FILE } from '../core/cloud/bundle-resources';
 import { ARTIFACT_PATTERNS, KEY_PREFIXES, leadingKeys } from '../core/cloud/storage-layout';
@@ -111,6 +113,12 @@ export interface OrchestratorConstructProps {
    * @default - the shipped registry only
    */
   readonly modelsFile?: string;
+  /**
+   * The stages whose functions this construct creates (those of `construct: 'orchestrator'`)
+   * and whose `after-aggregate` Task states it places.
+   * @default CLOUD_STAGES
+   */
+  readonly stages?: StageTable;
 }
 
 /**
@@ -127,6 +135,8 @@ export class OrchestratorConstruct extends Construct {
   public readonly checkProgress: RcbFunction;
   public readonly aggregate: RcbFunction;
   public readonly markRunFailed: RcbFunction;
+  /** The functions of every stage of the table this construct owns, by stage name. */
+  public readonly functions: Readonly<Record<string, RcbFunction>>;
   public readonly logGroup: logs.LogGroup;
 
   constructor(scope: Construct, id: string, props: OrchestratorConstructProps) {
@@ -134,7 +144,6 @@ export class OrchestratorConstruct extends Construct {
     const { table, bucket } = props;
     const common = { RCB_TABLE: table.tableName, RCB_BUCKET: bucket.bucketName };
     const stack = Stack.of(this);
-    const generationTimeoutSec = String((props.generationTimeout ?? DEFAULT_GENERATION_TIMEOUT).toSeconds());
     const maxConcurrency = props.evaluationMaxConcurrency ?? 10;
     if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > MAP_MAX_CONCURRENCY.distributed) {
       throw new Error(
@@ -149,23 +158,13 @@ export class OrchestratorConstruct extends Construct {
     taskDefinition.applyRemovalPolicy(RemovalPolicy.RETAIN);
     taskDefinition.cfnOptions.deletionPolicy = CfnDeletionPolicy.DELETE;
 
-    this.planRun = new RcbFunction(this, 'PlanRunFunction', {
-      functionDir: 'plan-run',
-      description: 'rcb: validates a run spec, writes its tasks, checks the budget, enqueues generation',
-      memorySize: 1024,
-      timeout: Duration.minutes(5),
-      extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
-      environment: {
-        ...common,
-        RCB_LANE_QUEUES: stack.toJsonString(Object.fromEntries(props.lanes.map((l) => [l.name, l.queue.queueUrl]))),
-        RCB_EVALUATION_READY: String(props.evaluationReady ?? true),
-        // The evaluator a new run pins (core/cloud/plan-cloud-run.ts pinEvaluation): this deploy's revision.
-        RCB_TASK_DEFINITION: props.shardTask.taskDefinition.taskDefinitionArn,
-        RCB_EVALUATION_IMAGE: props.shardTask.container.imageName,
-        RCB_MAX_SHARDS: String(props.maxShards ?? MAX_SHARDS_DEFAULT),
-        RCB_GENERATION_TIMEOUT_SEC: generationTimeoutSec,
-      },
-    });
+    const settings = this.stageSettings(props);
+    // A stage the table adds runs with the table and the bucket named (its grants are its construct's).
+    this.functions = createStageFunctions(this, props.stages ?? CLOUD_STAGES, 'orchestrator', (name) => settings[name as StageName] ?? { environment: common });
+    this.planRun = requiredStageFunction(this.functions, 'plan-run', 'orchestrator');
+    this.checkProgress = requiredStageFunction(this.functions, 'check-progress', 'orchestrator');
+    this.aggregate = requiredStageFunction(this.functions, 'aggregate', 'orchestrator');
+    this.markRunFailed = requiredStageFunction(this.functions, 'mark-failed', 'orchestrator');
     grantTableItems(table, this.planRun.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     // A restarted run reopens the tasks whose answer was an error: their completion and verdict go.
     grantTableItems(table, this.planRun.role, ['dynamodb:DeleteItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task), leadingKeys(KEY_PREFIXES.run)] });
@@ -176,29 +175,11 @@ export class OrchestratorConstruct extends Construct {
     });
     for (const lane of props.lanes) lane.queue.grantSendMessages(this.planRun.role);
 
-    this.checkProgress = new RcbFunction(this, 'CheckProgressFunction', {
-      functionDir: 'check-progress',
-      description: 'rcb: reports whether every task of a run has a completion',
-      timeout: Duration.minutes(1),
-      environment: {
-        ...common,
-        RCB_GENERATION_TIMEOUT_SEC: generationTimeoutSec,
-        RCB_POLL_MIN_SEC: String((props.generationPollInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.minSec)).toSeconds()),
-        RCB_POLL_MAX_SEC: String((props.generationPollMaxInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.maxSec)).toSeconds()),
-      },
-    });
     // Progress is read from the run's items alone: it needs no queue access.
     grantTableItems(table, this.checkProgress.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
     // Pipelined evaluation: it reads the execution's shard manifest and writes its waves.
     grantArtifacts(bucket, this.checkProgress.role, { read: [ARTIFACT_PATTERNS.runs], write: [ARTIFACT_PATTERNS.runs] });
 
-    this.aggregate = new RcbFunction(this, 'AggregateFunction', {
-      functionDir: 'aggregate',
-      description: 'rcb: scores a run, writes its reports and summary, sets its final status',
-      memorySize: 1024,
-      timeout: Duration.minutes(10),
-      environment: common,
-    });
     grantTableItems(table, this.aggregate.role, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     grantArtifacts(bucket, this.aggregate.role, {
       read: [ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs],
@@ -206,12 +187,6 @@ export class OrchestratorConstruct extends Construct {
       write: [ARTIFACT_PATTERNS.runs],
     });
 
-    this.markRunFailed = new RcbFunction(this, 'MarkRunFailedFunction', {
-      functionDir: 'mark-failed',
-      description: 'rcb: marks a run failed with its error; finished completions and verdicts stay',
-      timeout: Duration.seconds(30),
-      environment: common,
-    });
     grantTableItems(table, this.markRunFailed.role, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
 
     for (const fn of [this.planRun, this.checkProgress, this.aggregate, this.markRunFailed]) {
@@ -272,6 +247,48 @@ export class OrchestratorConstruct extends Construct {
     );
   }
 
+  /** The shipped stages' function settings: sizes, timeouts and environments from the props. */
+  private stageSettings(props: OrchestratorConstructProps): Partial<Record<StageName, StageFunctionSettings>> {
+    const common = { RCB_TABLE: props.table.tableName, RCB_BUCKET: props.bucket.bucketName };
+    const stack = Stack.of(this);
+    const generationTimeoutSec = String((props.generationTimeout ?? DEFAULT_GENERATION_TIMEOUT).toSeconds());
+    return {
+      'plan-run': {
+        memorySize: 1024,
+        timeout: Duration.minutes(5),
+        extraResources: props.modelsFile ? { [DEPLOYED_MODELS_FILE]: props.modelsFile } : undefined,
+        environment: {
+          ...common,
+          RCB_LANE_QUEUES: stack.toJsonString(Object.fromEntries(props.lanes.map((l) => [l.name, l.queue.queueUrl]))),
+          RCB_EVALUATION_READY: String(props.evaluationReady ?? true),
+          // The evaluator a new run pins (core/cloud/plan-cloud-run.ts pinEvaluation): this deploy's revision.
+          RCB_TASK_DEFINITION: props.shardTask.taskDefinition.taskDefinitionArn,
+          RCB_EVALUATION_IMAGE: props.shardTask.container.imageName,
+          RCB_MAX_SHARDS: String(props.maxShards ?? MAX_SHARDS_DEFAULT),
+          RCB_GENERATION_TIMEOUT_SEC: generationTimeoutSec,
+        },
+      },
+      'check-progress': {
+        timeout: Duration.minutes(1),
+        environment: {
+          ...common,
+          RCB_GENERATION_TIMEOUT_SEC: generationTimeoutSec,
+          RCB_POLL_MIN_SEC: String((props.generationPollInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.minSec)).toSeconds()),
+          RCB_POLL_MAX_SEC: String((props.generationPollMaxInterval ?? Duration.seconds(DEFAULT_POLL_SCHEDULE.maxSec)).toSeconds()),
+        },
+      },
+      aggregate: {
+        memorySize: 1024,
+        timeout: Duration.minutes(10),
+        environment: common,
+      },
+      'mark-failed': {
+        timeout: Duration.seconds(30),
+        environment: common,
+      },
+    };
+  }
+
   private buildDefinition(props: OrchestratorConstructProps, maxConcurrency: number): sfn.IChainable {
     const failurePath = this.failurePhase();
     const catchToFailed = (state: sfn.TaskStateBase): void => {
@@ -308,7 +325,32 @@ export class OrchestratorConstruct extends Construct {
     generate.branch(this.generationPhase(props, maxConcurrency));
     generate.branch(this.batchPhase(props));
     generate.addCatch(failurePath, { errors: [sfn.Errors.ALL], resultPath: '$.failure' });
-    return planRun.next(generate).next(aggregate).next(succeeded);
+    let chain = planRun.next(generate).next(aggregate);
+    for (const task of this.afterAggregate(props.stages ?? CLOUD_STAGES)) {
+      catchToFailed(task);
+      chain = chain.next(task);
+    }
+    return chain.next(succeeded);
+  }
+
+  /**
+   * The Task states of the table's `after-aggregate` stages, in table order: each is given the
+   * run id and the execution name, and its result is discarded (a stage a deployment adds
+   * after scoring; docs: CONTRIBUTING.md "Add a cloud stage").
+   */
+  private afterAggregate(stages: StageTable): tasks.LambdaInvoke[] {
+    return Object.entries(stages)
+      .filter(([, stage]) => 'placement' in stage.trigger && stage.trigger.placement === 'after-aggregate')
+      .map(([name, stage]) =>
+        lambdaTask(this, stateOf(stage)!, {
+          stateName: stateOf(stage)!,
+          comment: stage.function.description,
+          lambdaFunction: requiredStageFunction(this.functions, name, 'orchestrator').function,
+          payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), execution: sfn.JsonPath.stringAt('$$.Execution.Name') }),
+          payloadResponseOnly: true,
+          resultPath: sfn.JsonPath.DISCARD,
+        }),
+      );
   }
 
   /**

@@ -22,6 +22,11 @@ export const PROJECT_ROOT = packageRoot();
 export interface RcbFunctionProps {
   /** Folder name under functions/ whose `handler.ts` exports `handler`. */
   readonly functionDir: string;
+  /**
+   * The handler file, when it is not `functions/<functionDir>/handler.ts` (a stage defined in a test).
+   * @default functions/<functionDir>/handler.ts
+   */
+  readonly entry?: string;
   /** What the function does, shown in the console. */
   readonly description: string;
   /**
@@ -89,7 +94,7 @@ export class RcbFunction extends Construct {
     );
 
     this.function = new nodejs.NodejsFunction(this, 'Function', {
-      entry: path.join(PROJECT_ROOT, 'functions', props.functionDir, 'handler.ts'),
+      entry: props.entry ?? path.join(PROJECT_ROOT, 'functions', props.functionDir, 'handler.ts'),
       handler: 'handler',
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),

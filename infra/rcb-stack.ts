@@ -8,6 +8,7 @@ import { MonitoringConstruct } from './monitoring-construct';
 import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
+import { CLOUD_STAGES, type StageTable } from '../app/stages';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -17,8 +18,14 @@ import { StorageConstruct } from './storage-construct';
  */
 export const COST_ALLOCATION_TAGS = { project: 'rcb:project', stack: 'rcb:stack', component: 'rcb:component' } as const;
 
-/** The stack's props: CloudFormation's own and the rcb options of config.ts. */
-export interface RcbStackProps extends StackProps, RcbOptions {}
+/** The stack's props: CloudFormation's own, the rcb options of config.ts, and the stage table. */
+export interface RcbStackProps extends StackProps, RcbOptions {
+  /**
+   * The cloud stages: a function, its alarms and (for a workflow stage) its Task state each.
+   * @default CLOUD_STAGES (app/stages/index.ts)
+   */
+  readonly stages?: StageTable;
+}
 
 /** Builds the stack props from the validated context, environment-agnostic unless account/region are given. */
 export function stackPropsFromConfig(config: RcbDeployConfig): RcbStackProps {
@@ -43,6 +50,7 @@ export class RcbStack extends Stack {
   constructor(scope: Construct, id: string, props: RcbStackProps = {}) {
     super(scope, id, props);
     const interfaceEndpoints = props.interfaceEndpoints ?? true;
+    const stages = props.stages ?? CLOUD_STAGES;
 
     const { table, bucket } = (this.storage = new StorageConstruct(this, 'Storage', {
       artifactRetentionDays: props.artifactRetentionDays,
@@ -58,6 +66,7 @@ export class RcbStack extends Stack {
       bedrockResourceArns: props.bedrockResourceArns,
       bedrockBatch: props.bedrockBatch,
       modelsFile: props.modelsFile,
+      stages,
     });
     // The network and the shard task were one construct, 'Evaluation'. Construct ids named
     // 'Default' are left out of logical ids, so under it both keep the ids their resources
@@ -97,21 +106,18 @@ export class RcbStack extends Stack {
       maxShards: props.maxShards,
       evaluationReady: interfaceEndpoints,
       modelsFile: props.modelsFile,
+      stages,
     });
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
       lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue, deadLetterQueue: lane.deadLetterQueue })),
       stateMachine: this.orchestrator.stateMachine,
       table,
       cluster: this.evaluation.cluster,
-      functions: [
-        { name: 'generate', fn: this.generation.generator.function },
-        { name: 'dead-letter', fn: this.generation.deadLetter.function },
-        { name: 'batch-round', fn: this.generation.batchRound.function },
-        { name: 'plan-run', fn: this.orchestrator.planRun.function },
-        { name: 'check-progress', fn: this.orchestrator.checkProgress.function },
-        { name: 'aggregate', fn: this.orchestrator.aggregate.function },
-        { name: 'mark-failed', fn: this.orchestrator.markRunFailed.function },
-      ],
+      // Every stage of the table, in its order, under its entry's monitoring name.
+      functions: Object.entries(stages).map(([name, stage]) => ({
+        name: stage.monitoring.name,
+        fn: (this.generation.functions[name] ?? this.orchestrator.functions[name]).function,
+      })),
       alarmEmail: props.alarmEmail,
       maxMessageAge: props.maxMessageAgeSec ? Duration.seconds(props.maxMessageAgeSec) : undefined,
     });

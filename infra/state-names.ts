@@ -1,21 +1,31 @@
+import { CLOUD_STAGES, type StageName } from '../app/stages';
+
+/** The Task state of a shipped stage, as its entry of the stage table (app/stages/index.ts) names it. */
+function stageState(name: StageName): string {
+  const { trigger } = CLOUD_STAGES[name];
+  if (!('state' in trigger)) throw new Error(`stage ${name} is invoked by no workflow state`);
+  return trigger.state;
+}
+
 /**
  * State names of the run workflow. They are part of the contract: the local runner
  * executes this exact definition with aws-local-stepfunctions and binds Task states by name.
- * No CDK import, so the emulator can read them without loading aws-cdk-lib.
+ * A stage's Task state is named by its entry of the stage table. No CDK import, so the
+ * emulator can read them without loading aws-cdk-lib.
  */
 export const STATE_NAMES = {
-  planRun: 'PlanRun',
+  planRun: stageState('plan-run'),
   /** Parallel: the SQS lanes' progress loop beside the batch lane. */
   generate: 'Generate',
   /** Pass: the loop's state before its first check (no wave dispatched yet). */
   startWaves: 'StartWaves',
   waitForGeneration: 'WaitForGeneration',
-  checkProgress: 'CheckProgress',
+  checkProgress: stageState('check-progress'),
   generationDone: 'GenerationDone?',
   lanesSettled: 'LanesSettled',
   batchLane: 'BatchLane?',
   noBatchLane: 'NoBatchLane',
-  batchRound: 'BatchRound',
+  batchRound: stageState('batch-round'),
   batchesPending: 'BatchesPending?',
   waitForBatches: 'WaitForBatches',
   batchesDone: 'BatchesDone',
@@ -25,8 +35,8 @@ export const STATE_NAMES = {
   evaluateShardOnDemand: 'EvaluateShardOnDemand',
   /** Fail state of a shard's child execution once Spot and on-demand both gave up: the shard's tasks become infra_error. */
   shardFailed: 'ShardFailed',
-  aggregate: 'Aggregate',
-  markRunFailed: 'MarkRunFailed',
+  aggregate: stageState('aggregate'),
+  markRunFailed: stageState('mark-failed'),
   succeeded: 'RunSucceeded',
   failed: 'RunFailed',
 } as const;

@@ -18,6 +18,7 @@ import type { EnvironmentChecks } from '../../core/cloud/ports';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
+import type { CloudStage } from './cloud-stage';
 
 export { aggregateInputSchema };
 export type { AggregateInput, AggregateResult };
@@ -55,3 +56,19 @@ export function deployedAggregateDeps(config: { storage: StorageConfig }): Aggre
   const telemetry = lambdaTelemetry('aggregate');
   return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...telemetry };
 }
+
+/** The stage's entry of app/stages/index.ts. */
+export const aggregateStage = {
+  trigger: { state: 'Aggregate', placement: 'phase' },
+  function: {
+    construct: 'orchestrator',
+    id: 'AggregateFunction',
+    dir: 'aggregate',
+    description: 'rcb: scores a run, writes its reports and summary, sets its final status',
+  },
+  loadConfig,
+  deployedDeps: deployedAggregateDeps,
+  localDeps: (parts) => ({ ...parts.storage, ...parts.telemetry('aggregate') }),
+  createHandler,
+  monitoring: { name: 'aggregate' },
+} satisfies CloudStage<{ storage: StorageConfig }, AggregateHandlerDeps>;

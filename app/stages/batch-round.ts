@@ -25,6 +25,7 @@ import { loadStorageConfig, once, positiveNumberEnv, requiredEnv, type StorageCo
 import { createStorageAdapters, type StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import { loadDeployedRegistry, resolveRunBatchModels, type RunBatchModels } from '../models';
+import type { CloudStage } from './cloud-stage';
 
 export { batchRoundInputSchema };
 export type { BatchRoundInput, BatchRoundResult };
@@ -144,3 +145,19 @@ export function createHandler(getDeps: () => BatchRoundHandlerDeps): StageHandle
     return result;
   });
 }
+
+/** The stage's entry of app/stages/index.ts. */
+export const batchRoundStage = {
+  trigger: { state: 'BatchRound', placement: 'phase' },
+  function: {
+    construct: 'generation',
+    id: 'BatchRound',
+    dir: 'batch-round',
+    description: 'rcb: one round of the batch lane: submits batches, polls each pending one once, ingests those that ended',
+  },
+  loadConfig,
+  deployedDeps: deployedBatchRoundDeps,
+  localDeps: (parts) => batchRoundDeps({ storage: parts.storage, keys: parts.keys, hosted: parts.hosted, ...parts.telemetry('batch-round') }),
+  createHandler,
+  monitoring: { name: 'batch-round' },
+} satisfies CloudStage<BatchRoundConfig, BatchRoundHandlerDeps>;

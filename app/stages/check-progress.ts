@@ -25,6 +25,7 @@ import type { BlobStore, RunStore } from '../../core/store';
 import { loadStorageConfig, positiveNumberEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
+import type { CloudStage } from './cloud-stage';
 
 export { checkProgressInputSchema };
 export type { CheckProgressInput, CheckProgressResult };
@@ -105,3 +106,25 @@ export function deployedCheckProgressDeps(config: CheckProgressConfig): CheckPro
     ...telemetry,
   };
 }
+
+/** The stage's entry of app/stages/index.ts. */
+export const checkProgressStage = {
+  trigger: { state: 'CheckProgress', placement: 'phase' },
+  function: {
+    construct: 'orchestrator',
+    id: 'CheckProgressFunction',
+    dir: 'check-progress',
+    description: 'rcb: reports whether every task of a run has a completion',
+  },
+  loadConfig,
+  deployedDeps: deployedCheckProgressDeps,
+  localDeps: (parts) => ({
+    store: parts.storage.store,
+    blobs: parts.storage.blobs,
+    counters: parts.storage.counters,
+    generationTimeoutSec: parts.generationTimeoutSec ?? 24 * 3600,
+    ...parts.telemetry('check-progress'),
+  }),
+  createHandler,
+  monitoring: { name: 'check-progress' },
+} satisfies CloudStage<CheckProgressConfig, CheckProgressHandlerDeps>;

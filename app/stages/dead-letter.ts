@@ -21,6 +21,7 @@ import { MessageFormatError, parseGenerationMessage } from '../../adapters/aws/m
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
+import type { CloudStage } from './cloud-stage';
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
   return { storage: loadStorageConfig(env) };
@@ -74,3 +75,19 @@ export function deployedDeadLetterDeps(config: { storage: StorageConfig }): Dead
   const telemetry = lambdaTelemetry('dead-letter');
   return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...telemetry };
 }
+
+/** The stage's entry of app/stages/index.ts: the consumer of the lanes' dead-letter queues. */
+export const deadLetterStage = {
+  trigger: { queues: 'dead-letters' },
+  function: {
+    construct: 'generation',
+    id: 'DeadLetter',
+    dir: 'dead-letter',
+    description: 'rcb: settles each dead-lettered generation message as a failed completion of its task',
+  },
+  loadConfig,
+  deployedDeps: deployedDeadLetterDeps,
+  localDeps: (parts) => ({ store: parts.storage.store, counters: parts.storage.counters, ...parts.telemetry('dead-letter') }),
+  createHandler,
+  monitoring: { name: 'dead-letter' },
+} satisfies CloudStage<{ storage: StorageConfig }, DeadLetterHandlerDeps>;

@@ -40,6 +40,7 @@ import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels 
 import type { ModelClient } from '../../core/model';
 import { SharedLaneThrottle, ThrottledModelClient, type LaneThrottle } from '../../core/lane-throttle';
 import { z } from 'zod';
+import type { CloudStage } from './cloud-stage';
 
 export { generationMessageSchema };
 export type { GenerationMessage };
@@ -251,3 +252,20 @@ function tracedRunModels(runModels: RunModels, tracer: StageTracer, hosted: () =
   }
   return { ...runModels, clients };
 }
+
+/** The stage's entry of app/stages/index.ts: the consumer of the generation lanes' queues. */
+export const generateStage = {
+  trigger: { queues: 'lanes' },
+  function: {
+    construct: 'generation',
+    id: 'Generator',
+    dir: 'generate',
+    description: 'rcb: calls one model per task message and stores the completion (SQS lanes)',
+  },
+  loadConfig,
+  deployedDeps: deployedGenerateDeps,
+  localDeps: (parts) =>
+    generateDeps({ storage: parts.storage, keys: parts.keys, hosted: parts.hosted, clients: parts.clients, ...parts.telemetry('generate') }),
+  createHandler,
+  monitoring: { name: 'generate' },
+} satisfies CloudStage<GenerateConfig, GenerateHandlerDeps>;

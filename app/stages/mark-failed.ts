@@ -12,6 +12,7 @@ import type { RunStore } from '../../core/store';
 import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, type StageHandler, type StageTelemetry } from '../../adapters/aws/runtime/stage-lifecycle';
+import type { CloudStage } from './cloud-stage';
 
 export { markRunFailedInputSchema, stateFailureSchema };
 export type { MarkRunFailedInput };
@@ -39,3 +40,19 @@ export function deployedMarkFailedDeps(config: { storage: StorageConfig }): Mark
   const { logger, tracer } = lambdaTelemetry('mark-failed');
   return { store: createStorageAdapters(config.storage, { tracer }).store, logger, tracer };
 }
+
+/** The stage's entry of app/stages/index.ts. */
+export const markFailedStage = {
+  trigger: { state: 'MarkRunFailed', placement: 'phase' },
+  function: {
+    construct: 'orchestrator',
+    id: 'MarkRunFailedFunction',
+    dir: 'mark-failed',
+    description: 'rcb: marks a run failed with its error; finished completions and verdicts stay',
+  },
+  loadConfig,
+  deployedDeps: deployedMarkFailedDeps,
+  localDeps: (parts) => ({ store: parts.storage.store, logger: parts.telemetry('mark-failed').logger }),
+  createHandler,
+  monitoring: { name: 'mark-failed' },
+} satisfies CloudStage<{ storage: StorageConfig }, MarkFailedHandlerDeps>;

@@ -26,6 +26,7 @@ import { LaneTaskQueue } from '../../adapters/aws/runtime/lane-task-queue';
 import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import type { TaskQueue } from '../../core/cloud/ports';
 import { loadDeployedRegistry, OFFLINE_MODELS, runBatchCosts, runModelCosts, runSlowModels } from '../models';
+import type { CloudStage } from './cloud-stage';
 
 export { runWorkflowInputSchema };
 export type { RunWorkflowInput, ShardRef, PlanRunResult };
@@ -160,3 +161,28 @@ export function createHandler(getDeps: () => PlanRunHandlerDeps): StageHandler<u
     return plan;
   });
 }
+
+/** The stage's entry of app/stages/index.ts. */
+export const planRunStage = {
+  trigger: { state: 'PlanRun', placement: 'phase' },
+  function: {
+    construct: 'orchestrator',
+    id: 'PlanRunFunction',
+    dir: 'plan-run',
+    description: 'rcb: validates a run spec, writes its tasks, checks the budget, enqueues generation',
+  },
+  loadConfig,
+  deployedDeps: deployedPlanRunDeps,
+  localDeps: (parts) =>
+    planRunDeps({
+      storage: parts.storage,
+      queue: parts.queue,
+      hosted: parts.hosted,
+      evaluationReady: true,
+      evaluation: parts.evaluation(),
+      defaultDeadlineSec: parts.generationTimeoutSec,
+      ...parts.telemetry('plan-run'),
+    }),
+  createHandler,
+  monitoring: { name: 'plan-run' },
+} satisfies CloudStage<PlanRunConfig, PlanRunHandlerDeps>;

@@ -1,11 +1,8 @@
 /**
- * Aggregate (Step Functions task): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
- * wiring are app/stages/aggregate.ts, which the emulator binds too; configuration is read on the
- * first invocation, never at module load.
- *
- * Environment: RCB_TABLE, RCB_BUCKET.
+ * The Lambda entry point of the aggregate stage, from its entry of the stage table (app/stages/index.ts).
+ * It imports the entry from its own file, not from the table: esbuild would bundle every stage's dependencies.
  */
-import { once } from '../../adapters/aws/runtime/cloud-config';
-import { createHandler, deployedAggregateDeps, loadConfig } from '../../app/stages/aggregate';
+import { lambdaHandler } from '../../app/stages/cloud-stage';
+import { aggregateStage } from '../../app/stages/aggregate';
 
-export const handler = createHandler(once(() => deployedAggregateDeps(loadConfig())));
+export const handler = lambdaHandler(aggregateStage);

@@ -1,11 +1,8 @@
 /**
- * BatchRound (Step Functions task of the batch lane): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
- * wiring are app/stages/batch-round.ts, which the emulator binds too; configuration is read on the
- * first invocation, never at module load.
- *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_KEYS_SECRET_ARN, RCB_BATCH_POLL_MIN_SEC, RCB_BATCH_POLL_MAX_SEC, RCB_GENERATION_TIMEOUT_SEC.
+ * The Lambda entry point of the batch-round stage, from its entry of the stage table (app/stages/index.ts).
+ * It imports the entry from its own file, not from the table: esbuild would bundle every stage's dependencies.
  */
-import { once } from '../../adapters/aws/runtime/cloud-config';
-import { createHandler, deployedBatchRoundDeps, loadConfig } from '../../app/stages/batch-round';
+import { lambdaHandler } from '../../app/stages/cloud-stage';
+import { batchRoundStage } from '../../app/stages/batch-round';
 
-export const handler = createHandler(once(() => deployedBatchRoundDeps(loadConfig())));
+export const handler = lambdaHandler(batchRoundStage);

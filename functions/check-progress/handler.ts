@@ -1,11 +1,8 @@
 /**
- * CheckProgress (Step Functions task): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
- * wiring are app/stages/check-progress.ts, which the emulator binds too; configuration is read on the
- * first invocation, never at module load.
- *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_GENERATION_TIMEOUT_SEC, RCB_POLL_MIN_SEC, RCB_POLL_MAX_SEC.
+ * The Lambda entry point of the check-progress stage, from its entry of the stage table (app/stages/index.ts).
+ * It imports the entry from its own file, not from the table: esbuild would bundle every stage's dependencies.
  */
-import { once } from '../../adapters/aws/runtime/cloud-config';
-import { createHandler, deployedCheckProgressDeps, loadConfig } from '../../app/stages/check-progress';
+import { lambdaHandler } from '../../app/stages/cloud-stage';
+import { checkProgressStage } from '../../app/stages/check-progress';
 
-export const handler = createHandler(once(() => deployedCheckProgressDeps(loadConfig())));
+export const handler = lambdaHandler(checkProgressStage);

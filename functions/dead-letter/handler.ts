@@ -1,11 +1,8 @@
 /**
- * DeadLetter (each lane's DLQ -> Lambda): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
- * wiring are app/stages/dead-letter.ts, which the emulator binds too; configuration is read on the
- * first invocation, never at module load.
- *
- * Environment: RCB_TABLE, RCB_BUCKET.
+ * The Lambda entry point of the dead-letter stage, from its entry of the stage table (app/stages/index.ts).
+ * It imports the entry from its own file, not from the table: esbuild would bundle every stage's dependencies.
  */
-import { once } from '../../adapters/aws/runtime/cloud-config';
-import { createHandler, deployedDeadLetterDeps, loadConfig } from '../../app/stages/dead-letter';
+import { lambdaHandler } from '../../app/stages/cloud-stage';
+import { deadLetterStage } from '../../app/stages/dead-letter';
 
-export const handler = createHandler(once(() => deployedDeadLetterDeps(loadConfig())));
+export const handler = lambdaHandler(deadLetterStage);

@@ -1,11 +1,8 @@
 /**
- * Generate (SQS lanes -> Lambda): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
- * wiring are app/stages/generate.ts, which the emulator binds too; configuration is read on the
- * first invocation, never at module load.
- *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_KEYS_SECRET_ARN.
+ * The Lambda entry point of the generate stage, from its entry of the stage table (app/stages/index.ts).
+ * It imports the entry from its own file, not from the table: esbuild would bundle every stage's dependencies.
  */
-import { once } from '../../adapters/aws/runtime/cloud-config';
-import { createHandler, deployedGenerateDeps, loadConfig } from '../../app/stages/generate';
+import { lambdaHandler } from '../../app/stages/cloud-stage';
+import { generateStage } from '../../app/stages/generate';
 
-export const handler = createHandler(once(() => deployedGenerateDeps(loadConfig())));
+export const handler = lambdaHandler(generateStage);

@@ -1,11 +1,8 @@
 /**
- * MarkRunFailed (the workflow's catch path): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
- * wiring are app/stages/mark-failed.ts, which the emulator binds too; configuration is read on the
- * first invocation, never at module load.
- *
- * Environment: RCB_TABLE, RCB_BUCKET.
+ * The Lambda entry point of the mark-failed stage, from its entry of the stage table (app/stages/index.ts).
+ * It imports the entry from its own file, not from the table: esbuild would bundle every stage's dependencies.
  */
-import { once } from '../../adapters/aws/runtime/cloud-config';
-import { createHandler, deployedMarkFailedDeps, loadConfig } from '../../app/stages/mark-failed';
+import { lambdaHandler } from '../../app/stages/cloud-stage';
+import { markFailedStage } from '../../app/stages/mark-failed';
 
-export const handler = createHandler(once(() => deployedMarkFailedDeps(loadConfig())));
+export const handler = lambdaHandler(markFailedStage);

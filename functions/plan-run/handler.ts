@@ -1,11 +1,8 @@
 /**
- * PlanRun (Step Functions task): the Lambda entry point. The stage (its input, use case, logs and metrics) and its
- * wiring are app/stages/plan-run.ts, which the emulator binds too; configuration is read on the
- * first invocation, never at module load.
- *
- * Environment: RCB_TABLE, RCB_BUCKET, RCB_LANE_QUEUES, RCB_EVALUATION_READY.
+ * The Lambda entry point of the plan-run stage, from its entry of the stage table (app/stages/index.ts).
+ * It imports the entry from its own file, not from the table: esbuild would bundle every stage's dependencies.
  */
-import { once } from '../../adapters/aws/runtime/cloud-config';
-import { createHandler, deployedPlanRunDeps, loadConfig } from '../../app/stages/plan-run';
+import { lambdaHandler } from '../../app/stages/cloud-stage';
+import { planRunStage } from '../../app/stages/plan-run';
 
-export const handler = createHandler(once(() => deployedPlanRunDeps(loadConfig())));
+export const handler = lambdaHandler(planRunStage);
