@@ -8,6 +8,7 @@ import { CREDENTIAL_VARIABLES, loadShardEnv } from '../../container/entry';
 import { REPO } from '../helpers/cli';
 import { sandboxEnvironment } from '../../adapters/executor/environment';
 import { handler as checkProgress } from '../../functions/check-progress/handler';
+import { CLOUD_STAGES } from '../../app/stages';
 
 // The handlers log their refusal through Powertools (JSON lines on stdout); keep test output clean.
 let stdout: jest.SpyInstance;
@@ -25,6 +26,28 @@ describe('workflow handlers', () => {
       await expect(checkProgress({})).rejects.toThrow(/runId/);
     } finally {
       process.env = saved;
+    }
+  });
+});
+
+describe('stage handlers', () => {
+  it("bundle their own stage of the table only, and no CDK: a handler's entry is imported from its own file", () => {
+    for (const stage of Object.values(CLOUD_STAGES)) {
+      const result = buildSync({
+        entryPoints: [join(REPO, 'functions', stage.function.dir, 'handler.ts')],
+        bundle: true,
+        platform: 'node',
+        target: 'node22',
+        format: 'cjs',
+        write: false,
+        metafile: true,
+        logLevel: 'silent',
+        outfile: join(REPO, 'handler.js'),
+      });
+      const inputs = Object.keys(result.metafile.inputs).map((p) => relative(REPO, join(REPO, p)));
+      const stages = inputs.filter((p) => p.startsWith('app/stages/')).sort();
+      expect([stage.function.dir, stages]).toEqual([stage.function.dir, [`app/stages/${stage.function.dir}.ts`, 'app/stages/cloud-stage.ts'].sort()]);
+      expect(inputs.filter((p) => /^(node_modules\/(aws-cdk-lib|constructs|cdk-nag)\/|infra\/)/.test(p))).toEqual([]);
     }
   });
 });
