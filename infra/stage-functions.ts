@@ -1,5 +1,7 @@
 import type { Construct } from 'constructs';
 import type { StageConstruct, StageTable } from '../app/stages/cloud-stage';
+
+export { queueConsumer } from '../app/stages/cloud-stage';
 import { RcbFunction, type RcbFunctionProps } from './rcb-function';
 
 /** What a construct sets on a stage's function besides the table's folder and description. */
@@ -37,11 +39,3 @@ export function requiredStageFunction(functions: Record<string, RcbFunction>, st
   return fn;
 }
 
-/** The one stage that consumes the lanes' queues, or their dead-letter queues. */
-export function queueConsumer(stages: StageTable, queues: 'lanes' | 'dead-letters'): string {
-  const names = Object.entries(stages)
-    .filter(([, stage]) => 'queues' in stage.trigger && stage.trigger.queues === queues)
-    .map(([name]) => name);
-  if (names.length !== 1) throw new Error(`the stage table must have one consumer of the ${queues} queues, has ${names.length} (app/stages/index.ts)`);
-  return names[0];
-}

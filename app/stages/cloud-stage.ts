@@ -6,7 +6,7 @@
  * function per entry, the stack alarms on each, the emulator binds each; adding a stage is
  * docs: CONTRIBUTING.md "Add a cloud stage".
  *
- * No CDK import and no adapter beyond types: every Lambda bundle imports this file.
+ * No CDK import, and of the adapters only `once`: every Lambda bundle imports this file.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
@@ -99,4 +99,13 @@ export function lambdaHandler<C, D>(stage: CloudStage<C, D>): StageEntryHandler 
 /** The Task state of a stage invoked by the workflow, else undefined. */
 export function stateOf(stage: CloudStage): string | undefined {
   return 'state' in stage.trigger ? stage.trigger.state : undefined;
+}
+
+/** The one stage that consumes the lanes' queues, or their dead-letter queues. */
+export function queueConsumer(stages: StageTable, queues: 'lanes' | 'dead-letters'): string {
+  const names = Object.entries(stages)
+    .filter(([, stage]) => 'queues' in stage.trigger && stage.trigger.queues === queues)
+    .map(([name]) => name);
+  if (names.length !== 1) throw new Error(`the stage table must have one consumer of the ${queues} queues, has ${names.length} (app/stages/index.ts)`);
+  return names[0];
 }

@@ -3,10 +3,11 @@
  * function per entry and takes the workflow's Task state names from it, the stack alarms on
  * each, the emulator binds each with the entry's own dependency builders. A stage is added
  * here (docs: CONTRIBUTING.md "Add a cloud stage"); tests pass a table of their own, with the
- * shipped stages and theirs (test/infra/stage-added.test.ts).
+ * shipped stages and theirs (test/e2e/stage-added.test.ts).
  *
- * Each entry is its own export too: a handler imports only its own (functions/<stage>), so
- * that esbuild leaves the other stages out of its bundle.
+ * A Lambda entry point (functions/<stage>/handler.ts) imports its entry from the stage's own
+ * file, never from this table: esbuild would bundle every stage's dependencies into each
+ * function (test/infra/entry-points.test.ts).
  */
 import { aggregateStage } from './aggregate';
 import { batchRoundStage } from './batch-round';
