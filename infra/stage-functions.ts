@@ -1,7 +1,5 @@
 import type { Construct } from 'constructs';
 import type { StageConstruct, StageTable } from '../app/stages/cloud-stage';
-
-export { queueConsumer } from '../app/stages/cloud-stage';
 import { RcbFunction, type RcbFunctionProps } from './rcb-function';
 
 /** What a construct sets on a stage's function besides the table's folder and description. */
@@ -38,4 +36,3 @@ export function requiredStageFunction(functions: Record<string, RcbFunction>, st
   if (!fn) throw new Error(`the stage table has no ${stage} stage in the ${construct} construct (app/stages/index.ts)`);
   return fn;
 }
-

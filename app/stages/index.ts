@@ -19,7 +19,7 @@ import { markFailedStage } from './mark-failed';
 import { planRunStage } from './plan-run';
 
 export { aggregateStage, batchRoundStage, checkProgressStage, deadLetterStage, generateStage, markFailedStage, planRunStage };
-export { lambdaHandler, stateOf, type CloudStage, type LocalStageParts, type StageTable } from './cloud-stage';
+export { lambdaHandler, queueConsumer, stateOf, type CloudStage, type LocalStageParts, type StageTable } from './cloud-stage';
 
 /** The shipped stages' names: their function folders. */
 export type StageName = 'generate' | 'dead-letter' | 'batch-round' | 'plan-run' | 'check-progress' | 'aggregate' | 'mark-failed';
