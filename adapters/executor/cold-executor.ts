@@ -129,7 +129,7 @@ export class ColdExecutor implements TestExecutor {
           };
       const outcome = await runTestProcess(spec, limits, this.lifecycle.abort.signal);
       const tamperedFiles = await this.baseFiles.tamperedFiles(candidate.paperDir, workspace, file);
-      if (setup.kind === 'uid' && user) tamperedFiles.push(...(await takeFilesOfUid(user.uid, [setup.runDir])));
+      if (setup.kind === 'uid' && user) tamperedFiles.push(...(await takeFilesOfUid(user.uid, [setup.runDir], setup.writableDirs, this.settings.warn)));
       return this.lifecycle.finished(setup, candidate, outcome, tamperedFiles);
     } catch (error) {
       return this.lifecycle.failed(setup, candidate, error);
