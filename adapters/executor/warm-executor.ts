@@ -286,6 +286,7 @@ export class WarmExecutor implements TestExecutor {
           logCapBytes: limits.logCapBytes,
         },
         this.lifecycle.abort.signal,
+        { dirs: [slot.workspace.workspace, ...(setup.slotHomes[index] ? [setup.slotHomes[index]] : [])], maxBytes: limits.maxDiskMb * 1024 * 1024 },
       );
       marks.ran = this.since();
       marks.testMs = outcome.durationMs;
