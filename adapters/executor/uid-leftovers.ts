@@ -145,7 +145,13 @@ function walkWithFind(find: string, mount: string, budgetMs: number): Promise<Wa
     execFile(
       find,
       args,
-      { encoding: 'buffer', maxBuffer: 256 * 1024 * 1024, timeout: Math.max(1, budgetMs), killSignal: 'SIGKILL', env: {} },
+      {
+        encoding: 'buffer',
+        maxBuffer: 256 * 1024 * 1024,
+        timeout: Math.max(1, budgetMs),
+        killSignal: 'SIGKILL',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+      },
       (error, stdout) => {
         const dirs = stdout.toString('utf8').split('\0').filter(Boolean);
         // find exits 1 when some folder could not be read (gone meanwhile): what it printed holds.
