@@ -29,6 +29,11 @@ export interface ExecutionLimits {
   maxOutputBytes: number;
   /** Bytes of each stream kept in the verdict (head and tail). */
   logCapBytes: number;
+  /**
+   * Disk the test may fill in its workspace (and slot home), MiB, over the paper's own files:
+   * past it the test is killed (killedFor 'disk', class resource; adapters/executor/disk-cap.ts).
+   */
+  maxDiskMb: number;
 }
 
 export const DEFAULT_LIMITS: ExecutionLimits = {
@@ -40,6 +45,7 @@ export const DEFAULT_LIMITS: ExecutionLimits = {
   maxProcesses: 256,
   maxOutputBytes: 16 * 1024 * 1024,
   logCapBytes: 64 * 1024,
+  maxDiskMb: 4096,
 };
 
 /**
@@ -71,7 +77,7 @@ export interface RawExecution {
   signal: string | null;
   durationMs: number;
   /** Why the executor stopped the process, if it did. */
-  killedFor: 'timeout' | 'output' | null;
+  killedFor: 'timeout' | 'output' | 'disk' | null;
   stdout: CappedLog;
   stderr: CappedLog;
   /**

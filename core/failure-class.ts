@@ -59,7 +59,7 @@ export function lastException(text: string): string | null {
 
 export interface ClassifyInput {
   completionEmpty: boolean;
-  killedFor: 'timeout' | 'output' | null;
+  killedFor: 'timeout' | 'output' | 'disk' | null;
   signal: string | null;
   exitCode: number | null;
   /** stderr then stdout, as kept. */
@@ -72,7 +72,7 @@ const RESOURCE_SIGNALS = new Set(['SIGKILL', 'SIGXFSZ', 'SIGXCPU', 'SIGSEGV', 'S
 export function classifyFailure(input: ClassifyInput): FailureClass {
   if (input.completionEmpty) return 'no_code';
   if (input.killedFor === 'timeout') return 'timeout';
-  if (input.killedFor === 'output') return 'resource';
+  if (input.killedFor === 'output' || input.killedFor === 'disk') return 'resource';
   // Tracebacks go to stderr; a test that prints its own on stdout is read second.
   const name = lastException(input.stderr) ?? lastException(input.stdout);
   if (name) {

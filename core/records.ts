@@ -150,7 +150,7 @@ export interface CompletionRecord {
  */
 export interface VerdictEvidence {
   /** Why the executor stopped the process, if it did. */
-  killedFor: 'timeout' | 'output' | null;
+  killedFor: 'timeout' | 'output' | 'disk' | null;
   /** SPEC 7 error markers seen anywhere in the full stdout or stderr (also in parts cut from the kept logs). */
   markersSeen: string[];
   /** The in-sandbox driver's report (unittest counts, how the script ended, its flags); null when the process never reached its exit hook. */

@@ -11,7 +11,7 @@ import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from './rcb-function';
 import { artifactWildcardFinding, grantArtifacts, grantTableItems } from './storage-grants';
-import { ARTIFACT_PATTERNS, COUNTER_ATTRIBUTES, KEY_PREFIXES, TABLE_ATTRIBUTES, leadingKeys } from '../core/cloud/storage-layout';
+import { ARTIFACT_PATTERNS, KEY_PREFIXES, SHARD_RUN_ATTRIBUTES, leadingKeys } from '../core/cloud/storage-layout';
 
 /** Name of the evaluator container: the orchestrator's containerOverrides refer to it. */
 export const EVALUATOR_CONTAINER_NAME = 'evaluator';
@@ -179,16 +179,19 @@ export class EvaluationConstruct extends Construct {
     // the run id is known at run time only.
     grantTableItems(table, this.taskRole, ['dynamodb:GetItem', 'dynamodb:Query'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
     grantTableItems(table, this.taskRole, ['dynamodb:BatchGetItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.task), leadingKeys(KEY_PREFIXES.run)] });
-    // What it writes: verdict items (first write wins) under the run's partition, nothing else.
-    grantTableItems(table, this.taskRole, ['dynamodb:PutItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.run)] });
+    // What it writes under a run's partition: its verdicts, its paper's environment check and
+    // the run's count of verdicts, each an UpdateItem naming only attributes no run, task or
+    // batch item holds (VERDICT_ATTRIBUTES), the judged counter and the TTL. No PutItem there:
+    // a put replaces the whole item, whatever attributes it names, so it could replace a
+    // run's META item. ReturnValues is held to what the request itself wrote.
+    grantTableItems(table, this.taskRole, ['dynamodb:UpdateItem'], {
+      leadingKeys: [leadingKeys(KEY_PREFIXES.run)],
+      attributes: SHARD_RUN_ATTRIBUTES,
+      returnValues: ['NONE', 'UPDATED_NEW'],
+    });
     // The environment check of its paper, kept per image (core/cloud/shard-environment.ts): read,
     // claim and store items under IMAGE#<digest>, nothing else there.
     grantTableItems(table, this.taskRole, ['dynamodb:GetItem', 'dynamodb:PutItem'], { leadingKeys: [leadingKeys(KEY_PREFIXES.image)] });
-    // And the run's count of verdicts (ADD on the run item): that one attribute, no other.
-    grantTableItems(table, this.taskRole, ['dynamodb:UpdateItem'], {
-      leadingKeys: [leadingKeys(KEY_PREFIXES.run)],
-      attributes: [TABLE_ATTRIBUTES.partitionKey, TABLE_ATTRIBUTES.sortKey, COUNTER_ATTRIBUTES.judged],
-    });
     grantArtifacts(bucket, this.taskRole, {
       read: [ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs],
       list: [ARTIFACT_PATTERNS.psets],

@@ -437,7 +437,7 @@ export class OrchestratorConstruct extends Construct {
         cluster: shardTask.cluster,
         taskDefinition: shardTask.taskDefinition,
         taskDefinitionArnPath: '$.taskDefinitionArn',
-        tagPaths: { run: '$.runId', execution: '$.execution', shard: '$.paper' },
+        tagPaths: { run: '$.runId', execution: '$.execution', shard: '$.paperTag' },
         launchTarget: new tasks.EcsFargateLaunchTarget({
           platformVersion: ecs.FargatePlatformVersion.LATEST,
           capacityProviderOptions: tasks.CapacityProviderOptions.custom([{ capacityProvider, weight: 1 }]),
@@ -500,6 +500,8 @@ export class OrchestratorConstruct extends Construct {
         // The parent's execution name: the tag that tells a run's attempts apart.
         execution: sfn.JsonPath.stringAt('$$.Execution.Name'),
         paper: sfn.JsonPath.stringAt('$$.Map.Item.Value.paper'),
+        // The paper as an ECS tag value (core/cloud/ecs-tag-value.ts), written with the wave.
+        paperTag: sfn.JsonPath.stringAt('$$.Map.Item.Value.tag'),
         shard: sfn.JsonPath.objectAt('$$.Map.Item.Value'),
         taskDefinitionArn: sfn.JsonPath.stringAt('$.plan.taskDefinitionArn'),
       },

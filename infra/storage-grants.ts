@@ -30,6 +30,12 @@ export interface TableGrantOptions {
    * @default - any attribute
    */
   readonly attributes?: string[];
+  /**
+   * The ReturnValues the request may ask for (`dynamodb:ReturnValues`), with `attributes`, so
+   * that a write cannot return the item's other attributes (ALL_OLD, ALL_NEW).
+   * @default - any
+   */
+  readonly returnValues?: Array<'NONE' | 'UPDATED_OLD' | 'UPDATED_NEW' | 'ALL_OLD' | 'ALL_NEW'>;
 }
 
 export interface ArtifactGrantOptions {
@@ -53,10 +59,11 @@ export function grantTableItems(table: dynamodb.ITable, grantee: iam.IGrantable,
     actions,
     resourceArns: resources,
     conditions:
-      options.leadingKeys || options.attributes
+      options.leadingKeys || options.attributes || options.returnValues
         ? {
             ...(options.leadingKeys ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': options.leadingKeys } } : {}),
             ...(options.attributes ? { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': options.attributes } } : {}),
+            ...(options.returnValues ? { StringEqualsIfExists: { 'dynamodb:ReturnValues': options.returnValues } } : {}),
           }
         : undefined,
   });

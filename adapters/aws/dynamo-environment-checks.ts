@@ -13,10 +13,10 @@
  * expired one, or the caller's own.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { PaperEnvironment } from '../../core/records';
 import type { EnvironmentChecks, RunPaperEnvironment } from '../../core/cloud/ports';
-import { KEY_PREFIXES, runTableKey, TABLE_ATTRIBUTES } from '../../core/cloud/storage-layout';
+import { KEY_PREFIXES, runTableKey, TABLE_ATTRIBUTES, VERDICT_ATTRIBUTES } from '../../core/cloud/storage-layout';
 
 /** A claim item outlives its lease by this much before TTL may remove it. */
 const CLAIM_TTL_SLACK_SEC = 3600;
@@ -71,8 +71,16 @@ export class DynamoEnvironmentChecks implements EnvironmentChecks {
   }
 
   async putRunPaperEnvironment(runId: string, result: RunPaperEnvironment): Promise<void> {
+    // An UpdateItem of one attribute of its own: the shard task role may not put whole items
+    // under a run's partition (VERDICT_ATTRIBUTES in core/cloud/storage-layout.ts).
     await this.doc.send(
-      new PutCommand({ TableName: this.table, Item: { ...runTableKey.runPaperEnvironment(runId, result.paper), record: JSON.stringify(result) } }),
+      new UpdateCommand({
+        TableName: this.table,
+        Key: runTableKey.runPaperEnvironment(runId, result.paper),
+        UpdateExpression: 'SET #env = :env',
+        ExpressionAttributeNames: { '#env': VERDICT_ATTRIBUTES.runEnvironment },
+        ExpressionAttributeValues: { ':env': JSON.stringify(result) },
+      }),
     );
   }
 
@@ -90,7 +98,7 @@ export class DynamoEnvironmentChecks implements EnvironmentChecks {
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of res.Items ?? []) out.push(JSON.parse(item.record as string) as RunPaperEnvironment);
+      for (const item of res.Items ?? []) out.push(JSON.parse((item[VERDICT_ATTRIBUTES.runEnvironment] ?? item.record) as string) as RunPaperEnvironment);
       start = res.LastEvaluatedKey;
     } while (start);
     return out;

@@ -13,7 +13,8 @@
  *   task          RUN#<runId>      TASK#<taskId>      taskId, seq, paper, file, snippet, loc,
  *                                                     model, sample
  *   task counter  RUN#<runId>      TASKSEQ            nextSeq
- *   verdict       RUN#<runId>      VERDICT#<taskId>   taskId, record (JSON)
+ *   verdict       RUN#<runId>      VERDICT#<taskId>   verdict (JSON), verdictBlob (items of
+ *                                                     before 2026-12: taskId, record, recordKey)
  *   completion    TASK#<taskId>    COMPLETION         taskId, model, createdAt, record (JSON)
  *   claim         TASK#<taskId>    CLAIM              taskId, owner, claimUntil (epoch ms),
  *                                                     expiresAt (TTL, epoch s)
@@ -44,7 +45,7 @@ import type { RunCounters, RunCountValues } from '../../core/cloud/ports';
 import { mapLimit } from './map-limit';
 
 import { RUN_TABLE_KEYS } from './run-table-keys';
-import { COUNTER_ATTRIBUTES, KEY_PREFIXES, RUNS_INDEX_PARTITION, runTableKey } from '../../core/cloud/storage-layout';
+import { COUNTER_ATTRIBUTES, KEY_PREFIXES, RUNS_INDEX_PARTITION, runTableKey, VERDICT_ATTRIBUTES } from '../../core/cloud/storage-layout';
 
 export { RUN_TABLE_KEYS };
 
@@ -418,9 +419,9 @@ export class DynamoRunStore implements RunStore, RunCounters {
       await this.blobs.put(recordKey, record, 'application/json');
       record = JSON.stringify({ ...v, stdout: { ...v.stdout, text: '' }, stderr: { ...v.stderr, text: '' } });
     }
-    const item = { ...runTableKey.verdict(runId, v.taskId), taskId: v.taskId, record, ...(recordKey ? { recordKey } : {}), ...this.expiry() };
-    this.checkSize(item, `verdict of task ${v.taskId} in run ${runId}`);
-    return this.putIfAbsent(item);
+    const attributes = { [VERDICT_ATTRIBUTES.record]: record, ...(recordKey ? { [VERDICT_ATTRIBUTES.blobKey]: recordKey } : {}), ...this.expiry() };
+    this.checkSize({ ...runTableKey.verdict(runId, v.taskId), ...attributes }, `verdict of task ${v.taskId} in run ${runId}`);
+    return this.createWith(runTableKey.verdict(runId, v.taskId), attributes);
   }
 
   /** The run's verdicts, in task id order; those kept in the blob store are read back whole. */
@@ -439,12 +440,12 @@ export class DynamoRunStore implements RunStore, RunCounters {
   /** Verdicts of their items; those kept in the blob store are read back whole. */
   private verdictsOf(items: Record<string, NativeAttributeValue>[]): Promise<Verdict[]> {
     return mapLimit(items, 8, async (item) => {
-      if (typeof item.recordKey !== 'string') return parseRecord<Verdict>(item, 'verdict');
-      const body = await this.blobs?.get(item.recordKey);
+      // Items written before the shard's UpdateItem (see putVerdict) hold record and recordKey.
+      const blobKey = item[VERDICT_ATTRIBUTES.blobKey] ?? item.recordKey;
+      if (typeof blobKey !== 'string') return parseRecord<Verdict>({ ...item, record: item[VERDICT_ATTRIBUTES.record] ?? item.record }, 'verdict');
+      const body = await this.blobs?.get(blobKey);
       if (!body)
-        throw new Error(
-          `verdict item ${item.pk}/${item.sk} points to ${item.recordKey}, which the blob store ${this.blobs ? 'does not hold' : 'was not given'}`,
-        );
+        throw new Error(`verdict item ${item.pk}/${item.sk} points to ${blobKey}, which the blob store ${this.blobs ? 'does not hold' : 'was not given'}`);
       return JSON.parse(body.toString('utf8')) as Verdict;
     });
   }
@@ -574,6 +575,25 @@ export class DynamoRunStore implements RunStore, RunCounters {
       if (isConditionFailure(err)) return false;
       throw err;
     }
+  }
+
+  /**
+   * Creates the item `key` with `attributes` unless it exists (false when it did), as an
+   * UpdateItem: the shard task role may name only its own attributes under a run's partition
+   * (dynamodb:Attributes), which a PutItem, replacing the whole item, could not be held to.
+   */
+  private async createWith(key: { pk: string; sk: string }, attributes: Record<string, NativeAttributeValue>): Promise<boolean> {
+    const names = Object.keys(attributes);
+    return this.sendConditional(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: key,
+        UpdateExpression: `SET ${names.map((_, i) => `#a${i} = :a${i}`).join(', ')}`,
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': RUN_TABLE_KEYS.partitionKey, ...Object.fromEntries(names.map((n, i) => [`#a${i}`, n])) },
+        ExpressionAttributeValues: Object.fromEntries(names.map((n, i) => [`:a${i}`, attributes[n]])),
+      }),
+    );
   }
 
   /** PutItem unless an item with the key exists; false when it did. */

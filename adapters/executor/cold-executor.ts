@@ -127,9 +127,11 @@ export class ColdExecutor implements TestExecutor {
             infoFd: INFO_FD,
             supervisor: true,
           };
-      const outcome = await runTestProcess(spec, limits, this.lifecycle.abort.signal);
+      const home = setup.slotHomes[slot];
+      const disk = { dirs: home ? [workspace, home] : [workspace], maxBytes: limits.maxDiskMb * 1024 * 1024 };
+      const outcome = await runTestProcess(spec, { ...limits, disk }, this.lifecycle.abort.signal);
       const tamperedFiles = await this.baseFiles.tamperedFiles(candidate.paperDir, workspace, file);
-      if (setup.kind === 'uid' && user) tamperedFiles.push(...(await takeFilesOfUid(user.uid, [setup.runDir])));
+      if (setup.kind === 'uid' && user) tamperedFiles.push(...(await takeFilesOfUid(user.uid, [setup.runDir], setup.writableDirs, this.settings.warn)));
       return this.lifecycle.finished(setup, candidate, outcome, tamperedFiles);
     } catch (error) {
       return this.lifecycle.failed(setup, candidate, error);

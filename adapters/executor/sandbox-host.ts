@@ -14,6 +14,7 @@ import { probePython, type PythonInfo } from './python';
 import { createRunDir, removeStaleRunDirs } from './run-dir';
 import type { RawExecution } from '../../core/executor';
 import { bwrapOptions, checkSandbox, findBwrap, missingBwrapError, sandboxBaseArgs } from './sandbox';
+import { writableDirsForSandbox } from './uid-leftovers';
 import { allocateSandboxUsers, groupText, passwdText, releaseSandboxUsers, runningAsRoot, type SandboxUser } from './sandbox-users';
 
 export interface SandboxHost {
@@ -31,6 +32,11 @@ export interface SandboxHost {
    * user's own, emptied after each test; none in the other sandboxes (bwrap's /tmp is private).
    */
   slotHomes: string[];
+  /**
+   * The uid sandbox's folders a slot uid can create files in (uid-leftovers.ts), searched
+   * after each test; empty in the other sandboxes.
+   */
+  writableDirs: string[];
 }
 
 export interface SandboxHostOptions<Files extends object> extends Omit<ColdExecutorOptions, keyof ExecutorSettings>, ExecutorSettings {
@@ -55,6 +61,8 @@ export async function prepareSandboxHost<Files extends object>(options: SandboxH
   await removeStaleRunDirs(parent).catch(() => undefined);
   const runDir = await createRunDir(parent);
   const users = root ? allocateSandboxUsers(options.jobs) : [];
+  // The walk for writable folders takes seconds on a large disk: begun now when uid is asked for.
+  if (mode === 'uid') void writableDirsForSandbox(warn);
   try {
     const files = await options.populate(runDir, users);
     const etc = join(runDir, 'etc');
@@ -100,7 +108,8 @@ export async function prepareSandboxHost<Files extends object>(options: SandboxH
       warn('rcb: bubblewrap (bwrap) is not installed; using the uid sandbox (--sandbox auto, rcb runs as root)');
     }
     const slotHomes = kind === 'uid' ? await makeSlotHomes(runDir, users) : [];
-    return { ...files, runDir, python, env, kind, sandbox, users, slotHomes };
+    const writableDirs = kind === 'uid' ? (await writableDirsForSandbox(warn)).dirs : [];
+    return { ...files, runDir, python, env, kind, sandbox, users, slotHomes, writableDirs };
   } catch (error) {
     await rm(runDir, { recursive: true, force: true });
     releaseSandboxUsers(users);

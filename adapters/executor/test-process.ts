@@ -4,6 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { StreamCapture } from './capped-log';
+import { DiskCap } from './disk-cap';
 import { OutputCapture, ProcessEnder, SandboxInfo, spawnGroup, type CapturedOutput, type ProcessSpawn } from './child-process';
 
 /** How long to wait for the pipes to close once the process has exited and been killed. */
@@ -29,13 +30,15 @@ export interface TestProcessLimits {
   timeoutSec: number;
   maxOutputBytes: number;
   logCapBytes: number;
+  /** Folders the test writes, measured while it runs, and the bytes it may add there (disk-cap.ts). */
+  disk?: { dirs: readonly string[]; maxBytes: number };
 }
 
 export interface TestProcessOutcome extends CapturedOutput {
   exitCode: number | null;
   signal: string | null;
   durationMs: number;
-  killedFor: 'timeout' | 'output' | null;
+  killedFor: 'timeout' | 'output' | 'disk' | null;
 }
 
 /**
@@ -78,6 +81,7 @@ export function runTestProcess(spec: TestProcessSpec, limits: TestProcessLimits,
     (child.stdio[spec.reportFd] as Readable | null)?.on('data', (chunk: Buffer) => output.writeReport(chunk));
     const timeout = setTimeout(() => kill('timeout'), limits.timeoutSec * 1000);
     timers.push(timeout);
+    const disk = limits.disk ? new DiskCap(limits.disk.dirs, limits.disk.maxBytes, () => kill('disk')).start() : null;
     if (spec.infoFd !== undefined) {
       info.listen(child.stdio[spec.infoFd] as Readable | null, () => {
         if (!spec.supervisor || !info.testEnded() || endedAt !== null) return;
@@ -95,6 +99,7 @@ export function runTestProcess(spec: TestProcessSpec, limits: TestProcessLimits,
       if (settled) return;
       settled = true;
       timers.forEach(clearTimeout);
+      disk?.stop();
       abort?.removeEventListener('abort', onAbort);
       const at = endedAt ?? exit?.at ?? Date.now();
       resolve({
@@ -112,6 +117,7 @@ export function runTestProcess(spec: TestProcessSpec, limits: TestProcessLimits,
         // Never started (ENOENT, EACCES): no exit or close event follows.
         settled = true;
         timers.forEach(clearTimeout);
+        disk?.stop();
         abort?.removeEventListener('abort', onAbort);
         reject(error);
       }

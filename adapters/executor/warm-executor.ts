@@ -286,6 +286,7 @@ export class WarmExecutor implements TestExecutor {
           logCapBytes: limits.logCapBytes,
         },
         this.lifecycle.abort.signal,
+        { dirs: [slot.workspace.workspace, ...(setup.slotHomes[index] ? [setup.slotHomes[index]] : [])], maxBytes: limits.maxDiskMb * 1024 * 1024 },
       );
       marks.ran = this.since();
       marks.testMs = outcome.durationMs;
@@ -293,7 +294,7 @@ export class WarmExecutor implements TestExecutor {
       if (outcome.workerBroken) await worker.stop();
       tampered = await this.baseFiles.tamperedFiles(candidate.paperDir, slot.workspace.workspace, file);
       const user = setup.users[index];
-      const outside = setup.kind === 'uid' && user ? await takeFilesOfUid(user.uid, [setup.runDir]) : [];
+      const outside = setup.kind === 'uid' && user ? await takeFilesOfUid(user.uid, [setup.runDir], setup.writableDirs, this.settings.warn) : [];
       marks.checked = this.since();
       // A worker that died under a candidate (the child may kill its server: same user)
       // is that candidate's failure, like any other death without a report.

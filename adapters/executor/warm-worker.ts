@@ -6,6 +6,7 @@
  * that breaks the protocol, dies, overruns the backstop or reports stray processes is
  * marked broken and must be replaced, never reused.
  */
+import { DiskCap } from './disk-cap';
 import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { OutputCapture, ProcessEnder, SandboxInfo, spawnGroup, type ProcessSpawn } from './child-process';
@@ -128,8 +129,11 @@ export class WarmWorker {
     this.ready.catch(() => undefined);
   }
 
-  /** Runs one candidate whose workspace is already in place. Never rejects. */
-  run(request: WarmRunRequest, abort?: AbortSignal): Promise<WarmOutcome> {
+  /**
+   * Runs one candidate whose workspace is already in place. Never rejects. `disk`: folders
+   * measured while it runs (disk-cap.ts); past the cap the worker is killed with the test.
+   */
+  run(request: WarmRunRequest, abort?: AbortSignal, disk?: { dirs: readonly string[]; maxBytes: number }): Promise<WarmOutcome> {
     if (this.busy) throw new Error('rcb: warm worker is busy');
     this.busy = true;
     return new Promise<WarmOutcome>((resolve) => {
@@ -142,6 +146,7 @@ export class WarmWorker {
         if (settled) return;
         settled = true;
         clearTimeout(backstop);
+        cap?.stop();
         abort?.removeEventListener('abort', onAbort);
         this.listener = null;
         this.onEnd = null;
@@ -168,6 +173,13 @@ export class WarmWorker {
         finish(null);
       };
       abort?.addEventListener('abort', onAbort);
+      const cap = disk
+        ? new DiskCap(disk.dirs, disk.maxBytes, () => {
+            killedFor = 'disk';
+            this.fail('rcb: the test wrote more to disk than its cap');
+            finish(null);
+          }).start()
+        : null;
 
       this.onEnd = () => finish(null);
       this.listener = (frame) => {

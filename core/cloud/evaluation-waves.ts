@@ -19,6 +19,7 @@ import type { TaskRecord } from '../records';
 import { cloudKeys, mapResultsSchema, parsePayload, type ShardRef } from './payloads';
 import { readShardManifest } from './plan-cloud-run';
 import { shardTasks } from './shard-plan';
+import { ecsTagValue } from './ecs-tag-value';
 import { z } from 'zod';
 
 /** A shard's stable name within a run: paper, model, slice. */
@@ -92,7 +93,8 @@ export async function planWave(
   const number = previous.waves + 1;
   const key = cloudKeys.waveShards(runId, execution, number);
   // The shards first, the ledger second: a ledger never names a wave whose shards are not written.
-  await deps.blobs.put(key, JSON.stringify(ready), 'application/json');
+  // Each with its paper as an ECS tag value, the shard task's rcb:shard tag (the Map's ItemSelector).
+  await deps.blobs.put(key, JSON.stringify(ready.map((s) => ({ ...s, tag: ecsTagValue(s.paper) }))), 'application/json');
   await deps.blobs.put(cloudKeys.waveLedger(runId, execution, number), JSON.stringify([...dispatched, ...ready.map(shardId)]), 'application/json');
   return { waves: number, wave: { number, key, shards: ready.length }, undispatched: open.length - ready.length };
 }

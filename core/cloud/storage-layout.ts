@@ -6,11 +6,11 @@
  *   table items   pk               sk
  *   run           RUN#<runId>      META
  *   task          RUN#<runId>      TASK#<taskId>
- *   verdict       RUN#<runId>      VERDICT#<taskId>
+ *   verdict       RUN#<runId>      VERDICT#<taskId>   (verdict, verdictBlob: VERDICT_ATTRIBUTES)
  *   batch         RUN#<runId>      BATCH#<batchKey>   (the batch lane's ledger)
  *   completion    TASK#<taskId>    COMPLETION
  *   claim         TASK#<taskId>    CLAIM
- *   paper env     RUN#<runId>      ENV#<paper>        (the environment check a run's shards found)
+ *   paper env     RUN#<runId>      ENV#<paper>        (the environment check a run's shards found: runEnvironment)
  *   image check   IMAGE#<image>    ENV#<paperDigest>  (an environment check, once per image)
  *   check claim   IMAGE#<image>    CLAIM#<paperDigest> (the shard running that check)
  *   lane throttle LANE#<lane>      THROTTLE           (the lane's shared AIMD limit and slots: core/lane-throttle.ts)
@@ -34,6 +34,35 @@ export const TABLE_ATTRIBUTES = {
 
 /** The progress counters on a run's item (atomic ADD; see RunCounters in ports.ts). */
 export const COUNTER_ATTRIBUTES = { total: 'countTotal', settled: 'countSettled', failed: 'countFailed', judged: 'countJudged' } as const;
+
+/**
+ * The attributes the shard task writes under a run's partition, named as no other item of
+ * RUN#<runId> names one: the task role may UpdateItem there with these (and the keys, the TTL
+ * and the judged counter) only, so a shard cannot replace or rewrite a run, task or batch item
+ * (docs/security.md, "What a compromised shard can still touch").
+ */
+export const VERDICT_ATTRIBUTES = {
+  /** The verdict as JSON (without its log texts when those are in the blob store). */
+  record: 'verdict',
+  /** The blob store key of the whole verdict, when it was too large for the item. */
+  blobKey: 'verdictBlob',
+  /** The environment check a run's shards found for a paper (ENV#<paper> under the run). */
+  runEnvironment: 'runEnvironment',
+} as const;
+
+/**
+ * Every attribute the shard task may name in a write under RUN#<runId> (dynamodb:Attributes
+ * of its UpdateItem): the keys, its own attributes, the run's judged counter and the TTL.
+ */
+export const SHARD_RUN_ATTRIBUTES = [
+  TABLE_ATTRIBUTES.partitionKey,
+  TABLE_ATTRIBUTES.sortKey,
+  VERDICT_ATTRIBUTES.record,
+  VERDICT_ATTRIBUTES.blobKey,
+  VERDICT_ATTRIBUTES.runEnvironment,
+  COUNTER_ATTRIBUTES.judged,
+  TABLE_ATTRIBUTES.ttlAttribute,
+];
 
 /** Prefixes of the table's partition and sort keys. */
 export const KEY_PREFIXES = {

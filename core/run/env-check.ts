@@ -42,6 +42,7 @@ export function failureReason(raw: RawExecution, flags: string[]): string {
   if (missing) return `missing module ${missing[1]}`;
   if (raw.killedFor === 'timeout') return 'the test timed out';
   if (raw.killedFor === 'output') return 'the test wrote too much output';
+  if (raw.killedFor === 'disk') return 'the test wrote more to disk than its cap';
   if (raw.infraError) return `executor error: ${raw.infraError}`;
   const named = lastException(raw.stderr.text) ?? lastException(raw.stdout.text);
   const line = ERROR_LINE.exec(text) ?? (named ? new RegExp(`^${named.replace(/\./g, '\\.')}.*$`, 'm').exec(text) : null);

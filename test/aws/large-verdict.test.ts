@@ -50,11 +50,11 @@ describe('DynamoRunStore with a verdict larger than an item', () => {
     expect(await store.listVerdicts('run-1')).toEqual([big, small]);
     const item = (await dynamo.doc.send(new GetCommand({ TableName: tableName, Key: runTableKey.verdict('run-1', 'task-big') }))).Item!;
     expect(Buffer.byteLength(JSON.stringify(item))).toBeLessThan(8 * 1024);
-    expect(item.recordKey).toMatch(/^runs\/run-1\/evaluation\/verdicts\/task-big-[0-9a-f]{16}\.json$/);
-    expect(JSON.parse(item.record as string)).toMatchObject({ officialPass: false, failureClass: 'runtime', stdout: { text: '', totalBytes: 1024 * 1024 } });
-    expect(JSON.parse((await blobs.get(item.recordKey as string))!.toString())).toEqual(big);
+    expect(item.verdictBlob).toMatch(/^runs\/run-1\/evaluation\/verdicts\/task-big-[0-9a-f]{16}\.json$/);
+    expect(JSON.parse(item.verdict as string)).toMatchObject({ officialPass: false, failureClass: 'runtime', stdout: { text: '', totalBytes: 1024 * 1024 } });
+    expect(JSON.parse((await blobs.get(item.verdictBlob as string))!.toString())).toEqual(big);
     const smallItem = (await dynamo.doc.send(new GetCommand({ TableName: tableName, Key: runTableKey.verdict('run-1', 'task-small') }))).Item!;
-    expect(smallItem.recordKey).toBeUndefined();
+    expect([smallItem.verdictBlob, typeof smallItem.verdict]).toEqual([undefined, 'string']);
   });
 
   it('without a blob store refuses it, naming the task', async () => {

@@ -163,7 +163,7 @@ describe('EvaluationConstruct', () => {
         ],
       ]);
       // Every table action confined by its leading key, on the table alone (no index: gsi1 lists every run):
-      // GetItem, Query, PutItem and the counter's UpdateItem on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>,
+      // GetItem, Query and the UpdateItem of its own attributes on RUN#<runId>, BatchGetItem (completions) on TASK#<taskId>,
       // GetItem and PutItem (the environment check kept per image) on IMAGE#<digest>.
       const leading = (s: Statement) =>
         (s.Condition as { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': string[] } })['ForAllValues:StringLike']['dynamodb:LeadingKeys'];
@@ -178,17 +178,16 @@ describe('EvaluationConstruct', () => {
           [['IMAGE#*'], table],
         ],
         'dynamodb:Query': [[['RUN#*'], table]],
-        'dynamodb:PutItem': [
-          [['RUN#*'], table],
-          [['IMAGE#*'], table],
-        ],
+        'dynamodb:PutItem': [[['IMAGE#*'], table]],
         // Its tasks' completions (TASK#) and its own tasks' verdicts (RUN#).
         'dynamodb:BatchGetItem': [[['TASK#*', 'RUN#*'], table]],
         'dynamodb:UpdateItem': [[['RUN#*'], table]],
       });
-      // The update is the run's verdict counter and nothing else.
+      // The update names the verdict's, the paper environment's and the judged counter's attributes, nothing else.
       const update = statements.find((s) => actionsOf(s).includes('dynamodb:UpdateItem'));
-      expect((update!.Condition as Record<string, unknown>)['ForAllValues:StringEquals']).toEqual({ 'dynamodb:Attributes': ['pk', 'sk', 'countJudged'] });
+      expect((update!.Condition as Record<string, unknown>)['ForAllValues:StringEquals']).toEqual({
+        'dynamodb:Attributes': ['pk', 'sk', 'verdict', 'verdictBlob', 'runEnvironment', 'countJudged', 'expiresAt'],
+      });
       const listing = statements.find((s) => actionsOf(s).includes('s3:ListBucket'));
       expect(listing?.Condition).toEqual({ StringLike: { 's3:prefix': ['psets/*'] } });
     });

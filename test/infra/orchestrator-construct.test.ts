@@ -188,6 +188,7 @@ describe('OrchestratorConstruct', () => {
         'runId.$': '$.runId',
         'execution.$': '$$.Execution.Name',
         'paper.$': '$$.Map.Item.Value.paper',
+        'paperTag.$': '$$.Map.Item.Value.tag',
         'shard.$': '$$.Map.Item.Value',
         'taskDefinitionArn.$': '$.plan.taskDefinitionArn',
       });

@@ -182,8 +182,8 @@ describe('run workflow, executed locally', () => {
       'CheckProgress:run-1',
     ]);
     expect(shards.sort((a, b) => a.RCB_SHARD.localeCompare(b.RCB_SHARD))).toEqual([
-      { RCB_RUN_ID: 'run-1', RCB_SHARD: 'alpha', RCB_SHARD_REF: '{"paper":"alpha"}', capacity: 'FARGATE_SPOT' },
-      { RCB_RUN_ID: 'run-1', RCB_SHARD: 'beta', RCB_SHARD_REF: '{"paper":"beta"}', capacity: 'FARGATE_SPOT' },
+      { RCB_RUN_ID: 'run-1', RCB_SHARD: 'alpha', RCB_SHARD_REF: '{"paper":"alpha","tag":"alpha"}', capacity: 'FARGATE_SPOT' },
+      { RCB_RUN_ID: 'run-1', RCB_SHARD: 'beta', RCB_SHARD_REF: '{"paper":"beta","tag":"beta"}', capacity: 'FARGATE_SPOT' },
     ]);
     expect(output).toMatchObject({
       runId: 'run-1',

@@ -43,6 +43,8 @@ interface Call {
   index?: string;
   /** s3:PutObjectTagging: the tag keys the request sets. */
   tagKeys?: string[];
+  /** DynamoDB writes: the attribute names the request names (dynamodb:Attributes), keys included. */
+  attributes?: string[];
 }
 
 const DYNAMO_ACTIONS: Record<string, string> = {
@@ -73,8 +75,12 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : ((v as { S?: st
 
 function dynamoCall(command: string, input: any): Call {
   const action = `dynamodb:${DYNAMO_ACTIONS[command] ?? command}`;
+  if (input.Key && input.UpdateExpression) {
+    const attributes = [...new Set([...Object.keys(input.Key), ...Object.values(input.ExpressionAttributeNames ?? {})])] as string[];
+    return { action, keys: [str(input.Key.pk)], attributes };
+  }
   if (input.Key) return { action, keys: [str(input.Key.pk)] };
-  if (input.Item) return { action, keys: [str(input.Item.pk)] };
+  if (input.Item) return { action, keys: [str(input.Item.pk)], attributes: Object.keys(input.Item) };
   if (input.RequestItems) {
     const requests = Object.values(input.RequestItems as Record<string, { Keys?: any[] } | any[]>);
     const keys = requests.flatMap((r) => (Array.isArray(r) ? r.map((w) => w.PutRequest?.Item ?? w.DeleteRequest?.Key) : (r.Keys ?? [])));
@@ -127,6 +133,8 @@ function allowed(call: Call, statements: Statement[], tableArn: string, bucketAr
       const wanted = call.index ? `${tableArn}/index/${call.index}` : tableArn;
       if (!resources.includes(wanted)) return false;
       const leading = (s.Condition as any)?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] as string[] | undefined;
+      const named = (s.Condition as any)?.['ForAllValues:StringEquals']?.['dynamodb:Attributes'] as string[] | undefined;
+      if (named && !(call.attributes ?? []).every((a) => named.includes(a))) return false;
       return !leading || call.keys.every((k) => leading.some((p) => glob(p).test(k)));
     }
     if (call.action === 's3:ListBucket') {
@@ -243,6 +251,27 @@ describe('the evaluation task role', () => {
         .map((c) => c.action)
         .sort(),
     ).toEqual(['dynamodb:GetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:PutItem']);
+    // Under a run's partition: verdicts, the paper's environment and the judged count, by UpdateItem only.
+    const runWrites = calls.filter((c) => c.keys.some((k) => k.startsWith('RUN#')) && !['dynamodb:GetItem', 'dynamodb:BatchGetItem'].includes(c.action));
+    expect(new Set(runWrites.map((c) => c.action))).toEqual(new Set(['dynamodb:UpdateItem']));
+  });
+
+  it('lets a shard write only its own attributes under RUN#: no whole-item put, no run, task or batch attribute', () => {
+    const statements = roleStatements(template, role);
+    const update = (attributes: string[]) => allowed({ action: 'dynamodb:UpdateItem', keys: ['RUN#r'], attributes }, statements, tableArn, bucketArn);
+    // A PutItem replaces the whole item (the run's META included), whatever it names.
+    expect(allowed({ action: 'dynamodb:PutItem', keys: ['RUN#r'], attributes: ['pk', 'sk', 'verdict'] }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 'dynamodb:BatchWriteItem', keys: ['RUN#r'] }, statements, tableArn, bucketArn)).toBe(false);
+    expect(allowed({ action: 'dynamodb:DeleteItem', keys: ['RUN#r'] }, statements, tableArn, bucketArn)).toBe(false);
+    expect(update(['pk', 'sk', 'verdict', 'verdictBlob', 'expiresAt'])).toBe(true);
+    expect(update(['pk', 'sk', 'countJudged'])).toBe(true);
+    for (const other of ['record', 'status', 'budgetUsd', 'headroomUsd', 'spentUsd', 'countSettled', 'countTotal', 'gsi1pk', 'taskId', 'paper', 'nextSeq']) {
+      expect([other, update(['pk', 'sk', other])]).toEqual([other, false]);
+    }
+    const returns = statements
+      .filter((s) => actionsOf(s).includes('dynamodb:UpdateItem'))
+      .map((s) => (s.Condition as any)?.StringEqualsIfExists?.['dynamodb:ReturnValues']);
+    expect(returns).toEqual([['NONE', 'UPDATED_NEW']]);
   });
 
   it('and so do the gateway endpoint policies the calls go through', () => {

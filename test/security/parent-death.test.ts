@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runningAsRoot } from '../../adapters/executor/sandbox-users';
 import { REPO } from '../helpers/cli';
+import { readableBundle } from '../helpers/readable-bundle';
 import { boundAfter } from '../helpers/machine-speed';
 import { processesWith } from '../fixtures/executor/tiny-paper';
 
@@ -54,18 +55,18 @@ describe.each(CONFIGS)('$executor executor, unsafeNoSandbox $unsafeNoSandbox, as
       home = mkdtempSync(join(tmpdir(), 'rcb-parent-death-'));
       chmodSync(home, 0o777);
     }
+    // As nobody, a bundle in a folder any user can read (the checkout may be one it cannot
+    // enter); else tsx as a loader in this one process (its cli would leave a child that outlives the kill).
+    const script = join(__dirname, 'support', 'die-mid-test.ts');
     const rcb = spawn(
       process.execPath,
-      // tsx as a loader in this one process (its cli would leave a child that outlives the kill).
       [
-        '-r',
-        join(REPO, 'node_modules', 'tsx', 'dist', 'cjs', 'index.cjs'),
-        join(__dirname, 'support', 'die-mid-test.ts'),
+        ...(asNobody ? [readableBundle(script)] : ['-r', join(REPO, 'node_modules', 'tsx', 'dist', 'cjs', 'index.cjs'), script]),
         JSON.stringify({ warm, unsafeNoSandbox }),
       ],
       // The marker travels in the environment, so that only the candidate's processes carry it in argv.
       {
-        cwd: REPO,
+        cwd: asNobody ? '/' : REPO,
         stdio: ['ignore', 'ignore', 'pipe'],
         env: asNobody ? { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home, RCB_TEST_MARK: mark } : { ...process.env, RCB_TEST_MARK: mark },
         ...(asNobody ? { uid: NOBODY, gid: NOBODY } : {}),

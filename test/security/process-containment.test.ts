@@ -14,7 +14,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runningAsRoot } from '../../adapters/executor/sandbox-users';
-import { REPO } from '../helpers/cli';
+import { readableBundle } from '../helpers/readable-bundle';
 import { runContainmentTrial, type TrialConfig, type TrialOutcome } from './support/containment-trial';
 
 jest.setTimeout(240_000);
@@ -29,9 +29,10 @@ function trialAsNobody(config: TrialConfig): Promise<TrialOutcome> {
   return new Promise<TrialOutcome>((resolve, reject) => {
     execFile(
       process.execPath,
-      [join(REPO, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(__dirname, 'support', 'contain-as-user.ts'), JSON.stringify(config)],
+      // A bundle in a folder nobody can read: the checkout may be one it cannot enter.
+      [readableBundle(join(__dirname, 'support', 'contain-as-user.ts')), JSON.stringify(config)],
       {
-        cwd: REPO,
+        cwd: '/',
         uid: NOBODY,
         gid: NOBODY,
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: home },
