@@ -8,6 +8,7 @@ import { MonitoringConstruct } from './monitoring-construct';
 import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
+import { MEASURED_IMAGE_SIZE, shardEphemeralStorageGiB } from './ephemeral-storage';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -79,6 +80,10 @@ export class RcbStack extends Stack {
       memoryMiB: props.taskMemoryMiB,
       cpuArchitecture: props.cpuArchitecture === 'ARM64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
       image: props.image,
+      ephemeralStorageGiB: shardEphemeralStorageGiB(
+        { unpackedMB: props.imageUnpackedMB ?? MEASURED_IMAGE_SIZE.unpackedMB, compressedMB: props.imageCompressedMB ?? MEASURED_IMAGE_SIZE.compressedMB },
+        props.shardScratchGiB,
+      ),
     });
     this.orchestrator = new OrchestratorConstruct(this, 'Orchestrator', {
       table,
