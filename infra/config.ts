@@ -86,6 +86,12 @@ export interface RcbOptions {
    */
   readonly shardScratchGiB?: number;
   /**
+   * Concurrent executions reserved for each orchestration function (PlanRun, CheckProgress,
+   * Aggregate, MarkRunFailed); 0 reserves none. The account must keep 100 unreserved beside them.
+   * @default 5
+   */
+  readonly orchestrationReservedConcurrency?: number;
+  /**
    * CPU architecture of the evaluation image and tasks.
    * @default 'X86_64'
    */
@@ -174,6 +180,7 @@ export const CONTEXT_KEYS = {
   imageUnpackedMB: 'rcb:imageUnpackedMB',
   imageCompressedMB: 'rcb:imageCompressedMB',
   shardScratchGiB: 'rcb:shardScratchGiB',
+  orchestrationReservedConcurrency: 'rcb:orchestrationReservedConcurrency',
   cpuArchitecture: 'rcb:cpuArchitecture',
   interfaceEndpoints: 'rcb:interfaceEndpoints',
   dnsFirewall: 'rcb:dnsFirewall',
@@ -340,6 +347,7 @@ export function configFromContext(node: Node): RcbDeployConfig {
     imageUnpackedMB: readInt(node, CONTEXT_KEYS.imageUnpackedMB, 1, 200_000),
     imageCompressedMB: readInt(node, CONTEXT_KEYS.imageCompressedMB, 1, 200_000),
     shardScratchGiB: readInt(node, CONTEXT_KEYS.shardScratchGiB, 1, 199),
+    orchestrationReservedConcurrency: readInt(node, CONTEXT_KEYS.orchestrationReservedConcurrency, 0, 1000),
     cpuArchitecture: arch as RcbDeployConfig['cpuArchitecture'],
     interfaceEndpoints: readBool(node, CONTEXT_KEYS.interfaceEndpoints),
     dnsFirewall: readBool(node, CONTEXT_KEYS.dnsFirewall),

@@ -9,6 +9,7 @@ import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
 import { MEASURED_IMAGE_SIZE, shardEphemeralStorageGiB } from './ephemeral-storage';
+import { reserveConcurrency } from './reserved-concurrency';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -103,6 +104,8 @@ export class RcbStack extends Stack {
       evaluationReady: interfaceEndpoints,
       modelsFile: props.modelsFile,
     });
+    const o = this.orchestrator;
+    reserveConcurrency([o.planRun.function, o.checkProgress.function, o.aggregate.function, o.markRunFailed.function], props.orchestrationReservedConcurrency);
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
       lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue, deadLetterQueue: lane.deadLetterQueue })),
       stateMachine: this.orchestrator.stateMachine,
