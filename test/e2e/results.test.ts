@@ -14,6 +14,7 @@ import { originalBody } from '../../core/prompt/mask';
 import { PSET_MINI, rcb, tempDir } from '../helpers/cli';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { buildReport } from '../../core/report/build-report';
+import { svgTextOutside } from '../helpers/svg-boxes';
 
 jest.setTimeout(300_000);
 
@@ -141,9 +142,11 @@ describe('rcb report --format html, read in headless Chromium', () => {
     // One script runs; the tasks travel as data in a block no browser executes.
     expect(await page.$$eval('script:not([type="application/json"])', (els) => els.length)).toBe(1);
     expect(await page.$$eval('script[type="application/json"]', (els) => els.length)).toBe(1);
-    // Every link stays on the page.
-    const links = await page.$$eval('[src],[href]', (els) => els.map((e) => e.getAttribute('src') ?? e.getAttribute('href')));
+    // Every link stays on the page, but those into rcb's manual (followed only when clicked).
+    const links = await page.$$eval('[src],[href]:not(a.doc)', (els) => els.map((e) => e.getAttribute('src') ?? e.getAttribute('href')));
     expect(links.filter((l) => !l?.startsWith('#'))).toEqual([]);
+    const docs = await page.$$eval('a.doc', (els) => els.map((e) => e.getAttribute('href')!));
+    expect(docs.every((l) => l.startsWith('file://') && /\/docs\/[\w-]+\.md(#[\w-]+)?$/.test(l))).toBe(true);
     await page.close();
   });
 
@@ -387,6 +390,16 @@ describe('rcb report --format html, read in headless Chromium', () => {
     );
     expect(tables.length).toBeGreaterThan(5);
     expect(tables.filter((t) => !t.scroller || !t.fits)).toEqual([]);
+    await page.close();
+  });
+
+  it('draws every chart label inside its chart (the top point of score against cost too)', async () => {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 900 });
+    await page.goto(`file://${htmlFile}`);
+    const { total, outside } = await svgTextOutside(page);
+    expect(total).toBeGreaterThan(20);
+    expect(outside).toEqual([]);
     await page.close();
   });
 
