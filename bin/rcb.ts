@@ -221,7 +221,8 @@ async function main(argv: string[]): Promise<number> {
     .command('report')
     .description("scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task's answer, diff and log)")
     .argument('<run-dir...>', 'run directory (several: html puts them on one page, table and markdown print one after another)')
-    .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
+    .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json), html, or figures (SVG and PNG files, with --out)', 'table')
+    .option('--out <dir>', "figures: the folder for the paper's figures")
     .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .option(

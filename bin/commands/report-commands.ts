@@ -9,6 +9,7 @@ import { asUsageError, openRunDir, parseReportFlags, readRunDir, UsageError, wri
 import { taskSources, type TaskSourceFlags } from './task-sources';
 import { estimateRun, estimateSourceOf, type EstimateSource, type SubsetEstimates } from '../../core/report/subset-estimate';
 import { parseSubsetFile, subsetSha256 } from '../../core/subset/subset-file';
+import { FIGURE_DPI, writeFigures } from '../../app/figures';
 
 export interface ReportCommandOptions extends TaskSourceFlags {
   format: string;
@@ -18,6 +19,8 @@ export interface ReportCommandOptions extends TaskSourceFlags {
   baseline?: string;
   /** A subset file whose estimate the report adds (for any run: to check it against the run's own score). */
   subsetFile?: string;
+  /** figures: the folder the SVG and PNG files go to. */
+  out?: string;
 }
 
 /** The published results --baseline names: an overall_stats.json file, or a run directory. */
@@ -45,6 +48,8 @@ async function readBaseline(path: string): Promise<LoadedRun> {
 const STACKABLE = new Set(['table', 'markdown']);
 
 export async function reportCommand(runDirs: string[], opts: ReportCommandOptions): Promise<number> {
+  if (opts.format === 'figures') return figuresCommand(runDirs, opts);
+  if (opts.out !== undefined) throw new UsageError(`--out names the folder of --format figures; --format ${opts.format} prints to stdout`);
   const flags = parseReportFlags(opts);
   if (opts.baseline !== undefined && flags.format !== 'html')
     throw new UsageError(`--baseline puts published scores on the html page; it does not apply to --format ${flags.format}`);
@@ -91,6 +96,27 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
       await store.close();
     }
   }
+  return 0;
+}
+
+/** `--format figures --out DIR`: the paper's figures as SVG and PNG (app/figures.ts). */
+async function figuresCommand(runDirs: string[], opts: ReportCommandOptions): Promise<number> {
+  if (opts.out === undefined) throw new UsageError('--format figures writes files: give the folder with --out DIR');
+  if (runDirs.length > 2) throw new UsageError(`--format figures takes one run directory, or two (with and without the paper); got ${runDirs.length}`);
+  const flags = parseReportFlags({ ...opts, format: 'table' });
+  const runs = [];
+  for (const dir of runDirs) runs.push({ label: dir, loaded: await readRunDir(dir) });
+  let written;
+  try {
+    written = await writeFigures(runs, resolve(opts.out), flags.judge);
+  } catch (e) {
+    throw asUsageError(e);
+  }
+  for (const f of written) {
+    process.stdout.write(`${f.svg}\n${f.png}\n`);
+    if (f.clipped.length) process.stderr.write(`warning: ${f.name}: ${f.clipped.length} label(s) drawn outside the figure: ${f.clipped.join(', ')}\n`);
+  }
+  process.stderr.write(`${written.length} figure(s) in ${resolve(opts.out)}, as SVG and PNG (${FIGURE_DPI} dpi)\n`);
   return 0;
 }
 

@@ -21,6 +21,7 @@ import { promptPrefixes, taskDetails } from './task-detail';
 import { INTERVAL_METHOD } from './bootstrap';
 import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, MAX_LINES, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
 import { displayName } from './display-name';
+import { LOC_BINS, lengthBins } from './length-bins';
 import { docLink } from './doc-links';
 import { byName, cutPrefix, dataBlock, dataClasses, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
 import { ESTIMATE_HEADER, estimateRows, type SubsetEstimates } from './subset-estimate';
@@ -66,14 +67,6 @@ export interface HtmlBaseline {
 export { LOG_TAIL_CHARS } from './explore';
 
 const pct = (x: number) => x.toFixed(2);
-const LOC_BINS: [number, number, string][] = [
-  [1, 1, '1'],
-  [2, 3, '2-3'],
-  [4, 7, '4-7'],
-  [8, 15, '8-15'],
-  [16, 31, '16-31'],
-  [32, Infinity, '32+'],
-];
 const FAILURE_COLORS: Partial<Record<FailureClass, string>> = {
   functional: '#0072B2',
   syntax: '#E69F00',
@@ -324,21 +317,8 @@ function paperTable(entries: Entry[], baseline: HtmlBaseline | undefined): strin
 
 /** Pass rate (task-weighted, over samples) of each snippet-length bin, per model. */
 function lengthChart(entries: Entry[], judge: Judge): string {
-  const binOf = (loc: number) => LOC_BINS.findIndex(([lo, hi]) => loc >= lo && loc <= hi);
   const used = new Set<number>();
-  const stats = entries.map((e) => {
-    const bins = LOC_BINS.map(() => ({ passed: 0, total: 0 }));
-    const inScope = new Set(e.score.paperIds);
-    for (const t of e.run.loaded.tasks) {
-      if (t.model !== e.score.model || !inScope.has(t.paper)) continue;
-      const b = binOf(t.loc);
-      used.add(b);
-      bins[b].total++;
-      const v = e.run.loaded.verdicts.get(t.taskId);
-      if (v && (judge === 'strict' ? v.strictPass : v.officialPass)) bins[b].passed++;
-    }
-    return bins;
-  });
+  const stats = entries.map((e) => lengthBins(e.run.loaded, e.score.model, e.score.paperIds, judge, used));
   const cols = LOC_BINS.map((_, i) => i).filter((i) => used.has(i));
   if (!cols.length) return '<p class="note">no task in scope</p>';
   const chart = categoryLineChart(

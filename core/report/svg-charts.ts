@@ -46,6 +46,40 @@ function labelMargin(labels: string[], min = 60, max = 250): number {
   return Math.round(Math.min(max, Math.max(min, ...labels.map((l) => textWidth(l) + 12))));
 }
 
+/** Sizes a chart takes from its caller: the page's defaults, or a printed figure's narrower ones. */
+export interface ChartLayout {
+  /** Width of the plot area of a bar chart. @default 470 */
+  plot?: number;
+  /** Widest row label before it is cut. @default 250 */
+  maxLabel?: number;
+  /** Widest heatmap column. @default 90 (40 at least, sized to fill 1080) */
+  colW?: number;
+  /** Small multiples: panels per row and each panel's width. @default 5, 240 */
+  perRow?: number;
+  panel?: number;
+  /** A key drawn above a stacked bar chart (a figure has no page around it to hold one). */
+  key?: { label: string; color: string }[];
+}
+
+/** Swatches and names left to right, wrapping within width; returns the marks and the height used. */
+function keyRow(items: { label: string; color: string }[], x0: number, width: number): { marks: string[]; height: number } {
+  const marks: string[] = [];
+  let x = x0;
+  let y = 4;
+  for (const it of items) {
+    const w = 18 + textWidth(it.label) + 12;
+    if (x > x0 && x + w > x0 + width) {
+      x = x0;
+      y += 18;
+    }
+    marks.push(
+      `<rect x="${num(x)}" y="${y}" width="12" height="12" fill="${it.color}" stroke="#222" stroke-width="0.6"/><text x="${num(x + 16)}" y="${y + 10}">${escapeXml(it.label)}</text>`,
+    );
+    x += w;
+  }
+  return { marks, height: items.length ? y + 20 : 0 };
+}
+
 /** Rows of a long chart are closer together. */
 const rowHeight = (n: number) => (n > 12 ? 20 : 26);
 
@@ -87,9 +121,13 @@ export interface IntervalBar {
 }
 
 /** Horizontal bars on 0-100% with the interval drawn as a whisker over each bar. */
-export function intervalBarChart(id: string, label: string, bars: IntervalBar[]): string {
-  const left = labelMargin(bars.map((b) => b.label));
-  const right = left + 470;
+export function intervalBarChart(id: string, label: string, bars: IntervalBar[], layout: ChartLayout = {}): string {
+  const left = labelMargin(
+    bars.map((b) => b.display ?? b.label),
+    60,
+    layout.maxLabel,
+  );
+  const right = left + (layout.plot ?? 470);
   const rowH = rowHeight(bars.length);
   const top = 8;
   const height = top + bars.length * rowH + 24;
@@ -145,9 +183,10 @@ export function heatmap(
   cols: string[],
   cell: (row: number, col: number) => HeatCell,
   rowLabels: string[] = rows,
+  layout: ChartLayout = {},
 ): string {
-  const left = labelMargin(rowLabels);
-  const colW = Math.max(40, Math.min(90, Math.floor(1080 / Math.max(1, cols.length))));
+  const left = labelMargin(rowLabels, 60, layout.maxLabel);
+  const colW = layout.colW ?? Math.max(40, Math.min(90, Math.floor(1080 / Math.max(1, cols.length))));
   const rowH = rowHeight(rows.length);
   const colLabels = cols.map((c) => fitText(c, 150));
   const top = Math.ceil(Math.max(...colLabels.map((c) => textWidth(c)))) + 14;
@@ -231,8 +270,8 @@ const pointMark = (s: Series, i: number, category: string, cx: number, cy: numbe
  * Percent values over ordered categories (snippet-length bins): one line per series, each with its
  * own dash and its name at its end; more than MAX_LINES series become small multiples.
  */
-export function categoryLineChart(id: string, label: string, categories: string[], series: Series[]): string {
-  if (series.length > MAX_LINES) return smallMultiples(id, label, categories, series);
+export function categoryLineChart(id: string, label: string, categories: string[], series: Series[], layout: ChartLayout = {}): string {
+  if (series.length > MAX_LINES) return smallMultiples(id, label, categories, series, layout);
   const ends = series.map((s) => fitText(s.display ?? s.label, 200));
   const left = 50;
   const right = 600;
@@ -269,9 +308,9 @@ export function categoryLineChart(id: string, label: string, categories: string[
 }
 
 /** One small panel per series, its line dark over the median of all series (dashed grey). */
-function smallMultiples(id: string, label: string, categories: string[], series: Series[]): string {
-  const perRow = 5;
-  const pw = 240;
+function smallMultiples(id: string, label: string, categories: string[], series: Series[], layout: ChartLayout): string {
+  const perRow = layout.perRow ?? 5;
+  const pw = layout.panel ?? 240;
   const ph = 120;
   const pad = { left: 34, right: 16, top: 20, bottom: 22 };
   const median = categories.map((_, i) => {
@@ -293,7 +332,7 @@ function smallMultiples(id: string, label: string, categories: string[], series:
     const y = (p: number) => b - ((b - t) * p) / 100;
     const name = s.display ?? s.label;
     body.push(
-      `<text x="${l}" y="${oy + 13}" font-weight="600"><title>${escapeXml(name === s.label ? name : `${name} (${s.label})`)}</title>${escapeXml(fitText(name, pw - pad.left - 4))}</text>`,
+      `<text x="${l}" y="${oy + 13}" font-weight="600"><title>${escapeXml(name === s.label ? name : `${name} (${s.label})`)}</title>${escapeXml(fitText(name, (pw - pad.left - 4) / 1.12))}</text>`,
     );
     for (const p of [0, 50, 100]) {
       body.push(`<line x1="${l}" y1="${num(y(p))}" x2="${r}" y2="${num(y(p))}" stroke="#e3e3e3"/>`);
@@ -336,13 +375,19 @@ export interface StackPart {
 }
 
 /** One bar per row, its parts stacked left to right as shares of the row's total. */
-export function stackedBarChart(id: string, label: string, rows: { label: string; parts: StackPart[]; display?: string }[]): string {
-  const left = labelMargin(rows.map((r) => r.display ?? r.label));
-  const right = left + 470;
+export function stackedBarChart(id: string, label: string, rows: { label: string; parts: StackPart[]; display?: string }[], layout: ChartLayout = {}): string {
+  const left = labelMargin(
+    rows.map((r) => r.display ?? r.label),
+    60,
+    layout.maxLabel,
+  );
+  const right = left + (layout.plot ?? 470);
   const rowH = rowHeight(rows.length);
-  const body: string[] = [];
+  const key = keyRow(layout.key ?? [], 4, right + 12);
+  const top = 4 + key.height;
+  const body: string[] = [...key.marks];
   rows.forEach((r, i) => {
-    const y = 4 + i * rowH;
+    const y = top + i * rowH;
     const base = y + rowH / 2 + 4;
     const name = r.display ?? r.label;
     body.push(labelText(left, base, name, name === r.label ? name : `${name} (${r.label})`));
@@ -367,7 +412,7 @@ export function stackedBarChart(id: string, label: string, rows: { label: string
       x += w;
     }
   });
-  return svg(id, right + 20, 8 + rows.length * rowH, label, body);
+  return svg(id, right + 20, top + 4 + rows.length * rowH, label, body);
 }
 
 export interface ScatterPoint {
@@ -430,4 +475,57 @@ function niceCeil(v: number): number {
   const p = 10 ** Math.floor(Math.log10(v));
   for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
   return 10 * p;
+}
+
+export interface PairRow {
+  label: string;
+  display?: string;
+  /** The two values of the row (percent, with their intervals), in the order of the chart's names. */
+  values: [PairValue | null, PairValue | null];
+}
+export interface PairValue {
+  value: number;
+  low: number | null;
+  high: number | null;
+  title: string;
+}
+
+/** Two fills far apart in lightness, so that the pair reads in greyscale too. */
+const PAIR_FILLS = ['#08306b', '#9ecae1'];
+
+/** Two bars per row on 0-100% (dark: the first value, light: the second), each with its interval; a key above. */
+export function pairedBarChart(id: string, label: string, rows: PairRow[], names: [string, string], layout: ChartLayout = {}): string {
+  const left = labelMargin(
+    rows.map((r) => r.display ?? r.label),
+    60,
+    layout.maxLabel,
+  );
+  const right = left + (layout.plot ?? 470);
+  const rowH = 26;
+  const key = keyRow(
+    names.map((n, k) => ({ label: n, color: PAIR_FILLS[k] })),
+    4,
+    right + 12,
+  );
+  const top = key.height + 8;
+  const x = (p: number) => left + ((right - left) * p) / 100;
+  const body = [...key.marks, ...percentAxis(left, right, top, top + rows.length * rowH)];
+  rows.forEach((r, i) => {
+    const y = top + i * rowH;
+    const name = r.display ?? r.label;
+    body.push(labelText(left, y + rowH / 2 + 4, name, name === r.label ? name : `${name} (${r.label})`));
+    r.values.forEach((v, k) => {
+      const by = y + 3 + k * ((rowH - 6) / 2);
+      const h = (rowH - 6) / 2 - 1;
+      if (!v) return;
+      body.push(
+        `<rect class="pair" data-label="${escapeXml(r.label)}" data-key="${escapeXml(names[k])}" data-value="${v.value.toFixed(2)}" x="${left}" y="${num(by)}" width="${num(x(v.value) - left)}" height="${num(h)}" fill="${PAIR_FILLS[k]}" stroke="#222" stroke-width="0.6"><title>${escapeXml(v.title)}</title></rect>`,
+      );
+      if (v.low !== null && v.high !== null)
+        body.push(
+          `<line class="interval" x1="${num(x(v.low))}" y1="${num(by + h / 2)}" x2="${num(x(v.high))}" y2="${num(by + h / 2)}" stroke="#d55e00" stroke-width="1.2"/>`,
+        );
+    });
+  });
+  return svg(id, right + 20, top + rows.length * rowH + 24, label, body);
 }
