@@ -219,7 +219,9 @@ async function main(argv: string[]): Promise<number> {
 
   program
     .command('report')
-    .description("scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task's answer, diff and log)")
+    .description(
+      "scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task's answer, diff and log), --format figures the paper's figures",
+    )
     .argument('<run-dir...>', 'run directory (several: html puts them on one page, table and markdown print one after another)')
     .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json), html, or figures (SVG and PNG files, with --out)', 'table')
     .option('--out <dir>', "figures: the folder for the paper's figures")
@@ -231,7 +233,10 @@ async function main(argv: string[]): Promise<number> {
     )
     .option('--pset <dir>', 'html: the pset for the diffs and prompts (default: where the run read it)')
     .option('--prompt-template <file>', "html: the run's prompt template, if not a shipped one")
-    .option('--baseline <file|dir>', "html: published scores beside the runs' (an overall_stats.json, or the run directory rcb import-official made of one)")
+    .option(
+      '--baseline <file|dir>',
+      "published scores beside the runs' in every format but official (an overall_stats.json, or the run directory rcb import-official made of one)",
+    )
     .action(async (dirs: string[], o) => {
       code = await reportCommand(dirs, o);
     });

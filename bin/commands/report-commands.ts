@@ -51,8 +51,8 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
   if (opts.format === 'figures') return figuresCommand(runDirs, opts);
   if (opts.out !== undefined) throw new UsageError(`--out names the folder of --format figures; --format ${opts.format} prints to stdout`);
   const flags = parseReportFlags(opts);
-  if (opts.baseline !== undefined && flags.format !== 'html')
-    throw new UsageError(`--baseline puts published scores on the html page; it does not apply to --format ${flags.format}`);
+  if (opts.baseline !== undefined && flags.format === 'official')
+    throw new UsageError('--baseline puts published scores beside the run; --format official is the original harness file, which has no place for them');
   const estimate = opts.subsetFile !== undefined ? readSubsetFlag(opts.subsetFile) : undefined;
   if (runDirs.length > 1 && flags.format !== 'html' && !STACKABLE.has(flags.format)) {
     throw new UsageError(`--format ${flags.format} takes one run directory (got ${runDirs.length}); --format html puts several runs on one page`);
@@ -86,7 +86,8 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     const { store, runId } = openRunDir(runDir, false);
     try {
       if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-      const { text } = await buildReport(store, runId, { ...flags, estimate }).catch((e: unknown) => {
+      const baseline = opts.baseline === undefined ? undefined : await baselineFor(opts.baseline, store, runId);
+      const { text } = await buildReport(store, runId, { ...flags, estimate, baseline }).catch((e: unknown) => {
         if (estimate && e instanceof Error && e.message.startsWith(estimate.source)) throw new UsageError(`--subset-file ${e.message}`);
         throw asUsageError(e);
       });
@@ -97,6 +98,12 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     }
   }
   return 0;
+}
+
+/** --baseline's published scores, over the papers of the run. */
+async function baselineFor(path: string, store: Parameters<typeof loadRun>[0], runId: string) {
+  const published = await readBaseline(path);
+  return publishedBaseline(published, path, [...new Set((await store.listTasks(runId)).map((t) => t.paper))]);
 }
 
 /** `--format figures --out DIR`: the paper's figures as SVG and PNG (app/figures.ts). */

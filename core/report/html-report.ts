@@ -21,6 +21,7 @@ import { promptPrefixes, taskDetails } from './task-detail';
 import { INTERVAL_METHOD } from './bootstrap';
 import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, MAX_LINES, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
 import { displayName } from './display-name';
+import { publishedModel } from './baseline';
 import { LOC_BINS, lengthBins } from './length-bins';
 import { docLink } from './doc-links';
 import { byName, cutPrefix, dataBlock, dataClasses, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
@@ -560,13 +561,6 @@ export function publishedBaseline(published: LoadedRun, label: string, papers: s
   const run = { ...published.run, papers: published.run.papers.filter((p) => keep.has(p.id)) };
   const scope = shared.length ? `its ${keep.size} paper(s) that the runs here also hold` : `all its ${keep.size} paper(s) (none is in the runs here)`;
   return { label: `${label}, over ${scope}`, report: scoreStoredRun(run, tasks, published.verdicts, 'official', 'all') };
-}
-
-/** The published model a run's model is: the same id, else the same ignoring case and a provider prefix. */
-function publishedModel(baseline: HtmlBaseline | undefined, model: string): ModelScore | null {
-  if (!baseline) return null;
-  const bare = (id: string) => id.toLowerCase().replace(/^.*\//, '');
-  return baseline.report.models.find((m) => m.model === model) ?? baseline.report.models.find((m) => bare(m.model) === bare(model)) ?? null;
 }
 
 export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions = {}): string {

@@ -442,6 +442,44 @@ describe('rcb report --format html, read in headless Chromium', () => {
     expect(bad.stderr).toContain(`--baseline ${join(root, 'missing.json')}`);
   });
 
+  it("shows the published score beside rcb's with --baseline in the table, markdown, csv and json too", () => {
+    const baseline = join(dirA, 'overall_stats.json');
+    const official = JSON.parse(rcb(['report', dirA, '--format', 'json', '--judge', 'official']).stdout) as { models: JsonModel[] };
+    const fmt = (x: number) => x.toFixed(2);
+    const cell = (m: string) => {
+      const o = official.models.find((x) => x.model === m)!;
+      return `${fmt(o.scaled.mean)} [${fmt(o.scaled.ci.low)}, ${fmt(o.scaled.ci.high)}]`;
+    };
+    const table = rcb(['report', dirA, '--baseline', baseline]);
+    expect(table.status).toBe(0);
+    const [head, , ...body] = table.stdout.split('\n');
+    expect(head).toMatch(/^model\s+scaled pass@1 %\s+95% CI\s+published scaled pass@1 % \[95% CI\]\s+pass@1 %/);
+    const mixedRow = body.find((l) => l.startsWith('mixed '))!;
+    expect(mixedRow).toContain(cell('mixed'));
+    const md = rcb(['report', dirA, '--baseline', baseline, '--format', 'markdown']).stdout;
+    expect(md).toContain('| published scaled pass@1 % [95% CI] |');
+    expect(md).toContain(`| ${cell('oracle')} |`);
+    const csv = rcb(['report', dirA, '--baseline', baseline, '--format', 'csv']).stdout.split('\n');
+    const cols = csv[0].split(',');
+    expect(cols.slice(-3)).toEqual(['published_scaled_pass1_mean', 'published_scaled_pass1_ci_low', 'published_scaled_pass1_ci_high']);
+    const mixed = official.models.find((x) => x.model === 'mixed')!;
+    expect(
+      csv
+        .find((l) => l.startsWith('strict,all,mixed,ALL,'))!
+        .split(',')
+        .slice(-3),
+    ).toEqual([mixed.scaled.mean, mixed.scaled.ci.low, mixed.scaled.ci.high].map(fmt));
+    const json = JSON.parse(rcb(['report', dirA, '--baseline', baseline, '--format', 'json']).stdout) as {
+      baseline: { label: string };
+      models: { model: string; published: { scaled: { mean: number } } }[];
+    };
+    expect(json.baseline.label).toContain(baseline);
+    expect(json.models.find((m) => m.model === 'mixed')!.published.scaled.mean).toBeCloseTo(mixed.scaled.mean, 8);
+    const refused = rcb(['report', dirA, '--baseline', baseline, '--format', 'official']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('--baseline');
+  });
+
   it('puts several runs on one page, naming a model two runs share by its run', async () => {
     const r = rcb(['report', dirA, dirB, '--format', 'html']);
     expect(r.status).toBe(0);
