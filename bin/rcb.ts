@@ -377,7 +377,8 @@ async function main(argv: string[]): Promise<number> {
   } catch (e) {
     const err = e as { code?: string; exitCode?: number };
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
-    if (err.code?.startsWith('commander.')) return err.exitCode ?? 2;
+    // Every refusal of the command line (unknown option, missing argument) is a usage error: docs/running-locally.md's exit codes.
+    if (err.code?.startsWith('commander.')) return 2;
     throw e;
   }
   return code;
