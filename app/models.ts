@@ -305,6 +305,7 @@ export function resolveModels(
     if (offline) add(offline, { config: { name: id, offline: true } });
     else if (id.startsWith('replay:')) {
       const file = resolve(id.slice('replay:'.length));
+      if (!existsSync(file)) throw new UsageError(`${modelSource} ${id}: ${file} does not exist (replay:FILE names a JSONL file of recorded answers)`);
       let models;
       try {
         models = replayModels(file);

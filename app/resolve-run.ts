@@ -42,6 +42,7 @@ export function resolveRun(
   // A subset names the papers it was made for: they are the run's unless --papers says otherwise
   // (and then the digest tells whether the subset still fits).
   const papers = request.papers ?? (subset ? subset.file.pset.papers : null);
+  if (subset && request.papers === null) refuseSubsetOfAnotherPset(subset, request.psetDir);
   const full = loadPsetOrFail(request.psetDir, papers, sources.papers);
   let pset = full;
   if (subset) {
@@ -64,6 +65,22 @@ export function resolveRun(
     subset,
   );
   return { pset, template, models, spec, runId, samples: request.samples, temperature, budgetUsd: request.budgetUsd };
+}
+
+/**
+ * A subset whose papers the pset lacks was made for another pset: said once, naming the subset
+ * and both digests, not as one unknown paper per line blamed on a --papers that was not given.
+ */
+function refuseSubsetOfAnotherPset(subset: RunSubset, psetDir: string | undefined): void {
+  const whole = loadPsetOrFail(psetDir, null);
+  const held = new Set(whole.papers.map((p) => p.meta.id));
+  const lacking = subset.file.pset.papers.filter((p) => !held.has(p));
+  if (!lacking.length) return;
+  throw new UsageError(
+    `--subset ${subset.source}: made for the pset with digest ${subset.file.pset.digest.slice(0, 12)}… (${subset.file.pset.papers.length} paper(s)), ` +
+      `but the pset at ${whole.root} (digest ${whole.digest.slice(0, 12)}…) lacks ${lacking.length} of them: ${lacking.slice(0, 5).join(', ')}${lacking.length > 5 ? ', …' : ''}; ` +
+      `build a subset for this pset with \`rcb subset build --pset ${whole.root}\``,
+  );
 }
 
 /** `--subset FILE` read and checked; errors name the flag and the file. */

@@ -219,9 +219,12 @@ async function main(argv: string[]): Promise<number> {
 
   program
     .command('report')
-    .description("scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task's answer, diff and log)")
+    .description(
+      "scores of a run, with 95% bootstrap intervals; --format html writes one self-contained page (charts, every task's answer, diff and log), --format figures the paper's figures",
+    )
     .argument('<run-dir...>', 'run directory (several: html puts them on one page, table and markdown print one after another)')
-    .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json) or html', 'table')
+    .option('--format <format>', 'table, json, csv, markdown, official (overall_stats.json), html, or figures (SVG and PNG files, with --out)', 'table')
+    .option('--out <dir>', "figures: the folder for the paper's figures")
     .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
     .option('--subset <subset>', 'all, safe-common or safe-per-model', 'all')
     .option(
@@ -230,7 +233,10 @@ async function main(argv: string[]): Promise<number> {
     )
     .option('--pset <dir>', 'html: the pset for the diffs and prompts (default: where the run read it)')
     .option('--prompt-template <file>', "html: the run's prompt template, if not a shipped one")
-    .option('--baseline <file|dir>', "html: published scores beside the runs' (an overall_stats.json, or the run directory rcb import-official made of one)")
+    .option(
+      '--baseline <file|dir>',
+      "published scores beside the runs' in every format but official (an overall_stats.json, or the run directory rcb import-official made of one)",
+    )
     .action(async (dirs: string[], o) => {
       code = await reportCommand(dirs, o);
     });
@@ -372,7 +378,8 @@ async function main(argv: string[]): Promise<number> {
   } catch (e) {
     const err = e as { code?: string; exitCode?: number };
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
-    if (err.code?.startsWith('commander.')) return err.exitCode ?? 2;
+    // Every refusal of the command line (unknown option, missing argument) is a usage error: docs/running-locally.md's exit codes.
+    if (err.code?.startsWith('commander.')) return 2;
     throw e;
   }
   return code;

@@ -72,7 +72,8 @@ export async function prepareSandboxHost<Files extends object>(options: SandboxH
 
     const probeEnv = sandboxEnvironment({ allow: options.envAllow, warn });
     const python = await probePython(options.python, { env: probeEnv, uid: users[0]?.uid, gid: users[0]?.gid }).catch((error: Error) => {
-      if (!users[0]) throw error;
+      // A missing interpreter is only that; the hint is for one a sandbox user cannot read.
+      if (!users[0] || /\bENOENT\b/.test(error.message)) throw error;
       throw new Error(
         `${error.message} (tests run as the unprivileged uid ${users[0].uid}, so the interpreter and its ` +
           'libraries must be readable by every user: not under /root, say)',

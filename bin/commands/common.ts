@@ -26,13 +26,15 @@ export {
   writeRunId,
 } from '../../app/local-machine';
 
-export function parseList(value: string | undefined): string[] | null {
-  if (!value) return null;
+export function parseList(value: string | undefined, flag = '--papers'): string[] | null {
+  if (value === undefined) return null;
   const items = value
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  return items.length ? items : null;
+  // An empty list given is a mistake (an unset shell variable), not "every paper": that is the flag left out.
+  if (!items.length) throw new UsageError(`${flag} "${value}" names nothing; leave ${flag} out to take every paper`);
+  return items;
 }
 
 export function parsePositiveInt(name: string, value: string): number {

@@ -9,6 +9,7 @@ import { asUsageError, openRunDir, parseReportFlags, readRunDir, UsageError, wri
 import { taskSources, type TaskSourceFlags } from './task-sources';
 import { estimateRun, estimateSourceOf, type EstimateSource, type SubsetEstimates } from '../../core/report/subset-estimate';
 import { parseSubsetFile, subsetSha256 } from '../../core/subset/subset-file';
+import { FIGURE_DPI, writeFigures } from '../../app/figures';
 
 export interface ReportCommandOptions extends TaskSourceFlags {
   format: string;
@@ -18,6 +19,8 @@ export interface ReportCommandOptions extends TaskSourceFlags {
   baseline?: string;
   /** A subset file whose estimate the report adds (for any run: to check it against the run's own score). */
   subsetFile?: string;
+  /** figures: the folder the SVG and PNG files go to. */
+  out?: string;
 }
 
 /** The published results --baseline names: an overall_stats.json file, or a run directory. */
@@ -45,9 +48,11 @@ async function readBaseline(path: string): Promise<LoadedRun> {
 const STACKABLE = new Set(['table', 'markdown']);
 
 export async function reportCommand(runDirs: string[], opts: ReportCommandOptions): Promise<number> {
+  if (opts.format === 'figures') return figuresCommand(runDirs, opts);
+  if (opts.out !== undefined) throw new UsageError(`--out names the folder of --format figures; --format ${opts.format} prints to stdout`);
   const flags = parseReportFlags(opts);
-  if (opts.baseline !== undefined && flags.format !== 'html')
-    throw new UsageError(`--baseline puts published scores on the html page; it does not apply to --format ${flags.format}`);
+  if (opts.baseline !== undefined && flags.format === 'official')
+    throw new UsageError('--baseline puts published scores beside the run; --format official is the original harness file, which has no place for them');
   const estimate = opts.subsetFile !== undefined ? readSubsetFlag(opts.subsetFile) : undefined;
   if (runDirs.length > 1 && flags.format !== 'html' && !STACKABLE.has(flags.format)) {
     throw new UsageError(`--format ${flags.format} takes one run directory (got ${runDirs.length}); --format html puts several runs on one page`);
@@ -81,7 +86,8 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     const { store, runId } = openRunDir(runDir, false);
     try {
       if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-      const { text } = await buildReport(store, runId, { ...flags, estimate }).catch((e: unknown) => {
+      const baseline = opts.baseline === undefined ? undefined : await baselineFor(opts.baseline, store, runId);
+      const { text } = await buildReport(store, runId, { ...flags, estimate, baseline }).catch((e: unknown) => {
         if (estimate && e instanceof Error && e.message.startsWith(estimate.source)) throw new UsageError(`--subset-file ${e.message}`);
         throw asUsageError(e);
       });
@@ -91,6 +97,33 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
       await store.close();
     }
   }
+  return 0;
+}
+
+/** --baseline's published scores, over the papers of the run. */
+async function baselineFor(path: string, store: Parameters<typeof loadRun>[0], runId: string) {
+  const published = await readBaseline(path);
+  return publishedBaseline(published, path, [...new Set((await store.listTasks(runId)).map((t) => t.paper))]);
+}
+
+/** `--format figures --out DIR`: the paper's figures as SVG and PNG (app/figures.ts). */
+async function figuresCommand(runDirs: string[], opts: ReportCommandOptions): Promise<number> {
+  if (opts.out === undefined) throw new UsageError('--format figures writes files: give the folder with --out DIR');
+  if (runDirs.length > 2) throw new UsageError(`--format figures takes one run directory, or two (with and without the paper); got ${runDirs.length}`);
+  const flags = parseReportFlags({ ...opts, format: 'table' });
+  const runs = [];
+  for (const dir of runDirs) runs.push({ label: dir, loaded: await readRunDir(dir) });
+  let written;
+  try {
+    written = await writeFigures(runs, resolve(opts.out), flags.judge);
+  } catch (e) {
+    throw asUsageError(e);
+  }
+  for (const f of written) {
+    process.stdout.write(`${f.svg}\n${f.png}\n`);
+    if (f.clipped.length) process.stderr.write(`warning: ${f.name}: ${f.clipped.length} label(s) drawn outside the figure: ${f.clipped.join(', ')}\n`);
+  }
+  process.stderr.write(`${written.length} figure(s) in ${resolve(opts.out)}, as SVG and PNG (${FIGURE_DPI} dpi)\n`);
   return 0;
 }
 

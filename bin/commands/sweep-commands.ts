@@ -6,6 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { unknownName } from '../../core/util/did-you-mean';
 import { parseSweep, SweepFileError, type Sweep } from '../../core/sweep/sweep-file';
 import { runFolderName } from '../../core/ids';
 import { buildReport } from '../../core/report/build-report';
@@ -58,15 +59,17 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
     let base: ModelEntry;
     try {
       base = findModel(registry, m.id);
-    } catch (e) {
-      problems.push(`${at(m)}: ${(e as Error).message}`);
+    } catch {
+      // The names a sweep's id takes: the registry's and the offline models.
+      problems.push(`${at(m)}: ${unknownName('id', 'model', m.id, [...registry.map((r) => r.id), ...OFFLINE], 'in the model registry', 200)}`);
       continue;
     }
     let entry: ModelEntry;
     try {
       entry = parseModelEntry({ ...base, id: m.name, params: { ...base.params, ...m.params } }, 'params');
     } catch (e) {
-      problems.push(`${at(m)}: ${(e as RegistryError).message}`);
+      // The registry's message names the path (params.…) itself: no second "params:" before it.
+      problems.push(`${at(m)}: ${(e as RegistryError).message.replace(/^params: (?=params\b)/, '')}`);
       continue;
     }
     const cannotBatch = m.mode === 'batch' ? batchProblem(entry) : undefined;

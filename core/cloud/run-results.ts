@@ -49,6 +49,19 @@ export async function cloudReportExtras(
 }
 
 /** The report, or null when the run does not exist. Errors of the report itself (a judge a run lacks) are thrown. */
+/**
+ * A stored JSON report with the run's status of now: Aggregate writes the reports while the run
+ * is still `aggregating` and sets its final status after, so the stored file would contradict
+ * `rcb cloud status`.
+ */
+async function withCurrentStatus(deps: RunResultsDeps, runId: string, text: string): Promise<string> {
+  const run = await deps.store.getRun(runId);
+  const report = JSON.parse(text) as { run?: { status?: string } };
+  if (!run || !report.run || report.run.status === run.status) return text;
+  report.run.status = run.status;
+  return `${JSON.stringify(report, null, 2)}\n`;
+}
+
 export async function readRunResults(
   deps: RunResultsDeps,
   runId: string,
@@ -57,7 +70,7 @@ export async function readRunResults(
   const key = storedReportKey(runId, opts);
   if (key) {
     const body = await deps.blobs.get(key);
-    if (body) return { text: body.toString('utf8') };
+    if (body) return { text: opts.format === 'json' ? await withCurrentStatus(deps, runId, body.toString('utf8')) : body.toString('utf8') };
   }
   const run = await deps.store.getRun(runId);
   if (!run) return null;

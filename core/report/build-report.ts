@@ -15,6 +15,7 @@ import { loadRun } from './loaded-run';
 import { buildHtmlReport } from './html-report';
 import { estimateRun, estimateSourceOf, type EstimateSource } from './subset-estimate';
 import { runCost } from './run-cost';
+import type { Baseline } from './baseline';
 import { priceRecordedInfra, type InfraCost } from '../cost/recorded-infra';
 
 export interface ReportOptions {
@@ -42,6 +43,8 @@ export interface ReportOptions {
    * store state, subset and infraErrors.
    */
   cache?: ReportCache;
+  /** Published scores beside the run's (`--baseline`, core/report/baseline.ts); not in the official format. */
+  baseline?: Baseline;
 }
 
 export interface ReportCache {
@@ -88,6 +91,7 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
       text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate, infra: costOf(run, opts.infra), ...(scored ? { scored } : {}) }], {
         judge,
         subset: opts.subset,
+        baseline: opts.baseline,
       }),
     };
   }
@@ -101,13 +105,13 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
   const cost = infra ? runCost(report, tasks, await store.getCompletions(tasks.map((t) => t.taskId)), infra) : undefined;
   switch (opts.format) {
     case 'table':
-      return { run, text: formatTable(report, run, estimates, cost) };
+      return { run, text: formatTable(report, run, estimates, cost, opts.baseline) };
     case 'markdown':
-      return { run, text: formatMarkdown(report, run, estimates, cost) };
+      return { run, text: formatMarkdown(report, run, estimates, cost, opts.baseline) };
     case 'csv':
-      return { run, text: formatCsv(report, estimates, cost) };
+      return { run, text: formatCsv(report, estimates, cost, opts.baseline) };
     case 'json':
-      return { run, text: formatJson(report, run, estimates, cost) };
+      return { run, text: formatJson(report, run, estimates, cost, opts.baseline) };
     case 'official':
       // The original format has no place for notes: rcb adds `rcb_notes` only when there are some
       // (untested or env_broken tasks), so a complete run's file stays in the original's shape.

@@ -7,6 +7,7 @@ import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
 import { ESTIMATE_CSV_COLUMNS, ESTIMATE_HEADER, estimateCsvCells, estimateJson, estimateRows, type SubsetEstimates } from './subset-estimate';
+import { BASELINE_CSV_COLUMNS, BASELINE_HEADER, baselineCell, baselineCsvCells, baselineJson, type Baseline } from './baseline';
 import { COST_CSV_COLUMNS, COST_HEADER, COST_TITLE, costCsvCells, costJson, costRows, type RunCost } from './run-cost';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official' | 'html';
@@ -76,11 +77,13 @@ export function infraErrorCell(m: ModelScore): string {
 /** Whether the report has infra_error tasks: only then do the table and markdown show their column. */
 const withInfraErrors = (report: ScoreReport) => report.infraError.taskSamples > 0;
 
-function rows(report: ScoreReport): string[][] {
+function rows(report: ScoreReport, baseline?: Baseline): string[][] {
   return report.models.map((m) => [
     m.model,
     scoreCell(m.scaled, m.tasks, m.samples),
     intervalCell(m.scaled.ci),
+    // --baseline: the published score beside rcb's.
+    ...(baseline ? [baselineCell(baseline, m.model)] : []),
     scoreCell(m.pass1, m.tasks, m.samples),
     intervalCell(m.pass1.ci),
     String(m.tasks),
@@ -92,7 +95,10 @@ function rows(report: ScoreReport): string[][] {
 
 const HEADER = ['model', 'scaled pass@1 %', '95% CI', 'pass@1 %', '95% CI', 'tasks', 'samples', 'failures by class'];
 /** The header, with the infra_error column (task samples out of the score, and their rate) when there are some. */
-const headerOf = (report: ScoreReport) => (withInfraErrors(report) ? [...HEADER.slice(0, -1), 'infra_error (rate)', HEADER[HEADER.length - 1]] : HEADER);
+function headerOf(report: ScoreReport, baseline?: Baseline): string[] {
+  const head = baseline ? [...HEADER.slice(0, 3), BASELINE_HEADER, ...HEADER.slice(3)] : HEADER;
+  return withInfraErrors(report) ? [...head.slice(0, -1), 'infra_error (rate)', head[head.length - 1]] : head;
+}
 
 /** Columns padded to their widest cell; the last one is left ragged. */
 function alignedTable(header: string[], body: string[][]): string[] {
@@ -122,8 +128,9 @@ export function envBrokenRows(report: ScoreReport): string[][] {
   return report.envBroken.map((p) => [p.paper, String(p.taskSamples), p.reason ?? 'its oracle fails here']);
 }
 
-export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
-  const out = alignedTable(headerOf(report), rows(report));
+export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost, baseline?: Baseline): string {
+  const out = alignedTable(headerOf(report, baseline), rows(report, baseline));
+  if (baseline) out.push(`published: ${baseline.label}`);
   if (estimates)
     out.push(
       '',
@@ -158,11 +165,12 @@ export function passAtKLine(m: ModelScore): string {
   return m.passAtK.map((k) => `pass@${k.k}: ${pct(k.tasks)}% ${intervalCell(k.tasksCi)} (LoC-weighted ${pct(k.loc)}% ${intervalCell(k.locCi)})`).join('; ');
 }
 
-export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
+export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost, baseline?: Baseline): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
-  const header = headerOf(report);
+  const header = headerOf(report, baseline);
   const out = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
-  for (const r of rows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
+  for (const r of rows(report, baseline)) out.push(`| ${r.map(esc).join(' | ')} |`);
+  if (baseline) out.push('', `_published: ${esc(baseline.label)}_`);
   if (estimates) {
     out.push(
       '',
@@ -210,7 +218,7 @@ function csvCell(s: string): string {
  * One row per model and paper, plus an `ALL` row per model. The interval columns come last
  * (columns added, none moved); a scope with no task has empty score cells, not zeros.
  */
-export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost?: RunCost): string {
+export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost?: RunCost, baseline?: Baseline): string {
   const header = [
     'judge',
     'subset',
@@ -238,6 +246,8 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     ...(estimates ? ESTIMATE_CSV_COLUMNS : []),
     // The run's cost (core/report/run-cost.ts), on each model's ALL row, after everything else.
     ...(cost ? COST_CSV_COLUMNS : []),
+    // --baseline: the published score of the same model and paper, last.
+    ...(baseline ? BASELINE_CSV_COLUMNS : []),
   ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
@@ -262,6 +272,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
       ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky), String(m.infraError), pct(m.infraErrorRate)] : ['', '', '', '', '']),
       ...(estimates ? (paper === 'ALL' ? estimateCsvCells(estimates, m.model) : ESTIMATE_CSV_COLUMNS.map(() => '')) : []),
       ...(cost ? (paper === 'ALL' ? costCsvCells(cost, m.model) : COST_CSV_COLUMNS.map(() => '')) : []),
+      ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
     ]
       .map(csvCell)
       .join(',');
@@ -297,6 +308,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
           ],
           ...(estimates ? ESTIMATE_CSV_COLUMNS.map(() => '') : []),
           ...(cost ? COST_CSV_COLUMNS.map(() => '') : []),
+          ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
         ]
           .map(csvCell)
           .join(','),
@@ -306,7 +318,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
   return `${out.join('\n')}\n`;
 }
 
-export function formatJson(report: ScoreReport, run: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
+export function formatJson(report: ScoreReport, run: RunRecord, estimates?: SubsetEstimates, cost?: RunCost, baseline?: Baseline): string {
   // A subset run's spec keeps the whole subset file; the report names it (the file has the rest).
   const { subset: runSubset, ...spec } = run.spec;
   return `${JSON.stringify(
@@ -322,10 +334,12 @@ export function formatJson(report: ScoreReport, run: RunRecord, estimates?: Subs
       ...report,
       ...(estimates ? { estimatedFull: estimateJson(estimates) } : {}),
       ...(cost ? { cost: costJson(cost) } : {}),
+      ...(baseline ? { baseline: { label: baseline.label, interval: baseline.report.interval } } : {}),
       // The scored tasks themselves stay out of the file: it holds the figures.
       models: report.models.map(({ outcomes: _outcomes, ...m }) => {
         const e = estimates?.models.get(m.model);
-        return e ? { ...m, estimatedFull: e } : m;
+        const withEstimate = e ? { ...m, estimatedFull: e } : m;
+        return baseline ? { ...withEstimate, published: baselineJson(baseline, m.model) } : withEstimate;
       }),
       // The score's own notes (untested, env_broken) and those of empty subsets.
       notes: [...report.notes, ...emptySubsetNotes(report, run)],

@@ -19,7 +19,11 @@ import type { LoadedRun } from './loaded-run';
 import type { TaskSources } from './task-detail';
 import { promptPrefixes, taskDetails } from './task-detail';
 import { INTERVAL_METHOD } from './bootstrap';
-import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
+import { categoryLineChart, escapeXml as esc, heatmap, intervalBarChart, MAX_LINES, PALETTE, scatterChart, stackedBarChart } from './svg-charts';
+import { displayName } from './display-name';
+import { publishedModel } from './baseline';
+import { LOC_BINS, lengthBins } from './length-bins';
+import { docLink } from './doc-links';
 import { byName, cutPrefix, dataBlock, dataClasses, EXPLORE_SCRIPT, exploreData, filterBar } from './explore';
 import { ESTIMATE_HEADER, estimateRows, type SubsetEstimates } from './subset-estimate';
 import { costRow, solvedLines, usd4, type CostRow } from './run-cost';
@@ -64,14 +68,6 @@ export interface HtmlBaseline {
 export { LOG_TAIL_CHARS } from './explore';
 
 const pct = (x: number) => x.toFixed(2);
-const LOC_BINS: [number, number, string][] = [
-  [1, 1, '1'],
-  [2, 3, '2-3'],
-  [4, 7, '4-7'],
-  [8, 15, '8-15'],
-  [16, 31, '16-31'],
-  [32, Infinity, '32+'],
-];
 const FAILURE_COLORS: Partial<Record<FailureClass, string>> = {
   functional: '#0072B2',
   syntax: '#E69F00',
@@ -93,6 +89,8 @@ const FAILURE_COLORS: Partial<Record<FailureClass, string>> = {
 interface Entry {
   /** The model id, or `model @ run` when two runs hold the same model. */
   name: string;
+  /** The name the reader knows (core/report/display-name.ts), with the same ` @ run` suffix. */
+  display: string;
   color: string;
   run: HtmlRunInput;
   score: ModelScore;
@@ -105,6 +103,9 @@ const CSS = `
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);margin:0 auto;max-width:1600px;padding:16px 24px 48px}
 .scroll{overflow-x:auto;max-width:100%}
+#task-matrix,#task-list{max-height:85vh;overflow-y:auto}
+details.paper-group,details.fold{margin:2px 0}details.paper-group>summary,details.fold>summary{cursor:pointer;padding:3px 0}
+.muted.id{font-size:11.5px}
 th.sort{cursor:pointer;user-select:none}th.sort[aria-sort=ascending]::after{content:" \\25B2";font-size:9px}th.sort[aria-sort=descending]::after{content:" \\25BC";font-size:9px}
 a.go{cursor:pointer}table.matrix td.mx{cursor:pointer;font-size:12px;padding:1px 4px}
 td.mx.pass{background:#dff3e4}td.mx.fail{background:#fbe4e4}td.mx.part{background:#fff4cc}td.mx.untested{background:#f3f3f3}
@@ -137,8 +138,17 @@ nav a{margin-right:12px}
   .filters,nav{display:none}
   h2{break-after:avoid}section{break-inside:avoid-page}
   pre{max-height:none;white-space:pre-wrap}
+  #task-matrix,#task-list{max-height:none;overflow:visible}
   details.task{break-inside:avoid}
 }`;
+
+/** The model as a table shows it: the name the reader knows, and the id `--model` takes beside it. */
+function nameHtml(e: Entry): string {
+  return e.display === e.name ? esc(e.name) : `${esc(e.display)} <span class="muted id">${esc(e.name)}</span>`;
+}
+
+/** The model in a tooltip: its name and, when that differs, its id. */
+const titled = (e: Entry) => (e.display === e.name ? e.name : `${e.display} (${e.name})`);
 
 function cspHash(script: string): string {
   return `'sha256-${createHash('sha256').update(script).digest('base64')}'`;
@@ -178,7 +188,7 @@ function leaderboard(entries: Entry[], baseline: HtmlBaseline | undefined): stri
       ? `<td class="num" data-metric="pass-at-k">${e.score.passAtK.map((p) => `pass@${p.k} ${pct(p.tasks)} ${ci(p.tasksCi)}`).join('<br>')}</td>`
       : '';
     return (
-      `<tr class="model-row" data-model="${esc(e.name)}"><td class="num">${i + 1}</td><td class="name"><span class="swatch" style="background:${e.color}"></span>${esc(e.name)}</td>` +
+      `<tr class="model-row" data-model="${esc(e.name)}"><td class="num">${i + 1}</td><td class="name"><span class="swatch" style="background:${e.color}"></span>${nameHtml(e)}</td>` +
       scoreCells(e.score, 'scaled') +
       scoreCells(e.score, 'pass1') +
       k +
@@ -202,11 +212,12 @@ function leaderboard(entries: Entry[], baseline: HtmlBaseline | undefined): stri
     'scaled pass@1 per model with 95% bootstrap intervals',
     entries.map((e) => ({
       label: e.name,
+      display: e.display,
       value: e.score.tasks ? e.score.scaled.mean : null,
       low: e.score.scaled.ci?.low ?? null,
       high: e.score.scaled.ci?.high ?? null,
       color: e.color,
-      title: `${e.name}: scaled pass@1 ${pct(e.score.scaled.mean)}% ${ci(e.score.scaled.ci)} over ${e.score.tasks} task(s)`,
+      title: `${titled(e)}: scaled pass@1 ${pct(e.score.scaled.mean)}% ${ci(e.score.scaled.ci)} over ${e.score.tasks} task(s)`,
     })),
   );
   return `${scroll(`<table id="leaderboard" class="sortable"><thead>${head}</thead><tbody>${rows.join('')}</tbody></table>`)}${chart}${baseline ? publishedTable(entries, baseline) : ''}`;
@@ -221,7 +232,7 @@ function publishedTable(entries: Entry[], baseline: HtmlBaseline): string {
       const delta = e && e.score.tasks && m.tasks ? e.score.scaled.mean - m.scaled.mean : null;
       return (
         `<tr data-model="${esc(m.model)}"><td class="name">${esc(m.model)}</td>${publishedCell(m, 'published')}<td class="num" data-v="${m.pass1.mean.toFixed(4)}">${m.tasks ? pct(m.pass1.mean) : 'n/a'}</td><td class="num">${m.tasks}</td>` +
-        `<td>${e ? esc(e.name) : '<span class="muted">not in this page</span>'}</td>${e ? publishedCell(e.score, 'mine') : '<td class="num" data-v="-1">–</td>'}` +
+        `<td>${e ? nameHtml(e) : '<span class="muted">not in this page</span>'}</td>${e ? publishedCell(e.score, 'mine') : '<td class="num" data-v="-1">–</td>'}` +
         `<td class="num" data-v="${delta === null ? '' : delta.toFixed(4)}">${delta === null ? '–' : `${delta >= 0 ? '+' : ''}${pct(delta)}`}</td></tr>`
       );
     })
@@ -256,28 +267,33 @@ function paperHeatmap(entries: Entry[], reports: ScoreReport[]): string {
       if (!p && n)
         return {
           value: null,
-          title: `${entries[i].name} / ${papers[j]}: env_broken, cannot run here (${broken.get(papers[j])}); ${n} task sample(s) not scored`,
+          title: `${titled(entries[i])} / ${papers[j]}: env_broken, cannot run here (${broken.get(papers[j])}); ${n} task sample(s) not scored`,
         };
-      if (!p) return { value: null, title: `${entries[i].name} / ${papers[j]}: not in the run` };
+      if (!p) return { value: null, title: `${titled(entries[i])} / ${papers[j]}: not in the run` };
       return {
         value: p.scaled.mean,
-        title: `${entries[i].name} / ${papers[j]}: ${pct(p.scaled.mean)}% ${ci(p.scaled.ci)}, ${p.tasks} task(s), ${p.loc} LoC; click for its tasks`,
+        title: `${titled(entries[i])} / ${papers[j]}: ${pct(p.scaled.mean)}% ${ci(p.scaled.ci)}, ${p.tasks} task(s), ${p.loc} LoC; click for its tasks`,
         go: { model: entries[i].name, paper: papers[j] },
       };
     },
+    entries.map((e) => e.display),
   );
 }
 
-/** Per paper and model: the score with its interval in plain view, and the published one beside it. */
+/** Above this many models a long table is folded: grouped by paper, each group closed until clicked. */
+const FOLD_MODELS = 4;
+
+/** Per paper and model: the score with its interval in plain view, and the published one beside it; one fold per paper. */
 function paperTable(entries: Entry[], baseline: HtmlBaseline | undefined): string {
-  const rows: { paper: string; html: string }[] = [];
+  const byPaper = new Map<string, { mean: number; html: string }[]>();
   for (const e of entries) {
     for (const p of e.score.papers) {
       const pub = e.published?.papers.find((q) => q.paper === p.paper) ?? null;
-      rows.push({
-        paper: p.paper,
+      const list = byPaper.get(p.paper) ?? byPaper.set(p.paper, []).get(p.paper)!;
+      list.push({
+        mean: p.scaled.mean,
         html:
-          `<tr data-model="${esc(e.name)}" data-paper="${esc(p.paper)}"><td>${esc(p.paper)}</td><td class="name">${esc(e.name)}</td>` +
+          `<tr data-model="${esc(e.name)}" data-paper="${esc(p.paper)}"><td>${esc(p.paper)}</td><td class="name">${nameHtml(e)}</td>` +
           `<td class="num" data-metric="scaled">${pct(p.scaled.mean)}</td><td class="num" data-metric="scaled-ci" data-v="${p.scaled.ci ? p.scaled.ci.low.toFixed(4) : '-1'}">${ci(p.scaled.ci)}</td>` +
           `<td class="num">${pct(p.pass1.mean)}</td><td class="num">${p.tasks}</td><td class="num">${p.loc}</td>` +
           (baseline
@@ -287,29 +303,23 @@ function paperTable(entries: Entry[], baseline: HtmlBaseline | undefined): strin
       });
     }
   }
-  // Stable: within a paper, the leaderboard's order.
-  rows.sort((a, b) => byName(a.paper, b.paper));
   const head = `<tr><th>paper</th><th>model</th><th class="num">scaled pass@1 %</th><th class="num">95% CI</th><th class="num">pass@1 %</th><th class="num">tasks</th><th class="num">LoC</th>${baseline ? '<th class="num">published scaled pass@1 % [95% CI]</th>' : ''}<th></th></tr>`;
-  return scroll(`<table id="paper-table" class="sortable"><thead>${head}</thead><tbody>${rows.map((r) => r.html).join('')}</tbody></table>`);
+  const open = entries.length <= FOLD_MODELS ? ' open' : '';
+  // Within a paper, the leaderboard's order.
+  const groups = [...byPaper.keys()].sort(byName).map((paper) => {
+    const rows = byPaper.get(paper)!;
+    const means = rows.map((r) => r.mean).sort((x, y) => x - y);
+    const median = (means[Math.floor((means.length - 1) / 2)] + means[Math.ceil((means.length - 1) / 2)]) / 2;
+    const summary = `<b>${esc(paper)}</b> <span class="muted">${rows.length} model(s); best ${pct(means.at(-1)!)}%, median ${pct(median)}%</span>`;
+    return `<details class="paper-group" data-paper="${esc(paper)}"${open}><summary>${summary}</summary>${scroll(`<table class="sortable"><thead>${head}</thead><tbody>${rows.map((r) => r.html).join('')}</tbody></table>`)}</details>`;
+  });
+  return `<div id="paper-table">${groups.join('')}</div>`;
 }
 
 /** Pass rate (task-weighted, over samples) of each snippet-length bin, per model. */
 function lengthChart(entries: Entry[], judge: Judge): string {
-  const binOf = (loc: number) => LOC_BINS.findIndex(([lo, hi]) => loc >= lo && loc <= hi);
   const used = new Set<number>();
-  const stats = entries.map((e) => {
-    const bins = LOC_BINS.map(() => ({ passed: 0, total: 0 }));
-    const inScope = new Set(e.score.paperIds);
-    for (const t of e.run.loaded.tasks) {
-      if (t.model !== e.score.model || !inScope.has(t.paper)) continue;
-      const b = binOf(t.loc);
-      used.add(b);
-      bins[b].total++;
-      const v = e.run.loaded.verdicts.get(t.taskId);
-      if (v && (judge === 'strict' ? v.strictPass : v.officialPass)) bins[b].passed++;
-    }
-    return bins;
-  });
+  const stats = entries.map((e) => lengthBins(e.run.loaded, e.score.model, e.score.paperIds, judge, used));
   const cols = LOC_BINS.map((_, i) => i).filter((i) => used.has(i));
   if (!cols.length) return '<p class="note">no task in scope</p>';
   const chart = categoryLineChart(
@@ -318,10 +328,11 @@ function lengthChart(entries: Entry[], judge: Judge): string {
     cols.map((i) => LOC_BINS[i][2]),
     entries.map((e, k) => ({
       label: e.name,
+      display: e.display,
       color: e.color,
       points: cols.map((i) => {
         const b = stats[k][i];
-        return b.total ? { value: (100 * b.passed) / b.total, title: `${e.name}, ${LOC_BINS[i][2]} LoC: ${b.passed}/${b.total} task samples passed` } : null;
+        return b.total ? { value: (100 * b.passed) / b.total, title: `${titled(e)}, ${LOC_BINS[i][2]} LoC: ${b.passed}/${b.total} task samples passed` } : null;
       }),
     })),
   );
@@ -329,7 +340,7 @@ function lengthChart(entries: Entry[], judge: Judge): string {
   const rows = entries
     .map(
       (e, k) =>
-        `<tr><td>${esc(e.name)}</td>${cols
+        `<tr><td class="name">${nameHtml(e)}</td>${cols
           .map((i) => {
             const b = stats[k][i];
             return `<td class="num" data-v="${b.total ? ((100 * b.passed) / b.total).toFixed(4) : '-1'}">${b.total ? `${pct((100 * b.passed) / b.total)} <span class="muted">(${b.passed}/${b.total})</span>` : '–'}</td>`;
@@ -337,7 +348,15 @@ function lengthChart(entries: Entry[], judge: Judge): string {
           .join('')}</tr>`,
     )
     .join('');
-  return `${legend(entries)}${chart}${scroll(`<table id="length-table" class="sortable">${head}<tbody>${rows}</tbody></table>`)}`;
+  const table = scroll(`<table id="length-table" class="sortable">${head}<tbody>${rows}</tbody></table>`);
+  const many = entries.length > MAX_LINES;
+  const note = many ? '<p class="note">One panel per model, in the leaderboard\'s order.</p>' : '';
+  return `${many ? '' : legend(entries)}${chart}${note}${fold(entries, 'the rates with their counts', table)}`;
+}
+
+/** A long table folded under a summary line when the page holds many models; in plain view otherwise. */
+function fold(entries: Entry[], what: string, html: string): string {
+  return entries.length <= FOLD_MODELS ? html : `<details class="fold"><summary>${esc(what)}, ${entries.length} models</summary>${html}</details>`;
 }
 
 /** The env_broken papers under the heatmap: their cells are empty, and this says why. */
@@ -353,7 +372,7 @@ function envBrokenNote(reports: ScoreReport[]): string {
 }
 
 function legend(entries: Entry[]): string {
-  return `<div class="legend">${entries.map((e) => `<span><span class="swatch" style="background:${e.color}"></span>${esc(e.name)}</span>`).join('')}</div>`;
+  return `<div class="legend">${entries.map((e) => `<span><span class="swatch" style="background:${e.color}"></span>${esc(e.display)}</span>`).join('')}</div>`;
 }
 
 function failureChart(entries: Entry[]): string {
@@ -364,11 +383,12 @@ function failureChart(entries: Entry[]): string {
     'failure classes per model',
     entries.map((e) => ({
       label: e.name,
+      display: e.display,
       parts: classes.map((c, i) => ({ key: c, value: e.score.failures[c] ?? 0, color: color(c, i), go: { model: e.name, class: c } })),
     })),
   );
   const key = `<div class="legend">${classes.map((c, i) => `<span><span class="swatch" style="background:${color(c, i)}"></span>${esc(c)}</span>`).join('')}</div>`;
-  return `${classes.length ? key : ''}${chart}<p class="note">Failed task samples under the judge, by class (SPEC 10); integrity: passes only the official rule. Click a bar's part for its tasks.</p>`;
+  return `${classes.length ? key : ''}${chart}<p class="note">Failed task samples under the judge, by class (the class is read from the test's output: ${docLink('spec-differences.md', 'judges-scores-and-subsets', 'how rcb classifies failures', esc)}); integrity: passes only the official rule. Click a bar's part for its tasks.</p>`;
 }
 
 function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, allReports: Map<HtmlRunInput, ScoreReport>): string {
@@ -386,7 +406,7 @@ function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, al
     const r = reports.get(e.run)!;
     const of = (s: Subset) => r[s].models.find((m) => m.model === e.score.model);
     const cutoff = e.run.loaded.run.models[e.score.model]?.knowledgeCutoff ?? 'unknown';
-    return `<tr><td>${esc(e.name)}</td><td>${esc(cutoff)}</td>${cell(of('all'))}${cell(of('safe-common'))}${cell(of('safe-per-model'))}</tr>`;
+    return `<tr><td class="name">${nameHtml(e)}</td><td>${esc(cutoff)}</td>${cell(of('all'))}${cell(of('safe-common'))}${cell(of('safe-per-model'))}</tr>`;
   });
   const notes = inputs.flatMap((r) => {
     const rep = reports.get(r)!;
@@ -397,7 +417,7 @@ function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, al
     scroll(
       `<table id="subsets" class="sortable"><thead><tr><th>model</th><th>knowledge cutoff</th><th class="num">all papers</th><th class="num">safe, common cutoff</th><th class="num">safe, own cutoff</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
     ) +
-    `<p class="note">Scaled pass@1 % [95% CI]. A paper is safe for a model when its code was first committed after the first day of the model's cutoff month (SPEC 9); the common subset uses the latest cutoff among a run's models. ${notes.join('; ')}</p>`
+    `<p class="note">Scaled pass@1 % [95% CI]. A paper is safe for a model when its code was first committed after the first day of the model's cutoff month (${docLink('spec-differences.md', 'judges-scores-and-subsets', 'the subsets', esc)}); the common subset uses the latest cutoff among a run's models. ${notes.join('; ')}</p>`
   );
 }
 
@@ -438,7 +458,7 @@ function costTable(entries: Entry[]): string {
   const body = costs
     .map(
       (r) =>
-        `<tr data-model="${esc(r.e.name)}"><td class="name">${esc(r.e.name)}</td><td class="num">${r.calls}</td><td class="num">${r.errors}</td><td class="num">${r.input}</td><td class="num">${r.cached}</td><td class="num">${r.output}</td><td class="num">${r.reasoning}</td><td class="num" data-metric="cost">$${r.cost.toFixed(4)}</td><td class="num" data-metric="infra">${infraCell(r.infra, r.c.infraUsd)}</td><td class="num" data-metric="total-cost">${money(r.c.totalUsd)}</td><td class="num" data-metric="solved-lines">${r.c.solvedLines}</td><td class="num" data-metric="usd-per-line">${perLine(r.c)}</td><td class="num">${r.median === null ? '–' : `${(r.median / 1000).toFixed(2)}s`}</td></tr>`,
+        `<tr data-model="${esc(r.e.name)}"><td class="name">${nameHtml(r.e)}</td><td class="num">${r.calls}</td><td class="num">${r.errors}</td><td class="num">${r.input}</td><td class="num">${r.cached}</td><td class="num">${r.output}</td><td class="num">${r.reasoning}</td><td class="num" data-metric="cost">$${r.cost.toFixed(4)}</td><td class="num" data-metric="infra">${infraCell(r.infra, r.c.infraUsd)}</td><td class="num" data-metric="total-cost">${money(r.c.totalUsd)}</td><td class="num" data-metric="solved-lines">${r.c.solvedLines}</td><td class="num" data-metric="usd-per-line">${perLine(r.c)}</td><td class="num">${r.median === null ? '–' : `${(r.median / 1000).toFixed(2)}s`}</td></tr>`,
     )
     .join('');
   // Per run: its total and what each of its infrastructure figures rests on.
@@ -464,11 +484,12 @@ function costTable(entries: Entry[]): string {
           'cost per model, as a share of the most expensive',
           rows.map((r) => ({
             label: r.e.name,
+            display: r.e.display,
             value: (100 * r.cost) / max,
             low: null,
             high: null,
             color: r.e.color,
-            title: `${r.e.name}: $${r.cost.toFixed(4)}`,
+            title: `${titled(r.e)}: $${r.cost.toFixed(4)}`,
           })),
         )
       : '<p class="note">No model call cost anything (offline models, or answers reused from the cache).</p>';
@@ -484,14 +505,15 @@ function costTable(entries: Entry[]): string {
         withInfra ? 'total cost (USD) of the run: model spend + estimated infrastructure' : 'model spend (USD) of the run',
         scored.map((r) => ({
           label: r.e.name,
+          display: r.e.display,
           x: withInfra ? r.c.totalUsd : r.cost,
           y: r.e.score.scaled.mean,
           low: r.e.score.scaled.ci?.low ?? null,
           high: r.e.score.scaled.ci?.high ?? null,
           color: r.e.color,
           title: withInfra
-            ? `${r.e.name}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for ${money(r.c.totalUsd)} (model calls ${money(r.cost)}, infrastructure ${money(r.c.infraUsd)})`
-            : `${r.e.name}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for $${r.cost.toFixed(4)} of model calls`,
+            ? `${titled(r.e)}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for ${money(r.c.totalUsd)} (model calls ${money(r.cost)}, infrastructure ${money(r.c.infraUsd)})`
+            : `${titled(r.e)}: ${pct(r.e.score.scaled.mean)}% ${ci(r.e.score.scaled.ci)} for $${r.cost.toFixed(4)} of model calls`,
         })),
       ) +
       (withInfra
@@ -541,13 +563,6 @@ export function publishedBaseline(published: LoadedRun, label: string, papers: s
   return { label: `${label}, over ${scope}`, report: scoreStoredRun(run, tasks, published.verdicts, 'official', 'all') };
 }
 
-/** The published model a run's model is: the same id, else the same ignoring case and a provider prefix. */
-function publishedModel(baseline: HtmlBaseline | undefined, model: string): ModelScore | null {
-  if (!baseline) return null;
-  const bare = (id: string) => id.toLowerCase().replace(/^.*\//, '');
-  return baseline.report.models.find((m) => m.model === model) ?? baseline.report.models.find((m) => bare(m.model) === bare(model)) ?? null;
-}
-
 export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions = {}): string {
   if (!inputs.length) throw new Error('no run to report');
   // Imported runs record only the original rule, so a page holding one scores every run by it.
@@ -565,6 +580,7 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
     rep.models.forEach((m) =>
       entries.push({
         name: counts.get(m.model)! > 1 ? `${m.model} @ ${inputs[i].label}` : m.model,
+        display: `${displayName(m.model, inputs[i].loaded.run.models[m.model])}${counts.get(m.model)! > 1 ? ` @ ${inputs[i].label}` : ''}`,
         color: '',
         run: inputs[i],
         score: m,
@@ -573,7 +589,8 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
     ),
   );
   entries.sort((a, b) => b.score.scaled.mean - a.score.scaled.mean || a.name.localeCompare(b.name));
-  entries.forEach((e, i) => (e.color = PALETTE[i % PALETTE.length]));
+  // Beyond the palette, colours would repeat and mislead: one colour, the charts name each model.
+  entries.forEach((e, i) => (e.color = entries.length > MAX_LINES ? PALETTE[0] : PALETTE[i % PALETTE.length]));
 
   const runRows = inputs
     .map((r) => {
@@ -639,11 +656,9 @@ ${scroll(`<table id="runs"><tr><th>run</th><th>id</th><th>status</th><th>pset</t
 <section id="s-leaderboard"><h2>Leaderboard</h2>${leaderboard(entries, opts.baseline)}${scoreNotes(inputs, reports)}
 <p class="note">Scaled pass@1 weights each task by its lines of code (the benchmark's headline); pass@1 weights tasks equally. [low, high] is the 95% bootstrap interval${entries.some((e) => e.score.samples > 1) ? '; ± the standard deviation over samples' : ''}. Click a column's head to sort.</p></section>
 ${estimateSection(inputs, entries)}
-<div class="grid">
 <section id="s-papers"><h2>Per paper</h2>${paperHeatmap(entries, reports)}<p class="note">Scaled pass@1 % per model and paper; click a cell for its tasks.${envBrokenNote(reports)}</p></section>
-<section id="s-length"><h2>Pass rate against snippet length</h2>${lengthChart(entries, judge)}</section>
-</div>
 <section id="s-paper-table"><h3>Per paper, with intervals</h3>${paperTable(entries, opts.baseline)}</section>
+<section id="s-length"><h2>Pass rate against snippet length</h2>${lengthChart(entries, judge)}</section>
 <section id="s-failures"><h2>Failure classes</h2>${failureChart(entries)}</section>
 <section id="s-subsets"><h2>Contamination-safe subsets</h2>${subsetsTable(inputs, entries, judge, new Map(opts.subset && opts.subset !== 'all' ? [] : inputs.map((r, i) => [r, reports[i]])))}</section>
 <section id="s-cost"><h2>Cost and tokens</h2>${costTable(entries)}</section>

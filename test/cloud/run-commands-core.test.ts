@@ -276,6 +276,13 @@ describe('readRunResults', () => {
     expect(await readRunResults({ store, blobs }, 'r1', { format: 'official', subset: 'all' })).toEqual({ text: '{"stored":true}' });
   });
 
+  it('gives the stored JSON report the status of the run now, not the aggregating it was written under', async () => {
+    await seed({ ...makeRun('r1'), status: 'succeeded' }, 0, 0);
+    await blobs.put(`${cloudKeys.reportPrefix('r1')}report.json`, JSON.stringify({ run: { runId: 'r1', status: 'aggregating' }, models: [] }));
+    const results = await readRunResults({ store, blobs }, 'r1', { format: 'json', subset: 'all' });
+    expect(JSON.parse(results!.text)).toEqual({ run: { runId: 'r1', status: 'succeeded' }, models: [] });
+  });
+
   it('builds from the table for another judge or subset, with a note while the run has not succeeded; null for no run', async () => {
     await seed({ ...makeRun('r1'), status: 'evaluating' }, 0, 0);
     await blobs.put(`${cloudKeys.reportPrefix('r1')}report.json`, '{"stored":true}');

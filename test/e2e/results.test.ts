@@ -14,6 +14,7 @@ import { originalBody } from '../../core/prompt/mask';
 import { PSET_MINI, rcb, tempDir } from '../helpers/cli';
 import { SqliteRunStore } from '../../adapters/local/sqlite-store';
 import { buildReport } from '../../core/report/build-report';
+import { svgTextOutside } from '../helpers/svg-boxes';
 
 jest.setTimeout(300_000);
 
@@ -141,9 +142,11 @@ describe('rcb report --format html, read in headless Chromium', () => {
     // One script runs; the tasks travel as data in a block no browser executes.
     expect(await page.$$eval('script:not([type="application/json"])', (els) => els.length)).toBe(1);
     expect(await page.$$eval('script[type="application/json"]', (els) => els.length)).toBe(1);
-    // Every link stays on the page.
-    const links = await page.$$eval('[src],[href]', (els) => els.map((e) => e.getAttribute('src') ?? e.getAttribute('href')));
+    // Every link stays on the page, but those into rcb's manual (followed only when clicked).
+    const links = await page.$$eval('[src],[href]:not(a.doc)', (els) => els.map((e) => e.getAttribute('src') ?? e.getAttribute('href')));
     expect(links.filter((l) => !l?.startsWith('#'))).toEqual([]);
+    const docs = await page.$$eval('a.doc', (els) => els.map((e) => e.getAttribute('href')!));
+    expect(docs.every((l) => l.startsWith('file://') && /\/docs\/[\w-]+\.md(#[\w-]+)?$/.test(l))).toBe(true);
     await page.close();
   });
 
@@ -390,6 +393,16 @@ describe('rcb report --format html, read in headless Chromium', () => {
     await page.close();
   });
 
+  it('draws every chart label inside its chart (the top point of score against cost too)', async () => {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 900 });
+    await page.goto(`file://${htmlFile}`);
+    const { total, outside } = await svgTextOutside(page);
+    expect(total).toBeGreaterThan(20);
+    expect(outside).toEqual([]);
+    await page.close();
+  });
+
   it('draws score against cost, one point per model', async () => {
     const page = await browser.newPage();
     await page.goto(`file://${htmlFile}`);
@@ -427,6 +440,44 @@ describe('rcb report --format html, read in headless Chromium', () => {
     const bad = rcb(['report', dirA, '--format', 'html', '--baseline', join(root, 'missing.json')]);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain(`--baseline ${join(root, 'missing.json')}`);
+  });
+
+  it("shows the published score beside rcb's with --baseline in the table, markdown, csv and json too", () => {
+    const baseline = join(dirA, 'overall_stats.json');
+    const official = JSON.parse(rcb(['report', dirA, '--format', 'json', '--judge', 'official']).stdout) as { models: JsonModel[] };
+    const fmt = (x: number) => x.toFixed(2);
+    const cell = (m: string) => {
+      const o = official.models.find((x) => x.model === m)!;
+      return `${fmt(o.scaled.mean)} [${fmt(o.scaled.ci.low)}, ${fmt(o.scaled.ci.high)}]`;
+    };
+    const table = rcb(['report', dirA, '--baseline', baseline]);
+    expect(table.status).toBe(0);
+    const [head, , ...body] = table.stdout.split('\n');
+    expect(head).toMatch(/^model\s+scaled pass@1 %\s+95% CI\s+published scaled pass@1 % \[95% CI\]\s+pass@1 %/);
+    const mixedRow = body.find((l) => l.startsWith('mixed '))!;
+    expect(mixedRow).toContain(cell('mixed'));
+    const md = rcb(['report', dirA, '--baseline', baseline, '--format', 'markdown']).stdout;
+    expect(md).toContain('| published scaled pass@1 % [95% CI] |');
+    expect(md).toContain(`| ${cell('oracle')} |`);
+    const csv = rcb(['report', dirA, '--baseline', baseline, '--format', 'csv']).stdout.split('\n');
+    const cols = csv[0].split(',');
+    expect(cols.slice(-3)).toEqual(['published_scaled_pass1_mean', 'published_scaled_pass1_ci_low', 'published_scaled_pass1_ci_high']);
+    const mixed = official.models.find((x) => x.model === 'mixed')!;
+    expect(
+      csv
+        .find((l) => l.startsWith('strict,all,mixed,ALL,'))!
+        .split(',')
+        .slice(-3),
+    ).toEqual([mixed.scaled.mean, mixed.scaled.ci.low, mixed.scaled.ci.high].map(fmt));
+    const json = JSON.parse(rcb(['report', dirA, '--baseline', baseline, '--format', 'json']).stdout) as {
+      baseline: { label: string };
+      models: { model: string; published: { scaled: { mean: number } } }[];
+    };
+    expect(json.baseline.label).toContain(baseline);
+    expect(json.models.find((m) => m.model === 'mixed')!.published.scaled.mean).toBeCloseTo(mixed.scaled.mean, 8);
+    const refused = rcb(['report', dirA, '--baseline', baseline, '--format', 'official']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('--baseline');
   });
 
   it('puts several runs on one page, naming a model two runs share by its run', async () => {

@@ -77,6 +77,23 @@ describe('rcb run --subset and rcb report', () => {
     const r = rcb(['run', '--subset', subsetFile, '--pset', other, '--skip-env-check', '--out', join(dir, 'refused')]);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain(`rcb: --subset ${subsetFile}: made for the pset with digest ${pset.digest.slice(0, 12)}`);
+    // A pset without the subset's papers: one line naming the subset and both digests, not one per paper blamed on --papers.
+    const bare = join(dir, 'pset-without');
+    cpSync(PSET_MINI, bare, { recursive: true });
+    const papersYaml = join(bare, 'papers.yaml');
+    const keep = pset.papers[0].meta.id;
+    const text = readFileSync(papersYaml, 'utf8');
+    const kept = text.split(/\n(?=- )/).filter((block, i) => i === 0 || block.includes(`id: ${keep}`));
+    writeFileSync(papersYaml, kept.join('\n'));
+    const wrong = rcb(['run', '--subset', subsetFile, '--pset', bare, '--skip-env-check', '--out', join(dir, 'refused')]);
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).not.toContain('--papers');
+    expect(wrong.stderr.trim().split('\n')).toHaveLength(1);
+    expect(wrong.stderr).toMatch(
+      new RegExp(
+        `^rcb: --subset ${subsetFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: made for the pset with digest ${pset.digest.slice(0, 12)}… \\(\\d+ paper\\(s\\)\\), but the pset at ${bare.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(digest [0-9a-f]{12}…\\) lacks \\d+ of them`,
+      ),
+    );
     const missing = rcb(['run', '--subset', join(dir, 'nope.json'), '--out', join(dir, 'refused')]);
     expect(missing.stderr).toContain(`rcb: --subset ${join(dir, 'nope.json')} does not exist`);
   });

@@ -116,9 +116,23 @@ describe('a sweep read against the registry', () => {
 
     const message = usageError(l);
 
-    expect(message).toContain(`${file}:3: model "gpt-9": unknown model "gpt-9"`);
+    expect(message).toContain(`${file}:3: model "gpt-9": id: unknown model "gpt-9"`);
     expect(message).toMatch(new RegExp(`${file}:4: model "gpt-4.1": .*temperature`));
     expect(message).toContain(`${file}:6: model "deepseek-chat": mode batch needs`);
+  });
+
+  test('a misspelt id gets the nearest name, oracle and empty among those it knows; a misspelt parameter is named once', () => {
+    const { file, load: l } = load('models:\n  - id: orcale\n  - id: gpt-4.1\n    params: { temprature: 0.7 }\n');
+
+    const message = usageError(l);
+
+    expect(message).toMatch(
+      new RegExp(
+        `${file}:3: model "orcale": id: unknown model "orcale" in the model registry; did you mean "oracle"\\? \\(models: .*\\bempty\\b.*\\boracle\\)`,
+      ),
+    );
+    expect(message).toContain(`${file}:4: model "gpt-4.1": params: Unrecognized key(s) in object: 'temprature'`);
+    expect(message).not.toContain('params: params:');
   });
 
   test('shares its run and task ids with rcb run of the same models and flags, so nothing is paid twice', () => {

@@ -84,9 +84,7 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
         (run.error ? `\nexecution failed: ${run.error.name}: ${run.error.message}` : '') +
         '\n',
     );
-    deps.err(
-      `read it again with \`rcb cloud status ${runId} --emulate\` or \`rcb cloud results ${runId} --emulate\`${opts.stateDir ? ` --state-dir ${opts.stateDir}` : ''}\n`,
-    );
+    deps.err(`${readAgainHint(runId, opts.stateDir)}\n`);
     return exitCodeOf(run.succeeded ? 'SUCCEEDED' : 'FAILED', runRecord?.status);
   } finally {
     await run.close();
@@ -113,11 +111,18 @@ function environmentSummary(shardRuns: Array<{ evaluated?: ShardEvaluatedLog }>)
   );
 }
 
-function describeState(state: string, result: unknown): string {
+/** The commands that read the run again, each whole: --state-dir inside both, not after them. */
+export function readAgainHint(runId: string, stateDir?: string): string {
+  const dir = stateDir ? ` --state-dir ${stateDir}` : '';
+  return `read it again with \`rcb cloud status ${runId} --emulate${dir}\` or \`rcb cloud results ${runId} --emulate${dir}\``;
+}
+
+/** One line per state the emulated workflow left: PlanRun's counts, as PlanRun returns them (core/cloud/payloads.ts). */
+export function describeState(state: string, result: unknown): string {
   const r = (result ?? {}) as Record<string, any>;
   switch (state) {
     case 'PlanRun':
-      return `PlanRun: ${r.taskCount} task(s), ${r.enqueued} enqueued, ${r.shards?.length} shard(s)`;
+      return `PlanRun: ${r.taskCount} task(s), ${r.enqueued} enqueued, ${r.shardCount} shard(s)`;
     case 'CheckProgress':
       return `CheckProgress: ${r.settled}/${r.total} answered${r.failed ? ` (${r.failed} failed)` : ''}${r.done ? ', generation done' : ''}`;
     case 'Aggregate':
