@@ -5,8 +5,9 @@ import type { FailureClass, Judge, PaperMeta } from './types';
 import type { PaperEnvironment, RunRecord, TaskRecord, Verdict } from './records';
 import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic } from './report/bootstrap';
 import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
+import { cutoffFreeModels, inScope as scopeHolds, isSafeFor, normalizeCutoff, subsetScopes, type Subset } from './contamination';
 
-export type Subset = 'all' | 'safe-common' | 'safe-per-model';
+export type { Subset } from './contamination';
 
 export interface MeanStd {
   mean: number;
@@ -94,6 +95,8 @@ export interface ModelScore {
   paperIds: string[];
   /** Cutoff used for the subset, if any. */
   cutoff: string | null;
+  /** Models whose unknown cutoff leaves this one without a contamination-safe score (empty when it has one). */
+  cutoffUnknown: string[];
   /** The scored tasks themselves (not printed by the formats; `rcb compare` pairs them). */
   outcomes: TaskOutcome[];
 }
@@ -106,6 +109,8 @@ export interface ScoreInput {
   subset: Subset;
   /** Knowledge cutoff month (YYYY-MM) per model, where known. */
   cutoffs: Record<string, string | undefined>;
+  /** Models no cutoff applies to (oracle, empty: no training data); every paper is safe for them. */
+  cutoffFree?: string[];
   /** The run's environment check, if it had one: tasks of papers that do not run are env_broken. */
   environment?: PaperEnvironment[];
   /**
@@ -135,16 +140,17 @@ export function passed(v: Verdict | undefined, judge: Judge): boolean {
   return !!v && (judge === 'strict' ? v.strictPass : v.officialPass);
 }
 
-/** SPEC 9: a paper is safe when its code was first public after the first day of the cutoff month. */
+/** A paper is safe when its code was first public after the first day of the cutoff month (no cutoff: every paper counts). */
 export function isSafe(paper: PaperMeta, cutoff: string | undefined | null): boolean {
   if (!cutoff) return true;
-  // A paper without a first commit date cannot be shown to be safe.
-  if (!paper.first_commit_date) return false;
-  return paper.first_commit_date > `${cutoff}-01`;
+  return isSafeFor(paper, cutoff);
 }
 
 export function latestCutoff(cutoffs: (string | undefined)[]): string | null {
-  const known = cutoffs.filter((c): c is string => !!c).sort();
+  const known = cutoffs
+    .map(normalizeCutoff)
+    .filter((c): c is string => !!c)
+    .sort();
   return known.length ? known[known.length - 1] : null;
 }
 
@@ -220,6 +226,7 @@ export function scoreStoredRun(
     judge,
     subset,
     cutoffs,
+    cutoffFree: cutoffFreeModels(run.models),
     environment: run.environment?.papers,
     ...(infraErrors ? { infraErrors } : {}),
   });
@@ -228,7 +235,8 @@ export function scoreStoredRun(
 export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
   const models = [...new Set(input.tasks.map((t) => t.model))];
-  const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
+  const scopes = subsetScopes(input.subset, models, input.cutoffs, new Set(input.cutoffFree ?? []));
+  const commonCutoff = input.subset === 'safe-common' ? (scopes.get(models[0])?.cutoff ?? null) : null;
   const report: ScoreReport = {
     judge: input.judge,
     subset: input.subset,
@@ -248,11 +256,9 @@ export function scoreRun(input: ScoreInput): ScoreReport {
   const brokenSamples = new Map<string, number>();
 
   for (const model of models) {
-    const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : (input.cutoffs[model] ?? null);
-    const inScope = (paper: string) => {
-      const meta = paperMeta.get(paper);
-      return input.subset === 'all' || (!!meta && isSafe(meta, cutoff));
-    };
+    const scope = scopes.get(model)!;
+    const cutoff = scope.cutoff;
+    const inScope = (paper: string) => scopeHolds(scope, paperMeta.get(paper));
     const groups = new Map<string, TaskGroup>();
     const failures: Partial<Record<FailureClass, number>> = {};
     let pending = 0;
@@ -366,6 +372,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       flaky,
       paperIds,
       cutoff,
+      cutoffUnknown: scope.unknown,
       outcomes: all.map((g) => ({
         paper: g.paper,
         file: g.file,

@@ -6,6 +6,7 @@ import type { FailureClass } from '../types';
 import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
+import { unknownCutoffNote } from '../contamination';
 import { ESTIMATE_CSV_COLUMNS, ESTIMATE_HEADER, estimateCsvCells, estimateJson, estimateRows, type SubsetEstimates } from './subset-estimate';
 import { COST_CSV_COLUMNS, COST_HEADER, COST_TITLE, costCsvCells, costJson, costRows, type RunCost } from './run-cost';
 
@@ -40,9 +41,17 @@ export function describeScope(report: ScoreReport): string {
     report.subset === 'all'
       ? 'all papers'
       : report.subset === 'safe-common'
-        ? `contamination-safe papers, common cutoff ${report.commonCutoff ?? 'none known'}`
+        ? `contamination-safe papers, ${commonCutoffLabel(report)}`
         : 'contamination-safe papers, each model at its own cutoff';
   return `scores use the ${judge}; subset: ${subset}`;
+}
+
+/** safe-common's cutoff as a reader needs it: the month, or why there is none. */
+export function commonCutoffLabel(report: ScoreReport): string {
+  if (report.commonCutoff) return `common cutoff ${report.commonCutoff} (the latest among the run's models)`;
+  const unknown = report.models.find((m) => m.cutoffUnknown.length)?.cutoffUnknown;
+  if (unknown) return `common cutoff unknown (cutoff unknown for ${unknown.join(', ')})`;
+  return 'no trained model to guard against, every paper counts';
 }
 
 /** Where the intervals come from, and what ± means: said once under every table. */
@@ -65,7 +74,11 @@ export function emptySubsetNotes(report: ScoreReport, run?: RunRecord): string[]
   const newest = dates.length ? `; the newest paper of the run was first committed on ${dates[dates.length - 1]}` : '';
   return report.models
     .filter((m) => m.tasks === 0)
-    .map((m) => `${m.model}: n/a, no paper was first committed after its cutoff ${m.cutoff ?? '(unknown)'}${newest}`);
+    .map((m) =>
+      m.cutoffUnknown.length
+        ? unknownCutoffNote(m.model, m.cutoffUnknown)
+        : `${m.model}: n/a, no paper was first committed after its cutoff ${m.cutoff ?? '(unknown)'}${newest}`,
+    );
 }
 
 /** A model's infra_error task samples and their rate: `12 (3.10%)`. */

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import type { FailureClass, Judge } from '../types';
 import type { ModelScore, ScoreReport, Subset } from '../scoring';
 import { scoreStoredRun } from '../scoring';
-import { describeScope, emptySubsetNotes } from './format';
+import { commonCutoffLabel, describeScope, emptySubsetNotes } from './format';
 import type { LoadedRun } from './loaded-run';
 import type { TaskSources } from './task-detail';
 import { promptPrefixes, taskDetails } from './task-detail';
@@ -375,10 +375,7 @@ function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, al
   const reports = new Map<HtmlRunInput, Record<Subset, ScoreReport>>();
   for (const r of inputs) {
     const all = allReports.get(r) ?? scoreOf(r, judge, 'all');
-    // Without a known cutoff both safe subsets hold every paper: the 'all' scores, not scored again.
-    const anyCutoff = Object.values(r.loaded.run.models).some((m) => !!m.knowledgeCutoff);
-    const score = (subset: Subset) => (anyCutoff ? scoreOf(r, judge, subset) : { ...all, subset, commonCutoff: null });
-    reports.set(r, { all, 'safe-common': score('safe-common'), 'safe-per-model': score('safe-per-model') });
+    reports.set(r, { all, 'safe-common': scoreOf(r, judge, 'safe-common'), 'safe-per-model': scoreOf(r, judge, 'safe-per-model') });
   }
   const cell = (m: ModelScore | undefined) =>
     !m || !m.tasks ? '<td class="num">n/a</td>' : `<td class="num">${pct(m.scaled.mean)} ${ci(m.scaled.ci)} <span class="muted">${m.tasks} task(s)</span></td>`;
@@ -390,7 +387,7 @@ function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, al
   });
   const notes = inputs.flatMap((r) => {
     const rep = reports.get(r)!;
-    const common = `${esc(r.label)}: common cutoff ${esc(rep['safe-common'].commonCutoff ?? 'none known')}`;
+    const common = `${esc(r.label)}: ${esc(commonCutoffLabel(rep['safe-common']))}`;
     return [common, ...emptySubsetNotes(rep['safe-per-model'], r.loaded.run).map(esc)];
   });
   return (
