@@ -5,6 +5,7 @@ import type { FailureClass, Judge, PaperMeta } from './types';
 import type { PaperEnvironment, RunRecord, TaskRecord, Verdict } from './records';
 import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic } from './report/bootstrap';
 import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
+import { judgedTasks, partialNote, partialRun, type PartialRun, type ShownStatus } from './report/partial-run';
 import { cutoffFreeModels, inScope as scopeHolds, isSafeFor, normalizeCutoff, subsetScopes, type Subset } from './contamination';
 
 export type { Subset } from './contamination';
@@ -109,6 +110,8 @@ export interface ScoreInput {
   subset: Subset;
   /** Knowledge cutoff month (YYYY-MM) per model, where known. */
   cutoffs: Record<string, string | undefined>;
+  /** Every model of the run, listed even with no task to score (a partial run's model not judged yet: n/a); default the tasks' models. */
+  models?: string[];
   /** Models no cutoff applies to (oracle, empty: no training data); every paper is safe for them. */
   cutoffFree?: string[];
   /** The run's environment check, if it had one: tasks of papers that do not run are env_broken. */
@@ -134,6 +137,8 @@ export interface ScoreReport {
   infraError: { taskSamples: number; rate: number };
   /** What a reader must know to read the scores: untested and env_broken tasks, and how they are treated. */
   notes: string[];
+  /** Set when the run did not finish: its scores are over the judged tasks only (core/report/partial-run.ts). */
+  partial?: PartialRun;
 }
 
 export function passed(v: Verdict | undefined, judge: Judge): boolean {
@@ -217,10 +222,15 @@ export function scoreStoredRun(
   judge: Judge,
   subset: Subset,
   infraErrors?: ReadonlySet<string>,
+  /** The status to show, where the caller knows more than the store (an active run whose process is gone: `interrupted`). */
+  shown: ShownStatus = run.status,
 ): ScoreReport {
   const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  return scoreRun({
-    tasks,
+  // A run that did not finish is scored over its judged tasks only, and says so.
+  const partial = partialRun(run, infraErrors?.size ? tasks.filter((t) => !infraErrors.has(t.taskId)) : tasks, verdicts, shown);
+  const report = scoreRun({
+    tasks: partial ? judgedTasks(run, tasks, verdicts, infraErrors) : tasks,
+    ...(partial ? { models: [...new Set(tasks.map((t) => t.model))] } : {}),
     verdicts,
     papers: run.papers,
     judge,
@@ -230,11 +240,16 @@ export function scoreStoredRun(
     environment: run.environment?.papers,
     ...(infraErrors ? { infraErrors } : {}),
   });
+  if (partial) {
+    report.partial = partial;
+    report.notes.unshift(partialNote(partial));
+  }
+  return report;
 }
 
 export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
-  const models = [...new Set(input.tasks.map((t) => t.model))];
+  const models = [...new Set([...(input.models ?? []), ...input.tasks.map((t) => t.model)])];
   const scopes = subsetScopes(input.subset, models, input.cutoffs, new Set(input.cutoffFree ?? []));
   const commonCutoff = input.subset === 'safe-common' ? (scopes.get(models[0])?.cutoff ?? null) : null;
   const report: ScoreReport = {

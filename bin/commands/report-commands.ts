@@ -10,6 +10,8 @@ import { asUsageError, loadPsetOrFail, openRunDir, parseReportFlags, readRunDir,
 import { taskSources, type TaskSourceFlags } from './task-sources';
 import { estimateRun, estimateSourceOf, type EstimateSource, type SubsetEstimates } from '../../core/report/subset-estimate';
 import { parseSubsetFile, subsetSha256 } from '../../core/subset/subset-file';
+import { shownStatus } from '../../core/report/partial-run';
+import { runOwnerAlive } from '../../app/run-owner';
 
 export interface ReportCommandOptions extends TaskSourceFlags {
   format: string;
@@ -64,7 +66,13 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
       } catch (e) {
         throw new UsageError(`${estimate ? '--subset-file ' : ''}${(e as Error).message}`);
       }
-      inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts), estimate: subsetEstimate });
+      inputs.push({
+        label: dir,
+        loaded,
+        sources: taskSources(loaded.run, opts),
+        estimate: subsetEstimate,
+        shownStatus: shownStatus(loaded.run.status, runOwnerAlive(dir)),
+      });
     }
     let baseline: HtmlBaseline | undefined;
     if (opts.baseline !== undefined) {
@@ -82,7 +90,9 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     const { store, runId } = openRunDir(runDir, false);
     try {
       if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
-      const { text } = await buildReport(store, runId, { ...flags, estimate }).catch((e: unknown) => {
+      const status = await store.getRun(runId);
+      const shown = status ? shownStatus(status.status, runOwnerAlive(runDir)) : undefined;
+      const { text } = await buildReport(store, runId, { ...flags, estimate, ...(shown ? { shownStatus: shown } : {}) }).catch((e: unknown) => {
         if (estimate && e instanceof Error && e.message.startsWith(estimate.source)) throw new UsageError(`--subset-file ${e.message}`);
         throw asUsageError(e);
       });

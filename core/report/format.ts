@@ -7,6 +7,7 @@ import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
 import { unknownCutoffNote } from '../contamination';
+import { PARTIAL_CSV_COLUMNS, partialCsvCells, partialNote } from './partial-run';
 import { ESTIMATE_CSV_COLUMNS, ESTIMATE_HEADER, estimateCsvCells, estimateJson, estimateRows, type SubsetEstimates } from './subset-estimate';
 import { COST_CSV_COLUMNS, COST_HEADER, COST_TITLE, costCsvCells, costJson, costRows, type RunCost } from './run-cost';
 
@@ -136,7 +137,8 @@ export function envBrokenRows(report: ScoreReport): string[][] {
 }
 
 export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
-  const out = alignedTable(headerOf(report), rows(report));
+  // A partial run's scores are headed by what they rest on, not only noted under them.
+  const out = [...(report.partial ? [`PARTIAL: ${partialNote(report.partial)}`, ''] : []), ...alignedTable(headerOf(report), rows(report))];
   if (estimates)
     out.push(
       '',
@@ -174,7 +176,11 @@ export function passAtKLine(m: ModelScore): string {
 export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
   const header = headerOf(report);
-  const out = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  const out = [
+    ...(report.partial ? [`**PARTIAL:** ${esc(partialNote(report.partial))}`, ''] : []),
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+  ];
   for (const r of rows(report)) out.push(`| ${r.map(esc).join(' | ')} |`);
   if (estimates) {
     out.push(
@@ -251,6 +257,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     ...(estimates ? ESTIMATE_CSV_COLUMNS : []),
     // The run's cost (core/report/run-cost.ts), on each model's ALL row, after everything else.
     ...(cost ? COST_CSV_COLUMNS : []),
+    ...(report.partial ? PARTIAL_CSV_COLUMNS : []),
   ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
@@ -275,6 +282,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
       ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky), String(m.infraError), pct(m.infraErrorRate)] : ['', '', '', '', '']),
       ...(estimates ? (paper === 'ALL' ? estimateCsvCells(estimates, m.model) : ESTIMATE_CSV_COLUMNS.map(() => '')) : []),
       ...(cost ? (paper === 'ALL' ? costCsvCells(cost, m.model) : COST_CSV_COLUMNS.map(() => '')) : []),
+      ...partialCsvCells(report.partial),
     ]
       .map(csvCell)
       .join(',');
@@ -310,6 +318,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
           ],
           ...(estimates ? ESTIMATE_CSV_COLUMNS.map(() => '') : []),
           ...(cost ? COST_CSV_COLUMNS.map(() => '') : []),
+          ...partialCsvCells(report.partial),
         ]
           .map(csvCell)
           .join(','),
@@ -326,7 +335,7 @@ export function formatJson(report: ScoreReport, run: RunRecord, estimates?: Subs
     {
       run: {
         runId: run.runId,
-        status: run.status,
+        status: report.partial?.status ?? run.status,
         source: run.source,
         spec: runSubset ? { ...spec, subset: { sha256: runSubset.sha256, source: runSubset.source, size: runSubset.file.size } } : spec,
         spentUsd: run.spentUsd,

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import type { FailureClass, Judge } from '../types';
 import type { ModelScore, ScoreReport, Subset } from '../scoring';
 import { scoreStoredRun } from '../scoring';
+import type { ShownStatus } from './partial-run';
 import { commonCutoffLabel, describeScope, emptySubsetNotes } from './format';
 import type { LoadedRun } from './loaded-run';
 import type { TaskSources } from './task-detail';
@@ -36,6 +37,8 @@ export interface HtmlRunInput {
   infra?: InfraCost;
   /** The run already scored (core/report/build-report.ts's cache): used when of the page's judge and subset, not scored again. */
   scored?: ScoreReport;
+  /** The status to show when the caller knows more than the store (`interrupted`: core/report/partial-run.ts). */
+  shownStatus?: ShownStatus;
 }
 
 /** The run's infrastructure cost as the page shows it: a local run's when none is given, none for imported results. */
@@ -521,7 +524,7 @@ function estimateSection(inputs: HtmlRunInput[], entries: Entry[]): string {
 }
 
 function scoreOf(r: HtmlRunInput, judge: Judge, subset: Subset): ScoreReport {
-  return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset, r.loaded.infraErrors);
+  return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset, r.loaded.infraErrors, r.shownStatus);
 }
 
 /**
@@ -576,7 +579,7 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
     .map((r) => {
       const run = r.loaded.run;
       const s = run.spec;
-      return `<tr><td>${esc(r.label)}</td><td><code>${esc(run.runId)}</code></td><td>${esc(run.status)}</td><td>${esc(run.source === 'import' ? 'imported' : s.psetRoot)}</td><td class="num">${s.samples}</td><td>${s.withPaper ? 'with paper' : 'without paper'}</td><td><code>${esc(s.promptTemplateDigest.slice(0, 12) || '–')}</code></td><td class="num">$${run.spentUsd.toFixed(4)}${s.budgetUsd !== null ? ` of $${s.budgetUsd.toFixed(2)}` : ''}</td><td>${esc(run.createdAt.slice(0, 16).replace('T', ' '))}</td></tr>`;
+      return `<tr><td>${esc(r.label)}</td><td><code>${esc(run.runId)}</code></td><td>${esc(r.shownStatus ?? run.status)}</td><td>${esc(run.source === 'import' ? 'imported' : s.psetRoot)}</td><td class="num">${s.samples}</td><td>${s.withPaper ? 'with paper' : 'without paper'}</td><td><code>${esc(s.promptTemplateDigest.slice(0, 12) || '–')}</code></td><td class="num">$${run.spentUsd.toFixed(4)}${s.budgetUsd !== null ? ` of $${s.budgetUsd.toFixed(2)}` : ''}</td><td>${esc(run.createdAt.slice(0, 16).replace('T', ' '))}</td></tr>`;
     })
     .join('');
 

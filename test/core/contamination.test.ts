@@ -175,12 +175,22 @@ interface RawStats {
     expect([by['Gemini-2.5-Pro-Preview-05-06'].all!.toFixed(2), by['Gemini-2.5-Pro-Preview-05-06'].safeCommon!.toFixed(2)]).toEqual(['37.34', '33.30']);
     expect([by['O3 (High)'].all!.toFixed(2), by['O3 (High)'].safeCommon!.toFixed(2)]).toEqual(['32.16', '25.90']);
     expect(table.rows.filter((r) => r.safeCommon! < r.all!)).toHaveLength(31);
-    // The docs print the table rcb makes, row for row.
-    const docs = readFileSync(join(REPO, 'docs', 'running-locally.md'), 'utf8');
+    // The docs print the table rcb makes, row for row (cells compared: the formatter aligns the columns).
+    const cellsOf = (line: string) =>
+      line
+        .split(/(?<!\\)\|/)
+        .slice(1, -1)
+        .map((c) => c.trim());
+    const docRows = readFileSync(join(REPO, 'docs', 'running-locally.md'), 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('| '))
+      .map(cellsOf);
     const rows = formatContaminationMarkdown(table)
       .split('\n')
-      .filter((l) => l.startsWith('| '));
-    expect(rows).toHaveLength(34);
-    for (const r of rows) expect(docs).toContain(r);
+      .filter((l) => l.startsWith('| '))
+      .map(cellsOf)
+      .slice(2);
+    expect(rows).toHaveLength(32);
+    for (const r of rows) expect(docRows).toContainEqual(r);
   });
 });
