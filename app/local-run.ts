@@ -21,6 +21,7 @@ import { knownFlaky } from '../core/run/reference-repeat';
 import { createLocalExecutor, defaultJobs } from '../adapters/executor';
 import type { SandboxMode } from '../adapters/executor/executor-options';
 import type { HostedModels } from '../adapters/models/hosted-models';
+import { recordRunOwner } from './run-owner';
 import { cacheDir, defaultPython, interpreterPath, openRunDir, runIdIn, UsageError, writeRunId } from './local-machine';
 import { laneClient } from './models';
 import { estimateRun, formatEstimates } from './estimate';
@@ -86,6 +87,7 @@ export async function runLocally(resolved: ResolvedRun, options: LocalRunOptions
   }
   const { store, dir } = opened;
   writeRunId(dir, resolved.runId);
+  recordRunOwner(dir);
   const paid = resolved.models.costs.size > 0;
   const cache = paid ? openCompletionCache() : undefined;
   const progress = new TerminalProgress();

@@ -19,6 +19,7 @@ import type * as SweepCommandsModule from './commands/sweep-commands';
 import type * as RejudgeCommandModule from './commands/rejudge-command';
 import type * as RunsCommandModule from './commands/runs-command';
 import type * as CompareCommandModule from './commands/compare-command';
+import type * as ContaminationCommandModule from './commands/contamination-command';
 import type * as ShowCommandModule from './commands/show-command';
 import type * as ModelCommandsModule from './commands/model-commands';
 import type * as DoctorCommandModule from './commands/doctor-command';
@@ -311,8 +312,20 @@ async function main(argv: string[]): Promise<number> {
     .description('load an original-harness overall_stats.json as a run')
     .argument('<file>', 'overall_stats.json')
     .requiredOption('--out <dir>', 'run directory to create')
+    .option('--pset <dir>', "the papers' first commit dates from this pset's papers.yaml, as the original harness's contamination rule reads them")
     .action(async (file, o) => {
       code = await importOfficialCommand(file, o);
+    });
+
+  program
+    .command('contamination')
+    .description("each model's scaled pass@1 on all papers beside its contamination-safe scores (common cutoff, own cutoff)")
+    .argument('<run-dir>', 'run directory')
+    .option('--judge <judge>', 'strict or official (default: strict; official for imported runs)')
+    .option('--format <format>', 'table, markdown or json', 'table')
+    .action(async (dir, o) => {
+      const { contaminationCommand }: typeof ContaminationCommandModule = require('./commands/contamination-command');
+      code = await contaminationCommand(dir, o);
     });
 
   registerSubsetCommands(program, (c) => {

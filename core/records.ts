@@ -61,6 +61,12 @@ export type RunStatus =
 export interface ModelInfo {
   /** Knowledge cutoff month, YYYY-MM, for the contamination-safe subsets. */
   knowledgeCutoff?: string;
+  /** The name a reader knows the model by (the original's `llm_cfg.pretty_name`, the registry's `display_name`). */
+  displayName?: string;
+  /** Who made it (`llm_cfg.developer`, the registry's `developer`). */
+  developer?: string;
+  /** Whether its weights are published (`llm_cfg.is_open`, the registry's `open`). */
+  open?: boolean;
   /** The model's configuration as run (the `llm_cfg` of official results). */
   config: Record<string, unknown>;
 }

@@ -5,8 +5,10 @@ import type { FailureClass, Judge, PaperMeta } from './types';
 import type { PaperEnvironment, RunRecord, TaskRecord, Verdict } from './records';
 import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic } from './report/bootstrap';
 import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
+import { judgedTasks, partialNote, partialRun, type PartialRun, type ShownStatus } from './report/partial-run';
+import { cutoffFreeModels, inScope as scopeHolds, isSafeFor, normalizeCutoff, subsetScopes, type Subset } from './contamination';
 
-export type Subset = 'all' | 'safe-common' | 'safe-per-model';
+export type { Subset } from './contamination';
 
 export interface MeanStd {
   mean: number;
@@ -94,6 +96,8 @@ export interface ModelScore {
   paperIds: string[];
   /** Cutoff used for the subset, if any. */
   cutoff: string | null;
+  /** Models whose unknown cutoff leaves this one without a contamination-safe score (empty when it has one). */
+  cutoffUnknown: string[];
   /** The scored tasks themselves (not printed by the formats; `rcb compare` pairs them). */
   outcomes: TaskOutcome[];
 }
@@ -106,6 +110,10 @@ export interface ScoreInput {
   subset: Subset;
   /** Knowledge cutoff month (YYYY-MM) per model, where known. */
   cutoffs: Record<string, string | undefined>;
+  /** Every model of the run, listed even with no task to score (a partial run's model not judged yet: n/a); default the tasks' models. */
+  models?: string[];
+  /** Models no cutoff applies to (oracle, empty: no training data); every paper is safe for them. */
+  cutoffFree?: string[];
   /** The run's environment check, if it had one: tasks of papers that do not run are env_broken. */
   environment?: PaperEnvironment[];
   /**
@@ -129,22 +137,25 @@ export interface ScoreReport {
   infraError: { taskSamples: number; rate: number };
   /** What a reader must know to read the scores: untested and env_broken tasks, and how they are treated. */
   notes: string[];
+  /** Set when the run did not finish: its scores are over the judged tasks only (core/report/partial-run.ts). */
+  partial?: PartialRun;
 }
 
 export function passed(v: Verdict | undefined, judge: Judge): boolean {
   return !!v && (judge === 'strict' ? v.strictPass : v.officialPass);
 }
 
-/** SPEC 9: a paper is safe when its code was first public after the first day of the cutoff month. */
+/** A paper is safe when its code was first public after the first day of the cutoff month (no cutoff: every paper counts). */
 export function isSafe(paper: PaperMeta, cutoff: string | undefined | null): boolean {
   if (!cutoff) return true;
-  // A paper without a first commit date cannot be shown to be safe.
-  if (!paper.first_commit_date) return false;
-  return paper.first_commit_date > `${cutoff}-01`;
+  return isSafeFor(paper, cutoff);
 }
 
 export function latestCutoff(cutoffs: (string | undefined)[]): string | null {
-  const known = cutoffs.filter((c): c is string => !!c).sort();
+  const known = cutoffs
+    .map(normalizeCutoff)
+    .filter((c): c is string => !!c)
+    .sort();
   return known.length ? known[known.length - 1] : null;
 }
 
@@ -211,24 +222,36 @@ export function scoreStoredRun(
   judge: Judge,
   subset: Subset,
   infraErrors?: ReadonlySet<string>,
+  /** The status to show, where the caller knows more than the store (an active run whose process is gone: `interrupted`). */
+  shown: ShownStatus = run.status,
 ): ScoreReport {
   const cutoffs = Object.fromEntries(Object.entries(run.models).map(([id, m]) => [id, m.knowledgeCutoff]));
-  return scoreRun({
-    tasks,
+  // A run that did not finish is scored over its judged tasks only, and says so.
+  const partial = partialRun(run, infraErrors?.size ? tasks.filter((t) => !infraErrors.has(t.taskId)) : tasks, verdicts, shown);
+  const report = scoreRun({
+    tasks: partial ? judgedTasks(run, tasks, verdicts, infraErrors) : tasks,
+    ...(partial ? { models: [...new Set(tasks.map((t) => t.model))] } : {}),
     verdicts,
     papers: run.papers,
     judge,
     subset,
     cutoffs,
+    cutoffFree: cutoffFreeModels(run.models),
     environment: run.environment?.papers,
     ...(infraErrors ? { infraErrors } : {}),
   });
+  if (partial) {
+    report.partial = partial;
+    report.notes.unshift(partialNote(partial));
+  }
+  return report;
 }
 
 export function scoreRun(input: ScoreInput): ScoreReport {
   const paperMeta = new Map(input.papers.map((p) => [p.id, p]));
-  const models = [...new Set(input.tasks.map((t) => t.model))];
-  const commonCutoff = input.subset === 'safe-common' ? latestCutoff(models.map((m) => input.cutoffs[m])) : null;
+  const models = [...new Set([...(input.models ?? []), ...input.tasks.map((t) => t.model)])];
+  const scopes = subsetScopes(input.subset, models, input.cutoffs, new Set(input.cutoffFree ?? []));
+  const commonCutoff = input.subset === 'safe-common' ? (scopes.get(models[0])?.cutoff ?? null) : null;
   const report: ScoreReport = {
     judge: input.judge,
     subset: input.subset,
@@ -248,11 +271,9 @@ export function scoreRun(input: ScoreInput): ScoreReport {
   const brokenSamples = new Map<string, number>();
 
   for (const model of models) {
-    const cutoff = input.subset === 'all' ? null : input.subset === 'safe-common' ? commonCutoff : (input.cutoffs[model] ?? null);
-    const inScope = (paper: string) => {
-      const meta = paperMeta.get(paper);
-      return input.subset === 'all' || (!!meta && isSafe(meta, cutoff));
-    };
+    const scope = scopes.get(model)!;
+    const cutoff = scope.cutoff;
+    const inScope = (paper: string) => scopeHolds(scope, paperMeta.get(paper));
     const groups = new Map<string, TaskGroup>();
     const failures: Partial<Record<FailureClass, number>> = {};
     let pending = 0;
@@ -366,6 +387,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       flaky,
       paperIds,
       cutoff,
+      cutoffUnknown: scope.unknown,
       outcomes: all.map((g) => ({
         paper: g.paper,
         file: g.file,

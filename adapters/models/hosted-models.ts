@@ -73,7 +73,7 @@ export class HostedModels {
     if (!entry) return undefined;
     return {
       client: new LazyModelClient(entry, () => createRunModelClient(entry, this.keys, { ...this.opts, lanes: this.lanes })),
-      info: { knowledgeCutoff: entry.knowledge_cutoff, config: { name: entry.id, provider: entry.provider, ...answerParams(entry) } },
+      info: modelInfoOf(entry),
       cost: costModelFor(entry, this.opts.providers),
     };
   }
@@ -195,4 +195,13 @@ class LazyBatchClient implements BatchClient {
   async cancel(batchId: string, signal?: AbortSignal): Promise<void> {
     return (await this.client()).cancel(batchId, signal);
   }
+}
+
+/** What a run records of a registry model for its reports: cutoff, display name, developer, openness, and the parameters it ran with. */
+function modelInfoOf(entry: ModelEntry): ModelInfo {
+  const info: ModelInfo = { knowledgeCutoff: entry.knowledge_cutoff, config: { name: entry.id, provider: entry.provider, ...answerParams(entry) } };
+  if (entry.display_name) info.displayName = entry.display_name;
+  if (entry.developer) info.developer = entry.developer;
+  if (entry.open !== undefined) info.open = entry.open;
+  return info;
 }

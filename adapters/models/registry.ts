@@ -107,6 +107,12 @@ function makeEntrySchema(providers: ProviderTable) {
       /** Tokenizer for estimates; default by provider (o200k_base for OpenAI, an approximation elsewhere). */
       tokenizer: z.enum(['o200k_base', 'cl100k_base', 'approx']).optional(),
       description: z.string().optional(),
+      /** The name reports show (the original harness's pretty_name). */
+      display_name: z.string().min(1).optional(),
+      /** Who made the model. */
+      developer: z.string().min(1).optional(),
+      /** Whether its weights are published (the original's is_open). */
+      open: z.boolean().optional(),
       /**
        * Long calls (ones that may outlast a Lambda): never one long request, but through the
        * batch lane, where no Lambda waits: the provider's background mode (OpenAI Responses,
@@ -167,6 +173,9 @@ export interface ModelEntry {
   cache_min_tokens?: number;
   tokenizer?: 'o200k_base' | 'cl100k_base' | 'approx';
   description?: string;
+  display_name?: string;
+  developer?: string;
+  open?: boolean;
   /** Long calls: through the batch lane, in the provider's background mode or its batch API (longCallPath). */
   slow?: boolean;
 }

@@ -1,15 +1,18 @@
 /** `rcb report` and `rcb import-official`. */
 import { readFileSync, existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { buildReport } from '../../core/report/build-report';
 import { buildHtmlReport, publishedBaseline, type HtmlBaseline, type HtmlRunInput } from '../../core/report/html-report';
 import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
-import { importOverallStats } from '../../core/report/official';
-import { asUsageError, openRunDir, parseReportFlags, readRunDir, UsageError, writeRunId } from './common';
+import { importOverallStats, type ImportedRun } from '../../core/report/official';
+import { describeDateChange, papersMissingFromPset, withPsetDates } from '../../core/report/official-dates';
+import { asUsageError, loadPsetOrFail, openRunDir, parseReportFlags, readRunDir, UsageError, writeRunId } from './common';
 import { taskSources, type TaskSourceFlags } from './task-sources';
 import { estimateRun, estimateSourceOf, type EstimateSource, type SubsetEstimates } from '../../core/report/subset-estimate';
 import { parseSubsetFile, subsetSha256 } from '../../core/subset/subset-file';
 import { FIGURE_DPI, writeFigures } from '../../app/figures';
+import { shownStatus } from '../../core/report/partial-run';
+import { runOwnerAlive } from '../../app/run-owner';
 
 export interface ReportCommandOptions extends TaskSourceFlags {
   format: string;
@@ -68,7 +71,13 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
       } catch (e) {
         throw new UsageError(`${estimate ? '--subset-file ' : ''}${(e as Error).message}`);
       }
-      inputs.push({ label: dir, loaded, sources: taskSources(loaded.run, opts), estimate: subsetEstimate });
+      inputs.push({
+        label: dir,
+        loaded,
+        sources: taskSources(loaded.run, opts),
+        estimate: subsetEstimate,
+        shownStatus: shownStatus(loaded.run.status, runOwnerAlive(dir)),
+      });
     }
     let baseline: HtmlBaseline | undefined;
     if (opts.baseline !== undefined) {
@@ -87,7 +96,9 @@ export async function reportCommand(runDirs: string[], opts: ReportCommandOption
     try {
       if (!runId) throw new UsageError(`${resolve(runDir)} has no run.json`);
       const baseline = opts.baseline === undefined ? undefined : await baselineFor(opts.baseline, store, runId);
-      const { text } = await buildReport(store, runId, { ...flags, estimate, baseline }).catch((e: unknown) => {
+      const status = await store.getRun(runId);
+      const shown = status ? shownStatus(status.status, runOwnerAlive(runDir)) : undefined;
+      const { text } = await buildReport(store, runId, { ...flags, estimate, baseline, ...(shown ? { shownStatus: shown } : {}) }).catch((e: unknown) => {
         if (estimate && e instanceof Error && e.message.startsWith(estimate.source)) throw new UsageError(`--subset-file ${e.message}`);
         throw asUsageError(e);
       });
@@ -127,6 +138,17 @@ async function figuresCommand(runDirs: string[], opts: ReportCommandOptions): Pr
   return 0;
 }
 
+/** `--pset DIR`: the papers' first commit dates from its papers.yaml, as the original harness reads them; each change said on stderr. */
+function datesFromPset(imported: ImportedRun, file: string, psetDir: string): ImportedRun {
+  const pset = loadPsetOrFail(psetDir);
+  const metas = pset.papers.map((p) => p.meta);
+  const missing = papersMissingFromPset(imported, metas);
+  if (missing.length) throw new UsageError(`--pset ${psetDir}: ${pset.root} has no paper ${missing.join(', ')} of ${file}`);
+  const { imported: dated, changes } = withPsetDates(imported, metas);
+  for (const c of changes) process.stderr.write(`${describeDateChange(c, file, join(pset.root, 'papers.yaml'))}\n`);
+  return dated;
+}
+
 /** `--subset-file FILE` read and checked; errors name the flag and the file. */
 function readSubsetFlag(file: string): EstimateSource {
   const source = resolve(file);
@@ -139,7 +161,7 @@ function readSubsetFlag(file: string): EstimateSource {
   }
 }
 
-export async function importOfficialCommand(file: string, opts: { out: string }): Promise<number> {
+export async function importOfficialCommand(file: string, opts: { out: string; pset?: string }): Promise<number> {
   const path = resolve(file);
   if (!existsSync(path)) throw new UsageError(`${path} does not exist`);
   let imported;
@@ -148,6 +170,7 @@ export async function importOfficialCommand(file: string, opts: { out: string })
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  if (opts.pset !== undefined) imported = datesFromPset(imported, path, opts.pset);
   const { store, runId, dir } = openRunDir(opts.out, true);
   try {
     if (runId && runId !== imported.run.runId) throw new UsageError(`${dir} holds another run (${runId})`);

@@ -6,6 +6,8 @@ import { defaultJudge } from '../../core/report/build-report';
 import { loadRun } from '../../core/report/loaded-run';
 import { StoreFileError } from '../../adapters/local/sqlite-store';
 import { openRunDir, runIdIn, UsageError } from './common';
+import { runOwnerAlive } from '../../app/run-owner';
+import { shownStatus, type PartialRun } from '../../core/report/partial-run';
 
 export interface RunListing {
   dir: string;
@@ -29,6 +31,8 @@ export interface RunListing {
   envBrokenPapers: string[];
   /** The score's notes (untested and env_broken tasks). */
   notes: string[];
+  /** A run that did not finish: its scores are over its judged tasks only (core/report/partial-run.ts). */
+  partial: PartialRun | null;
 }
 
 /** A folder that has a run store but cannot be read as a run: listed with why, the others still listed. */
@@ -83,12 +87,14 @@ async function listRun(dir: string): Promise<RunListing | DamagedListing> {
     if (!run) return { dir, damaged: `${join(dir, 'rcb.sqlite')} holds no run ${runId} (the run ${join(dir, 'run.json')} names)` };
     const loaded = await loadRun(store, runId);
     const judge = defaultJudge(run, 'table');
-    const report = scoreStoredRun(run, loaded.tasks, loaded.verdicts, judge, 'all');
+    const status = shownStatus(run.status, runOwnerAlive(dir));
+    const report = scoreStoredRun(run, loaded.tasks, loaded.verdicts, judge, 'all', undefined, status);
     const { runnable, envBroken } = splitRunnable(run, loaded.tasks);
     return {
       dir,
       runId: run.runId,
-      status: run.status,
+      status,
+      partial: report.partial ?? null,
       createdAt: run.createdAt,
       models: run.spec.models.map((m) => m.id),
       samples: run.spec.samples,
@@ -133,7 +139,7 @@ export async function runsCommand(dir: string | undefined, opts: { json?: boolea
         `  ${r.papers} paper(s), ${r.samples} sample(s)${r.withPaper ? '' : ', no paper'}; judged ${r.judged}/${r.tasks}` +
         (r.envBroken ? `; env_broken ${r.envBroken} (${r.envBrokenPapers.join(', ')}: cannot run here, not scored)` : '') +
         '\n' +
-        `  scaled pass@1 % (${r.judge}): ${scores || '-'}\n`,
+        `  scaled pass@1 % (${r.judge}${r.partial ? `, partial: over the ${r.partial.judged} judged of ${r.partial.judged + r.partial.pending}, not final` : ''}): ${scores || '-'}\n`,
     );
   }
   for (const d of damaged) process.stdout.write(`${relative(process.cwd(), d.dir) || '.'}  DAMAGED  ${d.damaged}\n`);

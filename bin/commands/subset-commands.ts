@@ -9,6 +9,7 @@ import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { importOverallStats } from '../../core/report/official';
 import { checkSubsets, formatCheck } from '../../core/subset/check';
+import { checkHoldout, formatHoldout, parseHoldout } from '../../core/subset/holdout';
 import { assertMatrixOfPset, verdictMatrix, type VerdictMatrix } from '../../core/subset/matrix';
 import { assertSubsetFitsPset, buildSubset, parseSubsetFile, serializeSubset } from '../../core/subset/subset-file';
 import { defaultPsetDir, loadPsetOrFail, UsageError } from './common';
@@ -104,10 +105,42 @@ export interface SubsetCheckOptions {
   seed?: string;
   randomSeeds: string;
   json?: boolean;
+  /** `strongest:N` or `newest:N` (by knowledge cutoff): hold those models out together. */
+  holdout?: string;
+}
+
+/** Each model's knowledge cutoff, from the files' llm_cfg. */
+function cutoffsOf(files: string[]): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const file of files) {
+    const { run } = importOverallStats(readFileSync(resolve(file), 'utf8'), resolve(file));
+    for (const [id, info] of Object.entries(run.models)) out[id] ??= info.knowledgeCutoff;
+  }
+  return out;
+}
+
+function holdoutCommand(opts: SubsetCheckOptions, m: VerdictMatrix, sizes: number[]): number {
+  let spec;
+  try {
+    spec = parseHoldout(opts.holdout!);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const cutoffs = spec.kind === 'newest' ? cutoffsOf(opts.official) : {};
+  const checks = sizes.map((size) => {
+    try {
+      return checkHoldout(m, spec, size, parseSeed(opts.seed), cutoffs);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  });
+  process.stdout.write(opts.json ? `${JSON.stringify(checks, null, 2)}\n` : checks.map(formatHoldout).join('\n'));
+  return 0;
 }
 
 export function subsetCheckCommand(opts: SubsetCheckOptions): number {
   const m = readOfficial(opts.official, opts.excludeModel);
+  if (opts.holdout !== undefined) return holdoutCommand(opts, m, parseSizes(opts.size, m.tasks.length));
   const sizes = parseSizes(opts.size, m.tasks.length);
   if (m.models.length < 4)
     throw new UsageError(`--official: ${m.models.length} model(s); leave-one-model-out needs at least 4 (3 to fit and calibrate on, 1 held out)`);
@@ -194,6 +227,7 @@ export function registerSubsetCommands(program: Command, done: (code: number) =>
     .option('--seed <n>', 'seed of the tie-break and of the random subsets', '0')
     .option('--random-seeds <n>', 'random subsets drawn per held-out model', '10')
     .option('--json', 'the check as JSON, every held-out model included')
+    .option('--holdout <split>', 'strongest:N or newest:N (by knowledge cutoff): hold those models out together, fit on the rest, estimate them')
     .action((o: SubsetCheckOptions) => done(subsetCheckCommand(o)));
   subset
     .command('show')

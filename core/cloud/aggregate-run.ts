@@ -154,13 +154,16 @@ export async function aggregateRun(
   // The reports after the infra_error record: their infrastructure cost bills the failed shards.
   const infraCost = priceRecordedInfra(await recordedCloudRun(deps, (await deps.store.getRun(runId)) ?? run));
   const infraTasks = new Set(infra.shards.flatMap((s) => s.taskIds));
+  // env_broken tasks have no verdict by design.
+  const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper) && !infraTasks.has(t.taskId)).length;
+  // A run with tasks missing is partial: its reports say the status it ends with, not 'aggregating'.
+  const endsAs = run.status === 'budget_exhausted' || run.status === 'cancelled' ? run.status : 'failed';
   // Every report scores without the infra_error tasks and names them, with their rate.
   await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS, {
     infra: infraCost,
     infraErrors: infraTasks,
+    ...(missing > 0 ? { shownStatus: endsAs } : {}),
   });
-  // env_broken tasks have no verdict by design.
-  const missing = tasks.filter((t) => !judged.has(t.taskId) && !broken.has(t.paper) && !infraTasks.has(t.taskId)).length;
   // The status before aggregation says why a run may be incomplete.
   let status: AggregateResult['status'] = infraTasks.size ? 'succeeded_with_errors' : 'succeeded';
   if (missing > 0) {

@@ -36,6 +36,9 @@ export const runSpecSchema = z.object({
 export const modelInfoSchema = z.object({
   /** Knowledge cutoff month, YYYY-MM. */
   knowledgeCutoff: z.string().optional(),
+  displayName: z.string().optional(),
+  developer: z.string().optional(),
+  open: z.boolean().optional(),
   /** The model's configuration as run. */
   config: z.record(z.unknown()),
 });

@@ -13,6 +13,7 @@ import { toOverallStats } from './official';
 import type { TaskSources } from './task-detail';
 import { loadRun } from './loaded-run';
 import { buildHtmlReport } from './html-report';
+import type { ShownStatus } from './partial-run';
 import { estimateRun, estimateSourceOf, type EstimateSource } from './subset-estimate';
 import { runCost } from './run-cost';
 import type { Baseline } from './baseline';
@@ -36,6 +37,8 @@ export interface ReportOptions {
   infra?: InfraCost;
   /** Task ids a cloud run recorded infra_error: those still unjudged are out of the scores, counted apart. */
   infraErrors?: ReadonlySet<string>;
+  /** The status to show when the caller knows more than the store (`interrupted`: core/report/partial-run.ts). */
+  shownStatus?: ShownStatus;
   /**
    * Shared by the reports of one run written together (core/run/run-outputs.ts): its tasks and
    * verdicts read once and each judge's score computed once, not once per format (at 32 models
@@ -88,17 +91,30 @@ export async function buildReport(store: RunStore, runId: string, opts: ReportOp
     const scored = opts.cache?.scores.get(`${judge}\0${opts.subset}`);
     return {
       run,
-      text: buildHtmlReport([{ label: opts.label ?? runId, loaded, sources, estimate, infra: costOf(run, opts.infra), ...(scored ? { scored } : {}) }], {
-        judge,
-        subset: opts.subset,
-        baseline: opts.baseline,
-      }),
+      text: buildHtmlReport(
+        [
+          {
+            label: opts.label ?? runId,
+            loaded,
+            sources,
+            estimate,
+            infra: costOf(run, opts.infra),
+            ...(scored ? { scored } : {}),
+            ...(opts.shownStatus ? { shownStatus: opts.shownStatus } : {}),
+          },
+        ],
+        {
+          judge,
+          subset: opts.subset,
+          baseline: opts.baseline,
+        },
+      ),
     };
   }
   const { cache } = opts;
   const { tasks, verdicts } = await (cache ? (cache.read ??= readScored(store, runId)) : readScored(store, runId));
   const scoreKey = `${judge}\0${opts.subset}`;
-  const report = cache?.scores.get(scoreKey) ?? scoreStoredRun(run, tasks, verdicts, judge, opts.subset, opts.infraErrors);
+  const report = cache?.scores.get(scoreKey) ?? scoreStoredRun(run, tasks, verdicts, judge, opts.subset, opts.infraErrors, opts.shownStatus);
   cache?.scores.set(scoreKey, report);
   const estimates = from ? estimateRun(run, tasks, verdicts, from) : undefined;
   const infra = opts.format === 'official' ? undefined : costOf(run, opts.infra);

@@ -6,6 +6,8 @@ import type { FailureClass } from '../types';
 import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
+import { unknownCutoffNote } from '../contamination';
+import { PARTIAL_CSV_COLUMNS, partialCsvCells, partialNote } from './partial-run';
 import { ESTIMATE_CSV_COLUMNS, ESTIMATE_HEADER, estimateCsvCells, estimateJson, estimateRows, type SubsetEstimates } from './subset-estimate';
 import { BASELINE_CSV_COLUMNS, BASELINE_HEADER, baselineCell, baselineCsvCells, baselineJson, type Baseline } from './baseline';
 import { COST_CSV_COLUMNS, COST_HEADER, COST_TITLE, costCsvCells, costJson, costRows, type RunCost } from './run-cost';
@@ -41,9 +43,17 @@ export function describeScope(report: ScoreReport): string {
     report.subset === 'all'
       ? 'all papers'
       : report.subset === 'safe-common'
-        ? `contamination-safe papers, common cutoff ${report.commonCutoff ?? 'none known'}`
+        ? `contamination-safe papers, ${commonCutoffLabel(report)}`
         : 'contamination-safe papers, each model at its own cutoff';
   return `scores use the ${judge}; subset: ${subset}`;
+}
+
+/** safe-common's cutoff as a reader needs it: the month, or why there is none. */
+export function commonCutoffLabel(report: ScoreReport): string {
+  if (report.commonCutoff) return `common cutoff ${report.commonCutoff} (the latest among the run's models)`;
+  const unknown = report.models.find((m) => m.cutoffUnknown.length)?.cutoffUnknown;
+  if (unknown) return `common cutoff unknown (cutoff unknown for ${unknown.join(', ')})`;
+  return 'no trained model to guard against, every paper counts';
 }
 
 /** Where the intervals come from, and what ± means: said once under every table. */
@@ -66,7 +76,11 @@ export function emptySubsetNotes(report: ScoreReport, run?: RunRecord): string[]
   const newest = dates.length ? `; the newest paper of the run was first committed on ${dates[dates.length - 1]}` : '';
   return report.models
     .filter((m) => m.tasks === 0)
-    .map((m) => `${m.model}: n/a, no paper was first committed after its cutoff ${m.cutoff ?? '(unknown)'}${newest}`);
+    .map((m) =>
+      m.cutoffUnknown.length
+        ? unknownCutoffNote(m.model, m.cutoffUnknown)
+        : `${m.model}: n/a, no paper was first committed after its cutoff ${m.cutoff ?? '(unknown)'}${newest}`,
+    );
 }
 
 /** A model's infra_error task samples and their rate: `12 (3.10%)`. */
@@ -129,7 +143,8 @@ export function envBrokenRows(report: ScoreReport): string[][] {
 }
 
 export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost, baseline?: Baseline): string {
-  const out = alignedTable(headerOf(report, baseline), rows(report, baseline));
+  // A partial run's scores are headed by what they rest on, not only noted under them.
+  const out = [...(report.partial ? [`PARTIAL: ${partialNote(report.partial)}`, ''] : []), ...alignedTable(headerOf(report, baseline), rows(report, baseline))];
   if (baseline) out.push(`published: ${baseline.label}`);
   if (estimates)
     out.push(
@@ -168,7 +183,11 @@ export function passAtKLine(m: ModelScore): string {
 export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost, baseline?: Baseline): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|');
   const header = headerOf(report, baseline);
-  const out = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  const out = [
+    ...(report.partial ? [`**PARTIAL:** ${esc(partialNote(report.partial))}`, ''] : []),
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+  ];
   for (const r of rows(report, baseline)) out.push(`| ${r.map(esc).join(' | ')} |`);
   if (baseline) out.push('', `_published: ${esc(baseline.label)}_`);
   if (estimates) {
@@ -248,6 +267,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     ...(cost ? COST_CSV_COLUMNS : []),
     // --baseline: the published score of the same model and paper, last.
     ...(baseline ? BASELINE_CSV_COLUMNS : []),
+    ...(report.partial ? PARTIAL_CSV_COLUMNS : []),
   ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
@@ -273,6 +293,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
       ...(estimates ? (paper === 'ALL' ? estimateCsvCells(estimates, m.model) : ESTIMATE_CSV_COLUMNS.map(() => '')) : []),
       ...(cost ? (paper === 'ALL' ? costCsvCells(cost, m.model) : COST_CSV_COLUMNS.map(() => '')) : []),
       ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
+      ...partialCsvCells(report.partial),
     ]
       .map(csvCell)
       .join(',');
@@ -309,6 +330,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
           ...(estimates ? ESTIMATE_CSV_COLUMNS.map(() => '') : []),
           ...(cost ? COST_CSV_COLUMNS.map(() => '') : []),
           ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
+          ...partialCsvCells(report.partial),
         ]
           .map(csvCell)
           .join(','),
@@ -325,7 +347,7 @@ export function formatJson(report: ScoreReport, run: RunRecord, estimates?: Subs
     {
       run: {
         runId: run.runId,
-        status: run.status,
+        status: report.partial?.status ?? run.status,
         source: run.source,
         spec: runSubset ? { ...spec, subset: { sha256: runSubset.sha256, source: runSubset.source, size: runSubset.file.size } } : spec,
         spentUsd: run.spentUsd,

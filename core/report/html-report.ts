@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import type { FailureClass, Judge } from '../types';
 import type { ModelScore, ScoreReport, Subset } from '../scoring';
 import { scoreStoredRun } from '../scoring';
-import { describeScope, emptySubsetNotes } from './format';
+import type { ShownStatus } from './partial-run';
+import { commonCutoffLabel, describeScope, emptySubsetNotes } from './format';
 import type { LoadedRun } from './loaded-run';
 import type { TaskSources } from './task-detail';
 import { promptPrefixes, taskDetails } from './task-detail';
@@ -40,6 +41,8 @@ export interface HtmlRunInput {
   infra?: InfraCost;
   /** The run already scored (core/report/build-report.ts's cache): used when of the page's judge and subset, not scored again. */
   scored?: ScoreReport;
+  /** The status to show when the caller knows more than the store (`interrupted`: core/report/partial-run.ts). */
+  shownStatus?: ShownStatus;
 }
 
 /** The run's infrastructure cost as the page shows it: a local run's when none is given, none for imported results. */
@@ -395,10 +398,7 @@ function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, al
   const reports = new Map<HtmlRunInput, Record<Subset, ScoreReport>>();
   for (const r of inputs) {
     const all = allReports.get(r) ?? scoreOf(r, judge, 'all');
-    // Without a known cutoff both safe subsets hold every paper: the 'all' scores, not scored again.
-    const anyCutoff = Object.values(r.loaded.run.models).some((m) => !!m.knowledgeCutoff);
-    const score = (subset: Subset) => (anyCutoff ? scoreOf(r, judge, subset) : { ...all, subset, commonCutoff: null });
-    reports.set(r, { all, 'safe-common': score('safe-common'), 'safe-per-model': score('safe-per-model') });
+    reports.set(r, { all, 'safe-common': scoreOf(r, judge, 'safe-common'), 'safe-per-model': scoreOf(r, judge, 'safe-per-model') });
   }
   const cell = (m: ModelScore | undefined) =>
     !m || !m.tasks ? '<td class="num">n/a</td>' : `<td class="num">${pct(m.scaled.mean)} ${ci(m.scaled.ci)} <span class="muted">${m.tasks} task(s)</span></td>`;
@@ -410,7 +410,7 @@ function subsetsTable(inputs: HtmlRunInput[], entries: Entry[], judge: Judge, al
   });
   const notes = inputs.flatMap((r) => {
     const rep = reports.get(r)!;
-    const common = `${esc(r.label)}: common cutoff ${esc(rep['safe-common'].commonCutoff ?? 'none known')}`;
+    const common = `${esc(r.label)}: ${esc(commonCutoffLabel(rep['safe-common']))}`;
     return [common, ...emptySubsetNotes(rep['safe-per-model'], r.loaded.run).map(esc)];
   });
   return (
@@ -546,7 +546,7 @@ function estimateSection(inputs: HtmlRunInput[], entries: Entry[]): string {
 }
 
 function scoreOf(r: HtmlRunInput, judge: Judge, subset: Subset): ScoreReport {
-  return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset, r.loaded.infraErrors);
+  return scoreStoredRun(r.loaded.run, r.loaded.tasks, r.loaded.verdicts, judge, subset, r.loaded.infraErrors, r.shownStatus);
 }
 
 /**
@@ -596,7 +596,7 @@ export function buildHtmlReport(inputs: HtmlRunInput[], opts: HtmlReportOptions 
     .map((r) => {
       const run = r.loaded.run;
       const s = run.spec;
-      return `<tr><td>${esc(r.label)}</td><td><code>${esc(run.runId)}</code></td><td>${esc(run.status)}</td><td>${esc(run.source === 'import' ? 'imported' : s.psetRoot)}</td><td class="num">${s.samples}</td><td>${s.withPaper ? 'with paper' : 'without paper'}</td><td><code>${esc(s.promptTemplateDigest.slice(0, 12) || '–')}</code></td><td class="num">$${run.spentUsd.toFixed(4)}${s.budgetUsd !== null ? ` of $${s.budgetUsd.toFixed(2)}` : ''}</td><td>${esc(run.createdAt.slice(0, 16).replace('T', ' '))}</td></tr>`;
+      return `<tr><td>${esc(r.label)}</td><td><code>${esc(run.runId)}</code></td><td>${esc(r.shownStatus ?? run.status)}</td><td>${esc(run.source === 'import' ? 'imported' : s.psetRoot)}</td><td class="num">${s.samples}</td><td>${s.withPaper ? 'with paper' : 'without paper'}</td><td><code>${esc(s.promptTemplateDigest.slice(0, 12) || '–')}</code></td><td class="num">$${run.spentUsd.toFixed(4)}${s.budgetUsd !== null ? ` of $${s.budgetUsd.toFixed(2)}` : ''}</td><td>${esc(run.createdAt.slice(0, 16).replace('T', ' '))}</td></tr>`;
     })
     .join('');
 

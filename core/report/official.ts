@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { verdictWithoutRun } from '../judge';
 import type { PaperMeta } from '../types';
-import type { RunRecord, TaskRecord, Verdict } from '../records';
+import type { ModelInfo, RunRecord, TaskRecord, Verdict } from '../records';
+import { normalizeCutoff } from '../contamination';
 import type { ScoreReport } from '../scoring';
 
 const SampleResult = z.object({
@@ -125,6 +126,23 @@ function parseMeta(id: string, raw: Record<string, unknown>): PaperMeta {
   };
 }
 
+/**
+ * What reports need of a published model, from its `llm_cfg`: the cutoff (as `YYYY-MM`: the
+ * file writes `2024-7` and `2024-11-17` too), display name, developer, openness; the whole
+ * configuration kept as it was.
+ */
+function modelInfoOf(llmCfg: Record<string, unknown> | undefined): ModelInfo {
+  const cfg = llmCfg ?? {};
+  const text = (k: string) => (typeof cfg[k] === 'string' && cfg[k] ? (cfg[k] as string) : undefined);
+  const cutoff = normalizeCutoff(cfg.knowledge_cutoff_date);
+  const info: ModelInfo = { config: cfg };
+  if (cutoff) info.knowledgeCutoff = cutoff;
+  if (text('pretty_name')) info.displayName = text('pretty_name');
+  if (text('developer')) info.developer = text('developer');
+  if (typeof cfg.is_open === 'boolean') info.open = cfg.is_open;
+  return info;
+}
+
 /** Parse an overall_stats.json text as a run. Errors name the file. */
 export function importOverallStats(text: string, source: string, now: () => Date = () => new Date()): ImportedRun {
   let json: unknown;
@@ -150,7 +168,7 @@ export function importOverallStats(text: string, source: string, now: () => Date
   for (const [paperId, paper] of Object.entries(stats.results)) {
     papers.push(parseMeta(paperId, paper.paper_metadata));
     for (const [model, byModel] of Object.entries(paper.results)) {
-      models[model] ??= { config: (stats.overall_scores?.[model]?.llm_cfg as Record<string, unknown>) ?? {} };
+      models[model] ??= modelInfoOf(stats.overall_scores?.[model]?.llm_cfg);
       for (const [snippet, list] of Object.entries(byModel.results)) {
         for (const r of list) {
           const taskId = createHash('sha256')

@@ -4,6 +4,7 @@
  * them to its directory, an emulated run to --out, Aggregate to the bucket (with more
  * formats); they are rendered here once.
  */
+import type { ShownStatus } from '../report/partial-run';
 import type { RunStore } from '../store';
 import type { Judge } from '../types';
 import { buildReport, newReportCache } from '../report/build-report';
@@ -34,10 +35,12 @@ export async function writeRunOutputs(
     infra?: InfraCost;
     /** Task ids a cloud run recorded infra_error (out of the scores while unjudged). */
     infraErrors?: ReadonlySet<string>;
+    /** The status a partial run's reports name (core/report/partial-run.ts), when not the stored one. */
+    shownStatus?: ShownStatus;
   } = {},
 ): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
-  const { infra, infraErrors } = extra;
+  const { infra, infraErrors, shownStatus } = extra;
   // One read of the run and one score per judge for every format (each score of a large run takes seconds).
   const cache = newReportCache();
   for (const output of outputs) {
@@ -48,6 +51,7 @@ export async function writeRunOutputs(
       infra,
       cache,
       ...(infraErrors?.size ? { infraErrors } : {}),
+      ...(shownStatus ? { shownStatus } : {}),
     });
     await write(output, text);
     texts.set(output.file, text);

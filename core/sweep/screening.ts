@@ -21,7 +21,8 @@ const pct = (x: number) => x.toFixed(2);
  * and is kept.
  */
 export function screenModels(screening: Pick<SweepScreening, 'threshold' | 'top'>, models: string[], estimates: Map<string, EstimatedFull>): ScreeningDecision {
-  const judged = models.filter((m) => (estimates.get(m)?.observedTasks ?? 0) > 0);
+  // A refused estimate (too few subset tasks judged) screens nothing: the model is kept.
+  const judged = models.filter((m) => (estimates.get(m)?.observedTasks ?? 0) > 0 && !estimates.get(m)?.refused);
   let passes: Set<string>;
   if (screening.threshold !== null) {
     const t = screening.threshold;
@@ -42,6 +43,11 @@ export function screenModels(screening: Pick<SweepScreening, 'threshold' | 'top'
     if (!e || e.observedTasks === 0) {
       kept.push(m);
       lines.push(`${m}: no verdict on the subset's tasks; kept (nothing to screen it on)`);
+      continue;
+    }
+    if (e.refused) {
+      kept.push(m);
+      lines.push(`${m}: estimate ${e.refused}; kept (nothing to screen it on)`);
       continue;
     }
     const keep = passes.has(m);

@@ -122,6 +122,8 @@ describe('the report estimate refuses a subset that does not fit the run', () =>
     for (const m of report.models) {
       const e = estimates.models.get(m.model)!;
       expect(e.observedTasks).toBe(40);
+      // The subset was fitted on every published model: each estimate is marked in-sample.
+      expect([e.inSample, e.refused]).toEqual([true, undefined]);
       expect(e.ci.low).toBeLessThanOrEqual(e.mean);
       expect(e.ci.high).toBeGreaterThanOrEqual(e.mean);
       // Fitted on these very models: in-sample, each is well within the goal's max error.
@@ -143,7 +145,9 @@ describe('the report estimate refuses a subset that does not fit the run', () =>
     expect(table).toContain(`estimate: ${estimates.label}`);
     const first = report.models[0];
     const e0 = estimates.models.get(first.model)!;
-    expect(table).toMatch(new RegExp(`^${first.model} +[\\d.]+ +~${e0.mean.toFixed(2)} +\\[${e0.ci.low.toFixed(2)}, ${e0.ci.high.toFixed(2)}\\] +40/40$`, 'm'));
+    expect(table).toMatch(
+      new RegExp(`^${first.model} \\(in-sample\\) +[\\d.]+ +~${e0.mean.toFixed(2)} +\\[${e0.ci.low.toFixed(2)}, ${e0.ci.high.toFixed(2)}\\] +40/40$`, 'm'),
+    );
 
     const md = formatMarkdown(report, imported.run, estimates);
     expect(md).toContain('### Estimated full-set scaled pass@1 (estimate)');
@@ -165,7 +169,7 @@ describe('the report estimate refuses a subset that does not fit the run', () =>
     expect(allRows).toHaveLength(32);
     const row0 = allRows.find((l) => l.split(',')[2] === first.model)!;
     expect(row0).toContain(`,${e0.mean.toFixed(2)},${e0.ci.low.toFixed(2)},${e0.ci.high.toFixed(2)},`);
-    expect(row0).toMatch(/,"ESTIMATE, not a measurement[^"]*"$/);
+    expect(row0).toMatch(/,"in-sample: the subset was fitted on this model; ESTIMATE, not a measurement[^"]*"$/);
 
     const html = buildHtmlReport(
       [
@@ -194,6 +198,7 @@ describe('the screening rule of a sweep', () => {
     subsetScore: mean,
     observedTasks,
     missingTasks: 40 - observedTasks,
+    inSample: false,
   });
   const estimates = new Map([
     ['a', e(30, 25, 35)],

@@ -56,6 +56,8 @@ describe('rcb run --subset and rcb report', () => {
     const empty = j.models.find((m: { model: string }) => m.model === 'empty');
     expect(oracle.estimatedFull).toMatchObject({ estimate: true, subsetScore: 100, observedTasks: 6, missingTasks: 0 });
     expect(oracle.estimatedFull.ci.low).toBeLessThanOrEqual(oracle.estimatedFull.mean);
+    // Every judged subset task passed: nothing bounds it above what the fitted models reached, so the interval reaches 100.
+    expect(oracle.estimatedFull.ci.high).toBe(100);
     expect(empty.estimatedFull.subsetScore).toBe(0);
     expect(empty.estimatedFull.mean).toBeLessThan(oracle.estimatedFull.mean);
     for (const format of ['table', 'markdown', 'csv', 'html']) {

@@ -32,6 +32,9 @@ describe('hosted models for a run', () => {
     expect(hit?.client).toMatchObject({ id: 'claude-sonnet-4.6', offline: false, params: { model: 'claude-sonnet-4-6', temperature: 0.5 } });
     expect(hit?.info).toEqual({
       knowledgeCutoff: '2025-08',
+      displayName: 'Claude-Sonnet-4.6',
+      developer: 'Anthropic',
+      open: false,
       config: { name: 'claude-sonnet-4.6', provider: 'anthropic', model: 'claude-sonnet-4-6', max_output_tokens: 16000, temperature: 0.5 },
     });
     expect(hosted.resolve('nope', {})).toBeUndefined();

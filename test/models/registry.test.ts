@@ -21,6 +21,13 @@ function loadError(text: string): string {
 }
 
 describe('model registry', () => {
+  test('every shipped model carries what reports show: display name, developer, openness, cutoff', () => {
+    for (const e of loadRegistry()) {
+      expect([e.id, typeof e.display_name, typeof e.developer, typeof e.open]).toEqual([e.id, 'string', 'string', 'boolean']);
+      expect(e.knowledge_cutoff).toMatch(/^\d{4}-\d{2}$/);
+    }
+  });
+
   test('the shipped registry is valid and covers every provider', () => {
     const entries = loadRegistry();
 
