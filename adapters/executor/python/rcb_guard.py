@@ -105,6 +105,14 @@ _ATTRIBUTED_EVENTS = {
 }
 # Raised when the candidate's own code is the direct caller (imports compile and exec too).
 _DIRECT_EVENTS = {"compile": FLAG_DYNAMIC, "exec": FLAG_DYNAMIC}
+# Attributes whose assignment (an audited event) changes what an object does in place.
+_REBINDING_ATTRIBUTES = frozenset(("__code__", "__defaults__", "__kwdefaults__", "__class__"))
+# Builtins through which a check's arguments run code of their own (iteration, conversion).
+_TRIGGER_NAMES = frozenset((
+    "zip", "iter", "next", "list", "tuple", "set", "dict", "len", "float", "int", "abs", "sum",
+    "map", "filter", "sorted", "reversed", "enumerate", "str", "repr", "bool", "max", "min",
+    "round", "hash", "format", "isinstance", "issubclass", "getattr", "hasattr", "vars",
+))
 # Events the guard's own code raises while it runs.
 _OWN_EVENTS = frozenset(("sys._getframe", "object.__getattr__"))
 _REENTRANT_FLAGS = {**_ATTRIBUTED_EVENTS, **_DIRECT_EVENTS}
@@ -147,6 +155,24 @@ def _site_at(sites, position):
         if _contains(site[0], position) and (best is None or _contains(best[0], site[0])):
             best = site
     return best
+
+
+def _runs_inside_check(sites, position):
+    """Whether code reached from the script's instruction at `position` takes part in a check.
+
+    Inside a check's arguments the candidate's code may run only as the function a call of
+    the test names (``assertTrue(torch.allclose(model(x), ref))`` runs ``model``); run by
+    an operator, an attribute or a builtin over its value (``zip(got, want)``, ``out - ref``),
+    it decides the check's outcome itself.
+    """
+    innermost = _site_at(sites, position)
+    if innermost is None:
+        return False
+    if innermost[1]:
+        return True
+    if not any(site[1] and _contains(site[0], position) for site in sites):
+        return False
+    return innermost[0] != tuple(position) or innermost[2] in _TRIGGER_NAMES
 
 
 def install(workspace, candidate, script, report_fd, watched, wrappers, trusted):
@@ -330,8 +356,12 @@ class _State:
                 self.flag(FLAG_NATIVE)
         elif event == "open":
             self.on_open(args)
-        elif event == "object.__setattr__" and args and args[0] in self.guarded_objects():
-            self.flag(FLAG_TAMPERED)
+        elif event == "object.__setattr__" and len(args) > 1:
+            if any(args[0] is guarded for guarded in self.guarded_objects()):
+                self.flag(FLAG_TAMPERED)
+            elif args[1] in _REBINDING_ATTRIBUTES and self.attributed(self.getframe(2)) == "cand":
+                # A function's code or a value's class swapped in place: no binding changes.
+                self.flag(FLAG_FORGED)
 
     def guarded_objects(self):
         return [self.trampoline] + [w for w, _code, _defaults in self.wrappers]
@@ -455,15 +485,17 @@ class _State:
         if outermost == "cand":
             self.flag(FLAG_REFERENCE)
 
-    def site_of(self, frame):
+    def position_of(self, frame):
         code = frame.f_code
         positions = self.positions.get(code)
         if positions is None:
             positions = self.positions[code] = tuple(code.co_positions())
         index = frame.f_lasti // 2
-        if not 0 <= index < len(positions):
-            return None
-        return _site_at(self.sites, positions[index])
+        return positions[index] if 0 <= index < len(positions) else None
+
+    def site_of(self, frame):
+        position = self.position_of(frame)
+        return None if position is None else _site_at(self.sites, position)
 
     def open_window(self, frame):
         """The candidate's code starts running: was it called by a check, and what may it not change?"""
@@ -471,8 +503,8 @@ class _State:
         while caller is not None:
             found = self.kind(caller.f_code.co_filename)
             if found == "test":
-                site = self.site_of(caller)
-                if site is not None and site[1]:
+                position = self.position_of(caller)
+                if position is not None and _runs_inside_check(self.sites, position):
                     self.flag(FLAG_FORGED)
                 break
             if found is not None:
