@@ -17,7 +17,10 @@ export const OFFICIAL_MARKERS = ['Error:', 'Exception:', 'Traceback', 'failed'] 
 
 /**
  * Flags that fail the strict judge. From the driver: ref_import, unittest_patched,
- * exit_from_candidate (and any other it raises). From the executor's view:
+ * exit_from_candidate, and its guard's reference_access, forged_check, introspection,
+ * dynamic_code, native_code, thread_start, judge_tampered (adapters/executor/python/rcb_guard.py;
+ * docs/security.md, "Verdicts an answer cannot forge"); report_forged from the report's
+ * reader (adapters/executor/driver-report.ts). From the executor's view:
  *   no_completion_evidence  the interpreter never reached the driver's exit hook (os._exit, a signal)
  *   tampered:<file>         the run changed or removed a file of the paper other than its own
  *   no_tests_ran            a unittest-based test file ran no test

@@ -9,8 +9,9 @@ of that:
 * raises integrity flags: ``ref_import`` (the candidate file reached for a ``*_ref``
   module), ``unittest_patched`` (a key unittest/sys/os function was replaced) and
   ``exit_from_candidate`` (SystemExit was raised from the candidate file);
-* writes a JSON report (DriverReport in core/executor.ts) to a file descriptor from an
-  atexit hook, so that a run ended by ``os._exit`` or a signal leaves no report.
+* hands the report to its guard (rcb_guard.py), which streams flags and counts to a file
+  descriptor as they happen and signs the last line from an atexit hook, so that a run
+  ended by ``os._exit`` or a signal leaves no report and the answer cannot write one.
 
 Command line (cold executor)::
 

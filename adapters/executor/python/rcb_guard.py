@@ -102,6 +102,8 @@ _ATTRIBUTED_EVENTS = {
     "object.__getattr__": FLAG_INTROSPECTION,
     "code.__new__": FLAG_DYNAMIC,
     "function.__new__": FLAG_DYNAMIC,
+    # The candidate switching the profile off and on again around a call of the reference.
+    "sys.setprofile": FLAG_TAMPERED,
 }
 # Raised when the candidate's own code is the direct caller (imports compile and exec too).
 _DIRECT_EVENTS = {"compile": FLAG_DYNAMIC, "exec": FLAG_DYNAMIC}
@@ -117,7 +119,7 @@ _TRIGGER_NAMES = frozenset((
 _OWN_EVENTS = frozenset(("sys._getframe", "object.__getattr__"))
 _REENTRANT_FLAGS = {**_ATTRIBUTED_EVENTS, **_DIRECT_EVENTS}
 # Raised whoever asks: nothing of a paper's test needs them once the guard is in place.
-# (sys.setprofile is not among them: threading sets the guard's own profile in each new
+# (sys.setprofile is attributed instead: threading sets the guard's own profile in each new
 # thread; _State.verify checks that the profile is still the guard's.)
 _ALWAYS_EVENTS = {
     "sys.settrace": FLAG_TAMPERED,
@@ -212,7 +214,7 @@ class _State:
         self.sent = set()
         self.kinds = {}
         self.counts = [0] * 6
-        self.ending = ("exception", None, None)
+        self.ending = None
         self.watched = tuple(watched)
         self.wrappers = tuple((w, w.__code__, w.__defaults__) for w in wrappers)
         self.positions = {}
@@ -438,9 +440,10 @@ class _State:
 
     def finish(self):
         self.verify()
-        if self.depth != 0:
+        if self.depth != 0 or self.ending is None:
+            # The end asked for while the test still ran (atexit._run_exitfuncs by the answer).
             self.flag(FLAG_TAMPERED)
-        ending, exit_code, raised_in = self.ending
+        ending, exit_code, raised_in = self.ending or ("exception", None, None)
         keys = ("testsRun", "failures", "errors", "skipped", "expectedFailures", "unexpectedSuccesses")
         report = dict(zip(keys, self.counts))
         report.update(end=self.nonce, ending=ending, exitCode=exit_code, exitRaisedIn=raised_in,
