@@ -7,6 +7,7 @@ import type { BootstrapMetric, BootstrapTask, ConfidenceInterval, TaskStatistic 
 import { bootstrapIntervals, INTERVAL_METHOD, passRate } from './report/bootstrap';
 import { judgedTasks, partialNote, partialRun, type PartialRun, type ShownStatus } from './report/partial-run';
 import { cutoffFreeModels, inScope as scopeHolds, isSafeFor, normalizeCutoff, subsetScopes, type Subset } from './contamination';
+import { caughtCheat } from './judge';
 
 export type { Subset } from './contamination';
 
@@ -72,6 +73,11 @@ export interface ModelScore {
   samples: number;
   /** Failed task samples by class (of the chosen judge). */
   failures: Partial<Record<FailureClass, number>>;
+  /**
+   * Task samples that pass the original rule and fail the strict judge, by cheat class
+   * (core/judge.ts caughtCheat), whichever judge the report uses: answers caught forging.
+   */
+  cheats: Record<string, number>;
   /**
    * Task samples with no verdict yet (unfinished run). The strict judge counts them as
    * failures; the official judge leaves their tasks out of the denominator, as the original
@@ -276,6 +282,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
     const inScope = (paper: string) => scopeHolds(scope, paperMeta.get(paper));
     const groups = new Map<string, TaskGroup>();
     const failures: Partial<Record<FailureClass, number>> = {};
+    const cheats: Record<string, number> = {};
     let pending = 0;
     let envBroken = 0;
     const envBrokenByPaper: Record<string, number> = {};
@@ -307,6 +314,8 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       else if (!passed(v, input.judge)) g.classes.add(v.failureClass ?? 'integrity');
       samples = Math.max(samples, t.sample + 1);
       if (v?.flags?.includes(FLAKY_REFERENCE)) flaky++;
+      const cheat = v ? caughtCheat(v) : null;
+      if (cheat) cheats[cheat] = (cheats[cheat] ?? 0) + 1;
       if (!v) pending++;
       else if (!passed(v, input.judge)) {
         // An official failure carries its class; a task failing only the strict judge is 'integrity'.
@@ -379,6 +388,7 @@ export function scoreRun(input: ScoreInput): ScoreReport {
       loc: all.reduce((a, g) => a + g.loc, 0),
       samples,
       failures,
+      cheats,
       pending,
       envBroken,
       envBrokenByPaper,

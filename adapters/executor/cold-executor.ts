@@ -68,7 +68,7 @@ export class ColdExecutor implements TestExecutor {
         await mkdir(workspaces, { mode: 0o711 });
         await chmod(workspaces, 0o711);
         const driverDir = join(runDir, 'driver');
-        await copyPythonFiles(driverDir, { 'rcb_driver.py': this.options.driverPath, 'rcb_contain.py': undefined });
+        await copyPythonFiles(driverDir, { 'rcb_driver.py': this.options.driverPath, 'rcb_guard.py': undefined, 'rcb_contain.py': undefined });
         return { workspaces, driver: join(driverDir, 'rcb_driver.py') };
       },
     });

@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, lstatSync, readdirSync, readlinkSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { PythonInfo } from './python';
 import type { SandboxUser } from './sandbox-users';
 
@@ -175,7 +175,8 @@ export function sandboxBaseArgs(options: SandboxPlanOptions): string[] {
  * init process, whose death takes every process of the sandbox with it.
  */
 export function sandboxArgs(baseArgs: readonly string[], workspace: string, driver: string, infoFd: number, command: readonly string[]): string[] {
-  return sandboxCommandArgs(baseArgs, workspace, [driver, SANDBOX_DRIVER], infoFd, command);
+  // The driver's folder, not the file alone: the driver imports its guard (rcb_guard.py) from beside it.
+  return sandboxCommandArgs(baseArgs, workspace, [dirname(driver), SANDBOX_RCB_DIR], infoFd, command);
 }
 
 /**

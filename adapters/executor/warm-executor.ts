@@ -177,6 +177,7 @@ export class WarmExecutor implements TestExecutor {
         const rcbDir = join(runDir, 'rcb');
         await copyPythonFiles(rcbDir, {
           'rcb_driver.py': this.options.driverPath,
+          'rcb_guard.py': undefined,
           'rcb_warm_server.py': this.options.serverPath,
           'rcb_contain.py': undefined,
         });

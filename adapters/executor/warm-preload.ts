@@ -15,7 +15,7 @@ import { SKIPPED_DIRS } from './workspace';
 const IMPORT_LINE = /^(?:import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*(?:\s+as\s+\w+)?)*)|from\s+([A-Za-z_][\w.]*)\s+import\b)/gm;
 
 /** Names a preload never includes: the warm server's own machinery. */
-const NEVER = new Set(['rcb_driver', 'rcb_warm_server', '__future__']);
+const NEVER = new Set(['rcb_driver', 'rcb_guard', 'rcb_warm_server', '__future__']);
 
 function pythonFiles(dir: string, rel = ''): string[] {
   const found: string[] = [];

@@ -1,5 +1,6 @@
 import type { Judge } from '../../core/types';
-import type { TaskRecord } from '../../core/records';
+import type { TaskRecord, Verdict } from '../../core/records';
+import { caughtCheat, cheatSummary } from '../../core/judge';
 import { defaultJudge } from '../../core/report/build-report';
 import { countDetails, detailStatus, formatTaskDetail, promptPrefixes, taskDetails } from '../../core/report/task-detail';
 import { unknownName } from '../../core/util/did-you-mean';
@@ -14,6 +15,19 @@ export interface ShowOptions extends TaskSourceFlags {
   failed?: boolean;
   judge?: string;
   prompt?: boolean;
+}
+
+/** Per model, the shown tasks that pass the original rule and fail the strict judge, by cheat class. */
+function cheatsByModel(details: { task: TaskRecord; verdict: Verdict | null }[]): Map<string, Record<string, number>> {
+  const out = new Map<string, Record<string, number>>();
+  for (const d of details) {
+    const cheat = d.verdict ? caughtCheat(d.verdict) : null;
+    if (!cheat) continue;
+    const counts = out.get(d.task.model) ?? {};
+    counts[cheat] = (counts[cheat] ?? 0) + 1;
+    out.set(d.task.model, counts);
+  }
+  return out;
 }
 
 /** A filter value that matches nothing gets the list of what would, nearest first. */
@@ -58,5 +72,6 @@ export async function showCommand(runDir: string, opts: ShowOptions): Promise<nu
     n.envBroken ? `${n.envBroken} env_broken (their paper cannot run here; out of the scores)` : '',
   ].filter(Boolean);
   process.stderr.write(`${n.shown} task(s) shown, ${n.failed} failed under the ${judge} judge (${[`${n.passed} passed`, ...rest].join(', ')})\n`);
+  for (const [model, cheats] of cheatsByModel(details)) process.stderr.write(`cheats caught for ${model}: ${cheatSummary(cheats)}\n`);
   return 0;
 }

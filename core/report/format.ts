@@ -3,6 +3,7 @@
  * judge and which subset its scores use (SPEC 7, 9).
  */
 import type { FailureClass } from '../types';
+import { cheatSummary } from '../judge';
 import type { RunRecord } from '../records';
 import type { MeanStd, ModelScore, ScoreReport } from '../scoring';
 import type { ConfidenceInterval } from './bootstrap';
@@ -168,11 +169,21 @@ export function formatTable(report: ScoreReport, run?: RunRecord, estimates?: Su
   for (const m of report.models) {
     if (m.samples > 1) out.push('', `${m.model}: ${passAtKLine(m)}`);
   }
+  const cheats = cheatRows(report);
+  if (cheats.length) out.push('', `${CHEATS_TITLE}:`, ...alignedTable(['model', 'cheats'], cheats));
   out.push('', describeScope(report), describeIntervals(report));
   for (const note of report.notes) out.push(`note: ${note}`);
   if (run && run.spec.budgetUsd !== null) out.push(`spend: $${run.spentUsd.toFixed(4)} of $${run.spec.budgetUsd.toFixed(2)} budget`);
   if (cost) out.push('', `${COST_TITLE}:`, ...alignedTable(COST_HEADER, costRows(cost)), `infrastructure: ${cost.basis}`);
   return `${out.join('\n')}\n`;
+}
+
+/** The heading of the caught cheats' list (docs/security.md, "Verdicts an answer cannot forge"). */
+export const CHEATS_TITLE = 'cheats caught (pass the original rule, fail the strict judge), by class';
+
+/** One row per model with caught cheats: model, then its classes and counts. */
+export function cheatRows(report: ScoreReport): string[][] {
+  return report.models.filter((m) => Object.keys(m.cheats ?? {}).length).map((m) => [m.model, cheatSummary(m.cheats)]);
 }
 
 /** pass@k for every k, with the unbiased estimator and its interval. */
@@ -204,6 +215,11 @@ export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?:
     ))
       out.push(`| ${r.map(esc).join(' | ')} |`);
     out.push('', `_${esc(estimates.label)}_`);
+  }
+  const cheats = cheatRows(report);
+  if (cheats.length) {
+    out.push('', `### ${CHEATS_TITLE}`, '', '| model | cheats |', '|---|---|');
+    for (const r of cheats) out.push(`| ${r.map(esc).join(' | ')} |`);
   }
   out.push('', `_${describeScope(report)}_`, '', `_${describeIntervals(report)}_`);
   for (const note of emptySubsetNotes(report, run)) out.push('', `- ${esc(note)}`);
@@ -268,6 +284,8 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     // --baseline: the published score of the same model and paper, last.
     ...(baseline ? BASELINE_CSV_COLUMNS : []),
     ...(report.partial ? PARTIAL_CSV_COLUMNS : []),
+    // Caught cheats by class (`forged_check 2, reference_access 1`, or -), on each model's ALL row; added last.
+    'cheats_caught',
   ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
@@ -294,6 +312,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
       ...(cost ? (paper === 'ALL' ? costCsvCells(cost, m.model) : COST_CSV_COLUMNS.map(() => '')) : []),
       ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
       ...partialCsvCells(report.partial),
+      paper === 'ALL' ? cheatSummary(m.cheats ?? {}) : '',
     ]
       .map(csvCell)
       .join(',');
@@ -331,6 +350,7 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
           ...(cost ? COST_CSV_COLUMNS.map(() => '') : []),
           ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
           ...partialCsvCells(report.partial),
+          '',
         ]
           .map(csvCell)
           .join(','),

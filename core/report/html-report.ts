@@ -11,6 +11,7 @@
  * slip in escaping could not run code or reach the network.
  */
 import { createHash } from 'node:crypto';
+import { cheatSummary } from '../judge';
 import type { FailureClass, Judge } from '../types';
 import type { ModelScore, ScoreReport, Subset } from '../scoring';
 import { scoreStoredRun } from '../scoring';
@@ -200,7 +201,7 @@ function leaderboard(entries: Entry[], baseline: HtmlBaseline | undefined): stri
       (withInfra
         ? `<td class="num" data-metric="infra-error" data-rate="${pct(e.score.infraErrorRate)}">${e.score.infraError} (${pct(e.score.infraErrorRate)}%)</td>`
         : '') +
-      `<td>${failureText(e.score.failures)}</td></tr>`
+      `<td>${failureText(e.score.failures)}</td><td data-metric="cheats">${esc(cheatSummary(e.score.cheats ?? {}))}</td></tr>`
     );
   });
   const head =
@@ -209,7 +210,7 @@ function leaderboard(entries: Entry[], baseline: HtmlBaseline | undefined): stri
     (baseline ? '<th class="num">published scaled pass@1 % [95% CI]</th>' : '') +
     '<th class="num">tasks</th><th class="num">samples</th><th class="num">untested</th><th class="num">env_broken</th>' +
     (withInfra ? '<th class="num">infra_error (rate)</th>' : '') +
-    '<th>failures by class</th></tr>';
+    '<th>failures by class</th><th title="pass the original rule, fail the strict judge (docs/security.md)">cheats caught</th></tr>';
   const chart = intervalBarChart(
     'leaderboard-chart',
     'scaled pass@1 per model with 95% bootstrap intervals',

@@ -6,6 +6,7 @@
  * task's id, recomputed, must match), so a changed pset never shows a diff that was not run.
  */
 import type { Judge, Paper, Pset, Snippet } from '../types';
+import { caughtCheat } from '../judge';
 import type { CompletionRecord, RunRecord, TaskRecord, Verdict } from '../records';
 import type { LoadedRun } from './loaded-run';
 import type { PromptTemplate } from '../prompt/template';
@@ -136,6 +137,7 @@ export function describeVerdict(v: Verdict | null, judge: Judge): string {
     `strict ${ok(v.strictPass)}, official ${ok(v.officialPass)}`,
     v.failureClass ? `class ${v.failureClass}` : null,
     v.flags.length ? `flags ${v.flags.join(', ')}` : null,
+    caughtCheat(v) ? `cheat caught: ${caughtCheat(v)}` : null,
     `${exit} after ${(v.durationMs / 1000).toFixed(2)}s (${v.executor} executor, sandbox ${v.sandbox})`,
   ]
     .filter(Boolean)

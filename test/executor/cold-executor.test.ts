@@ -131,7 +131,7 @@ describe('ColdExecutor (bwrap)', () => {
       const r = await runOne(modelSource('    from model_ref import add as reference\n    return reference(a, b)'));
 
       expect(r.exitCode).toBe(0);
-      expect(r.driver?.flags).toEqual(['ref_import']);
+      expect(r.driver?.flags).toEqual(['ref_import', 'reference_access']);
     });
 
     it('flags a candidate that monkeypatches unittest', async () => {

@@ -1,5 +1,5 @@
 import type { PythonInfo } from '../../adapters/executor/python';
-import { interpreterDirs, SANDBOX_DRIVER, SANDBOX_WORKSPACE, sandboxArgs, sandboxBaseArgs } from '../../adapters/executor/sandbox';
+import { interpreterDirs, SANDBOX_RCB_DIR, SANDBOX_WORKSPACE, sandboxArgs, sandboxBaseArgs } from '../../adapters/executor/sandbox';
 
 const debianPython: PythonInfo = {
   executable: '/usr/bin/python3',
@@ -80,11 +80,11 @@ describe('sandboxArgs', () => {
       '/tmp/rcb-cold-x/etc/passwd',
       '/tmp/rcb-cold-x/etc/group',
       '/tmp/rcb-cold-x/ws/ws-1',
-      '/tmp/rcb-cold-x/driver/rcb_driver.py',
+      '/tmp/rcb-cold-x/driver',
     ]);
     const at = (option: string, source: string) => args.findIndex((a, i) => a === option && args[i + 1] === source);
     expect(args[at('--bind', '/tmp/rcb-cold-x/ws/ws-1') + 2]).toBe(SANDBOX_WORKSPACE);
-    expect(args[at('--ro-bind', '/tmp/rcb-cold-x/driver/rcb_driver.py') + 2]).toBe(SANDBOX_DRIVER);
+    expect(args[at('--ro-bind', '/tmp/rcb-cold-x/driver') + 2]).toBe(SANDBOX_RCB_DIR);
     expect(args.slice(args.indexOf('--remount-ro'), args.indexOf('--remount-ro') + 2)).toEqual(['--remount-ro', '/']);
     expect(args.indexOf('--remount-ro')).toBeGreaterThan(at('--bind', '/tmp/rcb-cold-x/ws/ws-1'));
     expect(args.slice(args.indexOf('--chdir'), args.indexOf('--chdir') + 2)).toEqual(['--chdir', SANDBOX_WORKSPACE]);

@@ -9,8 +9,9 @@ of that:
 * raises integrity flags: ``ref_import`` (the candidate file reached for a ``*_ref``
   module), ``unittest_patched`` (a key unittest/sys/os function was replaced) and
   ``exit_from_candidate`` (SystemExit was raised from the candidate file);
-* writes a JSON report (DriverReport in core/executor.ts) to a file descriptor from an
-  atexit hook, so that a run ended by ``os._exit`` or a signal leaves no report.
+* hands the report to its guard (rcb_guard.py), which streams flags and counts to a file
+  descriptor as they happen and signs the last line from an atexit hook, so that a run
+  ended by ``os._exit`` or a signal leaves no report and the answer cannot write one.
 
 Command line (cold executor)::
 
@@ -38,6 +39,14 @@ import os  # noqa: E402
 import resource  # noqa: E402
 import types  # noqa: E402
 import unittest  # noqa: E402
+import _thread  # noqa: E402
+import threading  # noqa: E402
+
+# The guard lies beside the driver; the interpreter may run it without the script's folder on sys.path (-P).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rcb_guard  # noqa: E402
+
+del sys.path[0]
 
 # Submodules by name: the attribute unittest.main is the TestProgram class, not the module.
 _ut_case = importlib.import_module("unittest.case")
@@ -137,39 +146,18 @@ class _Run:
     def is_candidate(self, filename):
         return self.relative(filename) == self.candidate
 
+    def flag(self, name, _audit=sys.audit):
+        """Raise an integrity flag: the guard writes it out at once (rcb_guard.py)."""
+        self.flags.add(name)
+        _audit("rcb.flag", name)
+
     # -- integrity watch --------------------------------------------------------------
 
     def check_watched(self):
         for owner, name, original in self.watched:
             if _raw_attr(owner, name) is not original:
-                self.flags.add(FLAG_UNITTEST_PATCHED)
+                self.flag(FLAG_UNITTEST_PATCHED)
                 return
-
-    # -- report -----------------------------------------------------------------------
-
-    def report(self):
-        return {
-            **self.counts,
-            "ending": self.ending or "exception",
-            "exitCode": self.exit_code,
-            "exitRaisedIn": self.exit_raised_in,
-            "flags": sorted(self.flags),
-        }
-
-    def write_report(self):
-        # A forked child that ends normally runs this hook too: only the process that
-        # ran the script speaks for it.
-        if os.getpid() != self.pid:
-            return
-        self.check_watched()
-        data = json.dumps(self.report()).encode("utf-8")
-        try:
-            while data:
-                data = data[os.write(self.report_fd, data):]
-            os.close(self.report_fd)
-        except OSError:
-            pass
-
 
 def _raw_attr(owner, name):
     """The attribute as stored, without binding, so that identities are stable."""
@@ -205,7 +193,7 @@ _WATCHED = [
     (_ut_main.TestProgram, ("__init__", "runTests", "parseArgs", "createTests")),
     (_ut_loader.TestLoader, ("loadTestsFromModule", "loadTestsFromTestCase", "loadTestsFromName",
                              "loadTestsFromNames", "getTestCaseNames")),
-    (sys, ("exit",)),
+    (sys, ("exit", "audit", "setprofile", "getprofile")),
     (os, ("_exit",)),
 ]
 
@@ -231,21 +219,40 @@ def _result_tally(result):
 
 
 def _install_test_counter(run):
+    """Wrap TestCase.run so that the guard counts each test's outcome (rcb_guard.on_count).
+
+    The original and sys.audit are bound as defaults: a tuple, replaced only through an
+    audited assignment, where a closure cell could be swapped unseen.
+    """
     original_run = _ut_case.TestCase.run
 
-    def run_counted(self, result=None):
-        before = _result_tally(result) if result is not None else (0,) * 6
-        returned = original_run(self, result)
-        after = _result_tally(result if result is not None else returned)
-        for key, old, new in zip(_COUNT_KEYS, before, after):
-            run.counts[key] += max(new - old, 0)
-        run.check_watched()
+    def run_counted(self, result=None, _original=original_run, _audit=sys.audit):
+        _audit("rcb.before", self, result)
+        returned = _original(self, result)
+        _audit("rcb.after", self, result, returned)
         return returned
 
     run_counted.__doc__ = original_run.__doc__
     run_counted.__name__ = original_run.__name__
     run_counted.__qualname__ = original_run.__qualname__
     _ut_case.TestCase.run = run_counted
+    return run_counted
+
+
+def _install_thread_watch():
+    """Tell the guard when a thread starts: the profile of a raw _thread thread is its own."""
+    original = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None, _original=original, _audit=sys.audit):
+        _audit("rcb.thread")
+        return _original(function, args) if kwargs is None else _original(function, args, kwargs)
+
+    start_new_thread.__doc__ = original.__doc__
+    _thread.start_new_thread = start_new_thread
+    if hasattr(_thread, "start_new"):
+        _thread.start_new = start_new_thread
+    threading._start_new_thread = start_new_thread
+    return start_new_thread
 
 
 def _is_ref_name(name):
@@ -308,11 +315,11 @@ def _install_ref_watch(run):
         try:
             if event == "import":
                 if _is_ref_name(args[0]) and importer_is_candidate(sys._getframe(1)):
-                    run.flags.add(FLAG_REF_IMPORT)
+                    run.flag(FLAG_REF_IMPORT)
             # Only the workspace's own *_ref files: a library's (pydantic's _forward_ref.py,
             # read while the candidate imports timm) is no reference of the pset.
             elif _is_ref_path(args[0]) and run.relative(_fs_str(args[0])) is not None and opener_is_candidate(sys._getframe(1)):
-                run.flags.add(FLAG_REF_IMPORT)
+                run.flag(FLAG_REF_IMPORT)
         except Exception:
             # An audit hook that raises would break the operation it watches.
             pass
@@ -337,7 +344,7 @@ def _install_ref_watch(run):
                 if isinstance(item, str)
             ):
                 if run.is_candidate(sys._getframe(1).f_code.co_filename):
-                    run.flags.add(FLAG_REF_IMPORT)
+                    run.flag(FLAG_REF_IMPORT)
         except Exception:
             pass
         return module
@@ -349,7 +356,7 @@ def _install_ref_watch(run):
             _drop_own_frame(error)
             raise
         if _is_ref_name(module.__name__) and importer_is_candidate(sys._getframe(1)):
-            run.flags.add(FLAG_REF_IMPORT)
+            run.flag(FLAG_REF_IMPORT)
         return module
 
     watched_import.__doc__ = original_import.__doc__
@@ -358,6 +365,7 @@ def _install_ref_watch(run):
     importlib.import_module = watched_import_module
     # Audit hooks cannot be removed once added.
     sys.addaudithook(audit)
+    return [watched_import, watched_import_module]
 
 
 def _workspace_top_level_names(workspace):
@@ -515,7 +523,7 @@ def _run_script(run, script):
             run.exit_code = 1
         run.exit_raised_in = _innermost_workspace_file(run, exit_.__traceback__)
         if run.exit_raised_in == run.candidate:
-            run.flags.add(FLAG_EXIT_FROM_CANDIDATE)
+            run.flag(FLAG_EXIT_FROM_CANDIDATE)
         return code_
     except BaseException as error:
         run.ending = "exception"
@@ -542,7 +550,6 @@ def run_test(workspace, candidate, report_fd, limits, script="paper2code_test.py
     workspace = os.path.realpath(workspace)
     run = _Run(workspace, os.path.normpath(candidate), report_fd)
     atexit._clear()
-    atexit.register(run.write_report)
     os.set_inheritable(report_fd, False)
     os.chdir(workspace)
     apply_limits(limits)
@@ -553,14 +560,50 @@ def run_test(workspace, candidate, report_fd, limits, script="paper2code_test.py
     sys.argv[:] = [script]
     _forget_workspace_modules(run)
 
-    _install_test_counter(run)
-    _install_ref_watch(run)
+    _preimport_libraries(workspace, script)
+    wrappers = [_install_test_counter(run), _install_thread_watch()]
+    wrappers += _install_ref_watch(run)
     run.watched = [
         (owner, name, _raw_attr(owner, name)) for owner, names in _WATCHED for name in names
     ]
+    # Registered first, so it runs last, after the test's own handlers.
+    atexit.register(rcb_guard.install(workspace, run.candidate, script, report_fd, run.watched,
+                                      wrappers, (run_test.__code__,)))
     exit_arg = _run_script(run, script)
     run.check_watched()
+    sys.audit("rcb.ending", run.ending or "exception", run.exit_code, run.exit_raised_in)
     return exit_arg
+
+
+def _preimport_libraries(workspace, script):
+    """Import the libraries the script imports at its top, before the guard's profile is on.
+
+    Every call made while the profile runs costs a Python call: importing torch under it
+    took 2 s more per test. A warm server preloads the same modules (warm-preload.ts), so
+    this is what a warm run sees; a name the workspace provides, or that fails, is left to
+    the script.
+    """
+    import ast
+
+    try:
+        with open(os.path.join(workspace, script), "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return
+    local = _workspace_top_level_names(workspace)
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for name in names:
+            if name.partition(".")[0] in local or name in sys.modules:
+                continue
+            try:
+                importlib.import_module(name)
+            except Exception:
+                pass
 
 
 def _parse_args(argv):
