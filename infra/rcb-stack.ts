@@ -8,6 +8,7 @@ import { MonitoringConstruct } from './monitoring-construct';
 import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
+import { TeamAccessConstruct } from './team-access-construct';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -39,6 +40,7 @@ export class RcbStack extends Stack {
   public readonly evaluation: EvaluationConstruct;
   public readonly orchestrator: OrchestratorConstruct;
   public readonly monitoring: MonitoringConstruct;
+  public readonly teamAccess: TeamAccessConstruct;
 
   constructor(scope: Construct, id: string, props: RcbStackProps = {}) {
     super(scope, id, props);
@@ -116,6 +118,13 @@ export class RcbStack extends Stack {
       maxMessageAge: props.maxMessageAgeSec ? Duration.seconds(props.maxMessageAgeSec) : undefined,
     });
 
+    this.teamAccess = new TeamAccessConstruct(this, 'TeamAccess', {
+      table,
+      bucket,
+      stateMachine: this.orchestrator.stateMachine,
+      keysSecret: this.generation.keysSecret,
+    });
+
     Tags.of(this).add(COST_ALLOCATION_TAGS.project, 'rcb');
     Tags.of(this).add(COST_ALLOCATION_TAGS.stack, this.stackName);
     for (const [part, component] of [
@@ -157,6 +166,14 @@ export class RcbStack extends Stack {
     new CfnOutput(this, 'AlarmTopicArn', {
       value: this.monitoring.alarmTopic.topicArn,
       description: 'Every alarm publishes here (KMS-encrypted); subscribe e-mail, chat or a pager',
+    });
+    new CfnOutput(this, 'RunnerPolicyArn', {
+      value: this.teamAccess.runnerPolicy.managedPolicyArn,
+      description: 'Attach to the roles that start, follow and cancel runs (docs/cloud.md#team-access)',
+    });
+    new CfnOutput(this, 'ReaderPolicyArn', {
+      value: this.teamAccess.readerPolicy.managedPolicyArn,
+      description: 'Attach to the roles that only read results and reports (docs/cloud.md#team-access)',
     });
   }
 }
