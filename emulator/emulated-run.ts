@@ -57,6 +57,7 @@ import { EmulatorState } from './emulator-state';
 import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
 import { retryableFailedTasks } from '../core/cloud/failed-tasks';
 import { runDistributedMap, withDistributedMapsAsTasks, type DistributedMapRun } from './distributed-map';
+import { RUN_ENDED_EVENT, type EventPublisher, type RunEndedDetail } from '../core/cloud/run-events';
 
 /** What an emulated run is started with: what `rcb cloud run` uploads (app/cloud-run.ts). */
 export type EmulatedRunRequest = CloudRunInputs;
@@ -198,6 +199,8 @@ export interface EmulatedRun {
   throttled: Record<string, number>;
   /** The emulated evaluator deployment: every registered task definition revision, and the one deployed now. */
   evaluator: EmulatedEvaluator;
+  /** The run-ended events this execution's stages sent (docs/cloud.md#run-events): one when it ended. */
+  events: RunEndedDetail[];
   /**
    * Starts the same run again, as `rcb cloud run` does after a failed execution: a new
    * execution of the same input on the same tables, bucket and functions. Resolves with
@@ -315,6 +318,7 @@ async function followed(
     history: { events: 0, byType: {}, entered: {} },
     throttled: {},
     evaluator: { revisions: [], deployed: { taskDefinitionArn: '', image: '' } },
+    events: [],
     runAgain: async () => run,
     close: closeAll,
   };
@@ -334,6 +338,8 @@ interface Bindings {
   environments(): Record<string, Readonly<Record<string, string>>>;
   /** A deploy of this evaluator revision: what the deployment's PlanRun pins for new runs from now on. */
   deploy(revision: EmulatedEvaluator['deployed']): void;
+  /** The run-ended events the stages sent, in order (the bundles' through the local PutEvents). */
+  events: RunEndedDetail[];
 }
 
 /** The emulated evaluator deployment a source-bound PlanRun pins (bundles read the template's RCB_TASK_DEFINITION): revision 1. */
@@ -402,8 +408,11 @@ function sourceBindings(
     logger: silentLogger('rcb-check-progress'),
     metrics: metrics('check-progress'),
   }));
-  const aggregate = aggregateFn.createHandler(() => ({ ...storage, logger: silentLogger('rcb-aggregate'), metrics: metrics('aggregate') }));
-  const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, logger: silentLogger('rcb-mark-failed') }));
+  // The run-ended event, recorded where the deployed stages would put it on the bus.
+  const sent: RunEndedDetail[] = [];
+  const events: EventPublisher = { publishRunEnded: async (detail) => void sent.push(detail) };
+  const aggregate = aggregateFn.createHandler(() => ({ ...storage, events, logger: silentLogger('rcb-aggregate'), metrics: metrics('aggregate') }));
+  const markFailed = markFailedFn.createHandler(() => ({ store: storage.store, events, logger: silentLogger('rcb-mark-failed') }));
   const batchRound = batchRoundFn.createHandler(() =>
     batchRoundDeps({ storage, keys, hosted, logger: silentLogger('rcb-batch-round'), metrics: metrics('batch-round') }),
   );
@@ -416,7 +425,7 @@ function sourceBindings(
     [STATE_NAMES.markRunFailed]: markFailed,
   };
   // PlanRun reads evaluator.deployed at each invocation: a deploy needs nothing more here.
-  return { states, lanes, invocations: () => ({}), environments: () => ({}), deploy: () => undefined };
+  return { states, lanes, invocations: () => ({}), environments: () => ({}), deploy: () => undefined, events: sent };
 }
 
 /** The keys the emulated provider-keys secret holds: each hosted model's key variable, from this environment. */
@@ -460,9 +469,15 @@ async function bundleBindings(
   let lanes: SimulatedLanes | undefined;
   const secretArn = (id: string): string => `arn:aws:secretsmanager:us-east-1:${LOCAL_ACCOUNT}:secret:${id}`;
   const secrets: Record<string, string> = {};
+  const sent: RunEndedDetail[] = [];
   const api = await startLocalAwsApi({
     onMessages: (_queue, bodies) => void lanes!.send(bodies.map((b) => ({ message: JSON.parse(b) as GenerationMessage, model: '' }))),
     secrets,
+    onEvents: (entries) => {
+      for (const e of entries) {
+        if (e.Source === RUN_ENDED_EVENT.source && e.DetailType === RUN_ENDED_EVENT.detailType) sent.push(JSON.parse(e.Detail) as RunEndedDetail);
+      }
+    },
   });
   closers.push(() => api.close());
   const values: TokenValues = {
@@ -494,6 +509,7 @@ async function bundleBindings(
     RCB_DYNAMODB_ENDPOINT: local.RCB_DYNAMODB_ENDPOINT,
     RCB_S3_ENDPOINT: local.RCB_S3_ENDPOINT,
     RCB_SECRETS_ENDPOINT: api.endpoint,
+    RCB_EVENTS_ENDPOINT: api.endpoint,
     // EMF lines would only fill the function logs: the CLI prints the run's progress.
     POWERTOOLS_METRICS_DISABLED: 'true',
   };
@@ -550,6 +566,7 @@ async function bundleBindings(
   return {
     states,
     lanes,
+    events: sent,
     invocations: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.invocations])),
     environments: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.environment])),
     // CloudFormation updates every function whose environment names the task definition;
@@ -699,6 +716,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
     live.shardRunsBefore = shardRuns.length;
     mapRuns = [];
     executionName = attempt.name;
+    const eventsBefore = bindings.events.length;
     const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
       // $$.Execution.Name: the attempt's name, which its waves and results are kept under.
       context: { Execution: { Name: attempt.name } },
@@ -747,6 +765,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       history,
       throttled: { ...live.throttled },
       evaluator,
+      events: bindings.events.slice(eventsBefore),
       runAgain: (next = {}) => executeOnce(next),
       close: closeAll,
     };

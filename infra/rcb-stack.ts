@@ -9,6 +9,7 @@ import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
 import { TeamAccessConstruct } from './team-access-construct';
+import { RunEventsConstruct } from './run-events-construct';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -41,6 +42,7 @@ export class RcbStack extends Stack {
   public readonly orchestrator: OrchestratorConstruct;
   public readonly monitoring: MonitoringConstruct;
   public readonly teamAccess: TeamAccessConstruct;
+  public readonly runEvents: RunEventsConstruct;
 
   constructor(scope: Construct, id: string, props: RcbStackProps = {}) {
     super(scope, id, props);
@@ -118,6 +120,10 @@ export class RcbStack extends Stack {
       maxMessageAge: props.maxMessageAgeSec ? Duration.seconds(props.maxMessageAgeSec) : undefined,
     });
 
+    this.runEvents = new RunEventsConstruct(this, 'RunEvents', {
+      publishers: [this.orchestrator.aggregate.function, this.orchestrator.markRunFailed.function],
+      summaryTopic: this.monitoring.alarmTopic,
+    });
     this.teamAccess = new TeamAccessConstruct(this, 'TeamAccess', {
       table,
       bucket,

@@ -7,7 +7,7 @@
  * evaluation Map Run's results (`mapResults`): the shards that failed every attempt, whose
  * tasks become infra_error.
  *
- * Environment: RCB_TABLE, RCB_BUCKET.
+ * Environment: RCB_TABLE, RCB_BUCKET, RCB_EVENT_BUS (the run-ended event's bus; RCB_EVENTS_ENDPOINT in the emulator).
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -15,15 +15,17 @@ import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { aggregateInputSchema, parsePayload, type AggregateInput, type AggregateResult } from '../../core/cloud/payloads';
 import type { BlobStore, RunStore } from '../../core/store';
 import type { EnvironmentChecks } from '../../core/cloud/ports';
-import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import type { EventPublisher } from '../../core/cloud/run-events';
+import { runEventPublisher } from '../run-events';
+import { loadEventsConfig, loadStorageConfig, type EventsConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 
 export { aggregateInputSchema };
 export type { AggregateInput, AggregateResult };
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
-  return { storage: loadStorageConfig(env) };
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig; events?: EventsConfig } {
+  return { storage: loadStorageConfig(env), events: loadEventsConfig(env) };
 }
 
 export interface AggregateHandlerDeps {
@@ -31,6 +33,8 @@ export interface AggregateHandlerDeps {
   blobs: BlobStore;
   /** The shards' environment checks, which become the run's environment (env_broken papers). */
   environments?: EnvironmentChecks;
+  /** Where the run-ended event goes (docs/cloud.md#run-events). @default none sent */
+  events?: EventPublisher;
   logger: Logger;
   metrics: Metrics;
   tracer?: StageTracer;
@@ -44,6 +48,7 @@ export function createHandler(getDeps: () => AggregateHandlerDeps): StageHandler
       ...(input.mapResults ? { mapResultsKey: input.mapResults.Key } : {}),
       ...(input.execution ? { execution: input.execution } : {}),
     });
+    if (summary.eventError) deps.logger.warn('run-ended event not sent', { error: summary.eventError });
     deps.logger.info('run aggregated', { ...summary });
     deps.metrics.addMetric(`Runs_${summary.status}`, MetricUnit.Count, 1);
     return summary;
@@ -51,7 +56,8 @@ export function createHandler(getDeps: () => AggregateHandlerDeps): StageHandler
 }
 
 /** The deployed function's: AWS adapters from its configuration. */
-export function deployedAggregateDeps(config: { storage: StorageConfig }): AggregateHandlerDeps {
+export function deployedAggregateDeps(config: { storage: StorageConfig; events?: EventsConfig }): AggregateHandlerDeps {
   const telemetry = lambdaTelemetry('aggregate');
-  return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...telemetry };
+  const events = runEventPublisher(config.events, { tracer: telemetry.tracer });
+  return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...(events ? { events } : {}), ...telemetry };
 }

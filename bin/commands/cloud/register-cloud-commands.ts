@@ -108,7 +108,9 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
   emulateFlags(
     stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')),
     'a run of `rcb cloud run --emulate`, from its state folder',
-  ).action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
+  )
+    .option('--wait', 'follow the run to its end; exit 0 succeeded, 4 succeeded with errors, 3 budget stopped, 1 failed or cancelled (for CI)')
+    .action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
 
   emulateFlags(
     stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id')),
