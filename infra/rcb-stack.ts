@@ -10,6 +10,7 @@ import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
 import { TeamAccessConstruct } from './team-access-construct';
 import { RunEventsConstruct } from './run-events-construct';
+import { ScheduleConstruct } from './schedule-construct';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -43,6 +44,7 @@ export class RcbStack extends Stack {
   public readonly monitoring: MonitoringConstruct;
   public readonly teamAccess: TeamAccessConstruct;
   public readonly runEvents: RunEventsConstruct;
+  public readonly schedules: ScheduleConstruct;
 
   constructor(scope: Construct, id: string, props: RcbStackProps = {}) {
     super(scope, id, props);
@@ -124,11 +126,13 @@ export class RcbStack extends Stack {
       publishers: [this.orchestrator.aggregate.function, this.orchestrator.markRunFailed.function],
       summaryTopic: this.monitoring.alarmTopic,
     });
+    this.schedules = new ScheduleConstruct(this, 'Schedules', { stateMachine: this.orchestrator.stateMachine });
     this.teamAccess = new TeamAccessConstruct(this, 'TeamAccess', {
       table,
       bucket,
       stateMachine: this.orchestrator.stateMachine,
       keysSecret: this.generation.keysSecret,
+      scheduleStatements: this.schedules.runnerStatements(),
     });
 
     Tags.of(this).add(COST_ALLOCATION_TAGS.project, 'rcb');
@@ -172,6 +176,11 @@ export class RcbStack extends Stack {
     new CfnOutput(this, 'AlarmTopicArn', {
       value: this.monitoring.alarmTopic.topicArn,
       description: 'Every alarm publishes here (KMS-encrypted); subscribe e-mail, chat or a pager',
+    });
+    new CfnOutput(this, 'ScheduleGroupName', { value: this.schedules.groupName, description: 'Schedules of rcb cloud schedule add' });
+    new CfnOutput(this, 'ScheduleRoleArn', {
+      value: this.schedules.role.roleArn,
+      description: 'The role schedules start the run workflow with (it may start nothing else)',
     });
     new CfnOutput(this, 'RunnerPolicyArn', {
       value: this.teamAccess.runnerPolicy.managedPolicyArn,

@@ -56,7 +56,7 @@ export class TeamAccessConstruct extends Construct {
       statements: [...read, ...this.runStatements(props), ...(props.scheduleStatements ?? []), ...this.denials(props)],
     });
     const reason =
-      'Object-key wildcards: runs/* and psets/* (run ids and bundle digests are only known at run time); executions of the one run workflow (named by run id).';
+      'Object-key wildcards: runs/* and psets/* (run ids and bundle digests are only known at run time); executions of the one run workflow (named by run id); schedules of the stack group, and scheduler:ListSchedules, which names no resource.';
     for (const policy of [this.readerPolicy, this.runnerPolicy]) {
       NagSuppressions.addResourceSuppressions(policy, [
         {
@@ -65,6 +65,9 @@ export class TeamAccessConstruct extends Construct {
           appliesTo: [
             artifactWildcardFinding(ARTIFACT_PATTERNS.psets, ARTIFACT_PATTERNS.runs),
             { regex: '/^Resource::arn:<AWS::Partition>:states:.*:execution:.*:\\*$/g' },
+            // The stack's schedule group, and ListSchedules, which has no resource.
+            { regex: '/^Resource::arn:<AWS::Partition>:scheduler:.*:schedule\\/.*\\/\\*$/g' },
+            'Resource::*',
           ],
         },
       ]);

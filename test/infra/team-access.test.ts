@@ -5,7 +5,7 @@
  */
 import { ARTIFACT_PREFIXES } from '../../core/cloud/storage-layout';
 import { RUN_STATUS_ATTRIBUTES } from '../../infra/team-access-construct';
-import { logicalIdStartingWith, resourcesOfType, sharedStack } from './helpers';
+import { logicalIdStartingWith, resourcesOfType, roleStatements, sharedStack } from './helpers';
 import { STACK_ID, TemplateResolver, evaluate, type IamRequest, type PolicyStatement } from './iam-evaluator';
 
 const { template } = sharedStack();
@@ -29,6 +29,8 @@ const tableArn = resolver.arn(only('AWS::DynamoDB::Table'));
 const workflow = resolver.ref(only('AWS::StepFunctions::StateMachine'));
 const secret = resolver.ref(only('AWS::SecretsManager::Secret'));
 const execution = `${workflow.replace(':stateMachine:', ':execution:')}:run-abc`;
+const scheduleRole = resolver.arn(logicalIdStartingWith(template, 'AWS::IAM::Role', 'SchedulesStartRunRole'));
+const schedule = (name: string) => `arn:aws:scheduler:us-east-1:123456789012:schedule/RcbTest-runs/${name}`;
 const object = (key: string) => `arn:aws:s3:::${bucket}/${key}`;
 const item = (action: string, pk: string, attributes?: string[]): IamRequest => ({
   action: `dynamodb:${action}`,
@@ -55,6 +57,11 @@ const RUNS: Array<[string, IamRequest]> = [
   ['upload a pset bundle', { action: 's3:PutObject', resource: object('psets/0123abcd.json') }],
   ['upload a replay file', { action: 's3:PutObject', resource: object('psets/replays/0123.jsonl') }],
   ['mark a run cancelled', item('UpdateItem', 'RUN#abc', RUN_STATUS_ATTRIBUTES)],
+  ['add a schedule', { action: 'scheduler:CreateSchedule', resource: schedule('nightly') }],
+  ['read a schedule', { action: 'scheduler:GetSchedule', resource: schedule('nightly') }],
+  ['remove a schedule', { action: 'scheduler:DeleteSchedule', resource: schedule('nightly') }],
+  ['list the schedules', { action: 'scheduler:ListSchedules', resource: '*' }],
+  ['pass the schedule role to Scheduler', { action: 'iam:PassRole', resource: scheduleRole, context: { 'iam:PassedToService': 'scheduler.amazonaws.com' } }],
 ];
 
 /** What neither may do. */
@@ -74,6 +81,8 @@ const NEVER: Array<[string, IamRequest]> = [
   ['delete a pset', { action: 's3:DeleteObject', resource: object('psets/0123abcd.json') }],
   ['start another workflow', { action: 'states:StartExecution', resource: workflow.replace(/:stateMachine:.*/, ':stateMachine:Other') }],
   ['read another bucket', { action: 's3:GetObject', resource: 'arn:aws:s3:::someone-else/runs/x' }],
+  ['pass the schedule role to another service', { action: 'iam:PassRole', resource: scheduleRole, context: { 'iam:PassedToService': 'lambda.amazonaws.com' } }],
+  ['add a schedule in another group', { action: 'scheduler:CreateSchedule', resource: 'arn:aws:scheduler:us-east-1:123456789012:schedule/default/x' }],
   ['pass a role', { action: 'iam:PassRole', resource: resolver.arn(Object.keys(resourcesOfType(template, 'AWS::IAM::Role'))[0]) }],
 ];
 
@@ -111,7 +120,9 @@ describe('both policies', () => {
       own.add(resolver.arn(id));
       own.add(resolver.ref(id));
     }
-    for (const s of [...runner, ...reader].filter((x) => x.Effect === 'Allow')) {
+    own.add(schedule('').slice(0, -1));
+    // ListSchedules names no resource (its group is a request parameter): the one "*".
+    for (const s of [...runner, ...reader].filter((x) => x.Effect === 'Allow' && x.Sid !== 'ListRunSchedules')) {
       for (const r of [s.Resource].flat() as string[]) {
         expect(r).not.toBe('*');
         expect([
@@ -131,6 +142,26 @@ describe('both policies', () => {
   it('read uploaded pset keys only as the runner (the reader reads runs/ alone)', () => {
     const request = { action: 's3:GetObject', resource: object(`${ARTIFACT_PREFIXES.psets}0123.json`) };
     expect([evaluate(runner, request), evaluate(reader, request)]).toEqual(['allowed', 'implicitly denied']);
+  });
+});
+
+describe('the schedule role', () => {
+  it('may start the run workflow and nothing else', () => {
+    const id = logicalIdStartingWith(template, 'AWS::IAM::Role', 'SchedulesStartRunRole');
+    const statements = resolver.resolve(roleStatements(template, id)) as PolicyStatement[];
+    expect(evaluate(statements, { action: 'states:StartExecution', resource: workflow })).toBe('allowed');
+    for (const request of [...NEVER, ...RUNS.filter(([n]) => n !== 'start a run')].map(([, r]) => r)) {
+      expect([request.action, evaluate(statements, request)]).toEqual([request.action, 'implicitly denied']);
+    }
+    const trust = resolver.resolve(resources[id].Properties!.AssumeRolePolicyDocument.Statement);
+    expect(trust).toEqual([
+      {
+        Action: 'sts:AssumeRole',
+        Effect: 'Allow',
+        Principal: { Service: 'scheduler.amazonaws.com' },
+        Condition: { StringEquals: { 'aws:SourceAccount': '123456789012' } },
+      },
+    ]);
   });
 });
 
