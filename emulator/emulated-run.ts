@@ -60,7 +60,14 @@ import { runDistributedMap, withDistributedMapsAsTasks, type DistributedMapRun }
 import { RUN_ENDED_EVENT, type EventPublisher, type RunEndedDetail } from '../core/cloud/run-events';
 
 /** What an emulated run is started with: what `rcb cloud run` uploads (app/cloud-run.ts). */
-export type EmulatedRunRequest = CloudRunInputs;
+export type EmulatedRunRequest = CloudRunInputs & {
+  /**
+   * Start this workflow input instead of the one built from the inputs: a schedule's stored
+   * target input, fired (emulator/emulated-schedules.ts). Refused unless it names the run the
+   * inputs upload. @default the built input
+   */
+  startInput?: RunWorkflowInput;
+};
 
 export interface EmulatorOptions {
   /**
@@ -265,7 +272,12 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
     const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions'), keep });
     closers.push(() => aws.close());
     const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
-    const { runId, input } = await uploadRunInputs(storage.blobs, request);
+    const built = await uploadRunInputs(storage.blobs, request);
+    if (request.startInput && request.startInput.runId !== built.runId) {
+      throw new Error(`emulator: the input to start names run ${request.startInput.runId}; its inputs upload run ${built.runId}`);
+    }
+    const { runId } = built;
+    const input = request.startInput ?? built.input;
     const first = await startOrFollow(state, runId, restartWithFailures(storage.store, runId));
     // The run's latest execution succeeded (a state folder kept it): nothing to run again.
     if (!first.started) return await followed(state, storage, runId, input, first, closeAll);
