@@ -50,9 +50,17 @@ import { EmulatorState } from './emulator-state';
 import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
 import { retryableFailedTasks } from '../core/cloud/failed-tasks';
 import { runDistributedMap, withDistributedMapsAsTasks, type DistributedMapRun } from './distributed-map';
+import { RUN_ENDED_EVENT, type EventPublisher, type RunEndedDetail } from '../core/cloud/run-events';
 
 /** What an emulated run is started with: what `rcb cloud run` uploads (app/cloud-run.ts). */
-export type EmulatedRunRequest = CloudRunInputs;
+export type EmulatedRunRequest = CloudRunInputs & {
+  /**
+   * Start this workflow input instead of the one built from the inputs: a schedule's stored
+   * target input, fired (emulator/emulated-schedules.ts). Refused unless it names the run the
+   * inputs upload. @default the built input
+   */
+  startInput?: RunWorkflowInput;
+};
 
 export interface EmulatorOptions {
   /** Count DynamoDB and S3 requests and capacity units as AWS bills them (EmulatedRun.usage). @default false */
@@ -201,6 +209,8 @@ export interface EmulatedRun {
   throttled: Record<string, number>;
   /** The emulated evaluator deployment: every registered task definition revision, and the one deployed now. */
   evaluator: EmulatedEvaluator;
+  /** The run-ended events this execution's stages sent (docs/cloud.md#run-events): one when it ended. */
+  events: RunEndedDetail[];
   /**
    * Starts the same run again, as `rcb cloud run` does after a failed execution: a new
    * execution of the same input on the same tables, bucket and functions. Resolves with
@@ -265,7 +275,12 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
     const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions'), keep, meter: options.meterUsage });
     closers.push(() => aws.close());
     const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
-    const { runId, input } = await uploadRunInputs(storage.blobs, request);
+    const built = await uploadRunInputs(storage.blobs, request);
+    if (request.startInput && request.startInput.runId !== built.runId) {
+      throw new Error(`emulator: the input to start names run ${request.startInput.runId}; its inputs upload run ${built.runId}`);
+    }
+    const { runId } = built;
+    const input = request.startInput ?? built.input;
     const first = await startOrFollow(state, runId, restartWithFailures(storage.store, runId));
     // The run's latest execution succeeded (a state folder kept it): nothing to run again.
     if (!first.started) return await followed(state, storage, runId, input, first, closeAll);
@@ -319,6 +334,7 @@ async function followed(
     history: { events: 0, byType: {}, entered: {} },
     throttled: {},
     evaluator: { revisions: [], deployed: { taskDefinitionArn: '', image: '' } },
+    events: [],
     runAgain: async () => run,
     close: closeAll,
   };
@@ -339,6 +355,8 @@ interface Bindings {
   environments(): Record<string, Readonly<Record<string, string>>>;
   /** A deploy of this evaluator revision: what the deployment's PlanRun pins for new runs from now on. */
   deploy(revision: EmulatedEvaluator['deployed']): void;
+  /** The run-ended events the stages sent, in order (the bundles' through the local PutEvents). */
+  events: RunEndedDetail[];
 }
 
 /** The emulated evaluator deployment a source-bound PlanRun pins (bundles read the template's RCB_TASK_DEFINITION): revision 1. */
@@ -383,7 +401,11 @@ function sourceBindings(
       deadLetterHandler: (event) => deadLetter(event) as Promise<SQSBatchResponse>,
     },
   );
+  // The run-ended event, recorded where the deployed stages would put it on the bus.
+  const sent: RunEndedDetail[] = [];
+  const events: EventPublisher = { publishRunEnded: async (detail) => void sent.push(detail) };
   parts = {
+    events,
     storage,
     keys: envKeySource(process.env),
     hosted,
@@ -401,7 +423,7 @@ function sourceBindings(
     if (state) states[state] = handlerOf(name);
   }
   // PlanRun reads evaluator.deployed at each invocation: a deploy needs nothing more here.
-  return { states, lanes, invocations: () => ({}), environments: () => ({}), deploy: () => undefined };
+  return { states, lanes, invocations: () => ({}), environments: () => ({}), deploy: () => undefined, events: sent };
 }
 
 /** The keys the emulated provider-keys secret holds: each hosted model's key variable, from this environment. */
@@ -445,9 +467,15 @@ async function bundleBindings(
   let lanes: SimulatedLanes | undefined;
   const secretArn = (id: string): string => `arn:aws:secretsmanager:us-east-1:${LOCAL_ACCOUNT}:secret:${id}`;
   const secrets: Record<string, string> = {};
+  const sent: RunEndedDetail[] = [];
   const api = await startLocalAwsApi({
     onMessages: (_queue, bodies) => void lanes!.send(bodies.map((b) => ({ message: JSON.parse(b) as GenerationMessage, model: '' }))),
     secrets,
+    onEvents: (entries) => {
+      for (const e of entries) {
+        if (e.Source === RUN_ENDED_EVENT.source && e.DetailType === RUN_ENDED_EVENT.detailType) sent.push(JSON.parse(e.Detail) as RunEndedDetail);
+      }
+    },
   });
   closers.push(() => api.close());
   const values: TokenValues = {
@@ -479,6 +507,7 @@ async function bundleBindings(
     RCB_DYNAMODB_ENDPOINT: local.RCB_DYNAMODB_ENDPOINT,
     RCB_S3_ENDPOINT: local.RCB_S3_ENDPOINT,
     RCB_SECRETS_ENDPOINT: api.endpoint,
+    RCB_EVENTS_ENDPOINT: api.endpoint,
     // EMF lines would only fill the function logs: the CLI prints the run's progress.
     POWERTOOLS_METRICS_DISABLED: 'true',
   };
@@ -535,6 +564,7 @@ async function bundleBindings(
   return {
     states,
     lanes,
+    events: sent,
     invocations: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.invocations])),
     environments: () => Object.fromEntries([...processes].map(([id, p]) => [id, p.environment])),
     // CloudFormation updates every function whose environment names the task definition;
@@ -684,6 +714,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
     live.shardRunsBefore = shardRuns.length;
     mapRuns = [];
     executionName = attempt.name;
+    const eventsBefore = bindings.events.length;
     const execution = machine.run(input as unknown as Parameters<typeof machine.run>[0], {
       // $$.Execution.Name: the attempt's name, which its waves and results are kept under.
       context: { Execution: { Name: attempt.name } },
@@ -733,6 +764,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       history,
       throttled: { ...live.throttled },
       evaluator,
+      events: bindings.events.slice(eventsBefore),
       runAgain: (next = {}) => executeOnce(next),
       close: closeAll,
     };

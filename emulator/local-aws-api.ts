@@ -1,8 +1,9 @@
 /**
- * The two AWS APIs the deployed functions call besides DynamoDB and S3, served on
+ * The AWS APIs the deployed functions call besides DynamoDB and S3, served on
  * 127.0.0.1 for the emulator: SQS SendMessage(Batch) (PlanRun enqueues generation work;
  * the SDK sends to the host of the queue URL, so the queue URLs the functions get point
- * here) and Secrets Manager GetSecretValue (the generator's provider keys). Both speak the
+ * here), Secrets Manager GetSecretValue (the generator's provider keys) and EventBridge
+ * PutEvents (the run-ended event of Aggregate and MarkRunFailed). All speak the
  * AWS JSON protocol (X-Amz-Target). Anything else is answered with an error naming the
  * operation, so a function that starts calling a new API fails here first.
  */
@@ -17,6 +18,16 @@ export interface LocalAwsApiOptions {
   onMessages(queueName: string, bodies: string[]): void;
   /** Secret values by ARN or name. */
   secrets: Record<string, string>;
+  /** Called with the entries of each PutEvents. @default the events are accepted and dropped */
+  onEvents?(entries: PutEventsEntry[]): void;
+}
+
+/** One entry of a PutEvents request, as the SDK sends it. */
+export interface PutEventsEntry {
+  Source: string;
+  DetailType: string;
+  Detail: string;
+  EventBusName?: string;
 }
 
 export interface LocalAwsApi {
@@ -70,6 +81,18 @@ function secretsManager(operation: string, body: Record<string, any>, options: L
   return { ARN: id, Name: id.split(':').pop(), SecretString: value, VersionId: 'emulated', VersionStages: ['AWSCURRENT'], CreatedDate: 0 };
 }
 
+function eventBridge(operation: string, body: Record<string, any>, options: LocalAwsApiOptions): unknown {
+  if (operation !== 'PutEvents') throw new ApiError('UnsupportedOperation', `the emulator's EventBridge does not serve ${operation}`);
+  const entries = (body.Entries ?? []) as PutEventsEntry[];
+  if (entries.length < 1 || entries.length > 10) throw new ApiError('ValidationException', `PutEvents takes 1..10 entries, not ${entries.length}`);
+  for (const e of entries) {
+    if (!e.Source || !e.DetailType) throw new ApiError('ValidationException', 'an entry needs Source and DetailType');
+    JSON.parse(e.Detail ?? '{}');
+  }
+  options.onEvents?.(entries);
+  return { FailedEntryCount: 0, Entries: entries.map(() => ({ EventId: randomUUID() })) };
+}
+
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -96,6 +119,7 @@ export async function startLocalAwsApi(options: LocalAwsApiOptions): Promise<Loc
         let result: unknown;
         if (service === 'AmazonSQS') result = sqs(operation, body, options);
         else if (service === 'secretsmanager') result = secretsManager(operation, body, options);
+        else if (service === 'AWSEvents') result = eventBridge(operation, body, options);
         else throw new ApiError('UnknownOperationException', `the emulator serves no ${target || 'request without X-Amz-Target'}`);
         reply(res, 200, result, protocol);
       } catch (err) {

@@ -11,6 +11,9 @@ import { StorageConstruct } from './storage-construct';
 import { CLOUD_STAGES, type StageTable } from '../app/stages';
 import { MEASURED_IMAGE_SIZE, shardEphemeralStorageGiB } from './ephemeral-storage';
 import { reserveConcurrency } from './reserved-concurrency';
+import { TeamAccessConstruct } from './team-access-construct';
+import { RunEventsConstruct } from './run-events-construct';
+import { ScheduleConstruct } from './schedule-construct';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -48,6 +51,9 @@ export class RcbStack extends Stack {
   public readonly evaluation: EvaluationConstruct;
   public readonly orchestrator: OrchestratorConstruct;
   public readonly monitoring: MonitoringConstruct;
+  public readonly teamAccess: TeamAccessConstruct;
+  public readonly runEvents: RunEventsConstruct;
+  public readonly schedules: ScheduleConstruct;
 
   constructor(scope: Construct, id: string, props: RcbStackProps = {}) {
     super(scope, id, props);
@@ -130,6 +136,19 @@ export class RcbStack extends Stack {
       maxMessageAge: props.maxMessageAgeSec ? Duration.seconds(props.maxMessageAgeSec) : undefined,
     });
 
+    this.runEvents = new RunEventsConstruct(this, 'RunEvents', {
+      publishers: [this.orchestrator.aggregate.function, this.orchestrator.markRunFailed.function],
+      summaryTopic: this.monitoring.alarmTopic,
+    });
+    this.schedules = new ScheduleConstruct(this, 'Schedules', { stateMachine: this.orchestrator.stateMachine });
+    this.teamAccess = new TeamAccessConstruct(this, 'TeamAccess', {
+      table,
+      bucket,
+      stateMachine: this.orchestrator.stateMachine,
+      keysSecret: this.generation.keysSecret,
+      scheduleStatements: this.schedules.runnerStatements(),
+    });
+
     Tags.of(this).add(COST_ALLOCATION_TAGS.project, 'rcb');
     Tags.of(this).add(COST_ALLOCATION_TAGS.stack, this.stackName);
     for (const [part, component] of [
@@ -171,6 +190,19 @@ export class RcbStack extends Stack {
     new CfnOutput(this, 'AlarmTopicArn', {
       value: this.monitoring.alarmTopic.topicArn,
       description: 'Every alarm publishes here (KMS-encrypted); subscribe e-mail, chat or a pager',
+    });
+    new CfnOutput(this, 'ScheduleGroupName', { value: this.schedules.groupName, description: 'Schedules of rcb cloud schedule add' });
+    new CfnOutput(this, 'ScheduleRoleArn', {
+      value: this.schedules.role.roleArn,
+      description: 'The role schedules start the run workflow with (it may start nothing else)',
+    });
+    new CfnOutput(this, 'RunnerPolicyArn', {
+      value: this.teamAccess.runnerPolicy.managedPolicyArn,
+      description: 'Attach to the roles that start, follow and cancel runs (docs/cloud.md#team-access)',
+    });
+    new CfnOutput(this, 'ReaderPolicyArn', {
+      value: this.teamAccess.readerPolicy.managedPolicyArn,
+      description: 'Attach to the roles that only read results and reports (docs/cloud.md#team-access)',
     });
   }
 }

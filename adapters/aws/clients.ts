@@ -7,6 +7,7 @@
  * subsegment.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -89,4 +90,8 @@ export function createSqsClient(config: AwsClientConfig): SQSClient {
 
 export function createSecretsManagerClient(config: AwsClientConfig): SecretsManagerClient {
   return traced(config, new SecretsManagerClient(base(config)));
+}
+
+export function createEventBridgeClient(config: AwsClientConfig): EventBridgeClient {
+  return traced(config, new EventBridgeClient(base(config)));
 }

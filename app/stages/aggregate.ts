@@ -7,7 +7,7 @@
  * evaluation Map Run's results (`mapResults`): the shards that failed every attempt, whose
  * tasks become infra_error.
  *
- * Environment: RCB_TABLE, RCB_BUCKET.
+ * Environment: RCB_TABLE, RCB_BUCKET, RCB_EVENT_BUS (the run-ended event's bus; RCB_EVENTS_ENDPOINT in the emulator).
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -15,7 +15,9 @@ import { aggregateRun } from '../../core/cloud/aggregate-run';
 import { aggregateInputSchema, parsePayload, type AggregateInput, type AggregateResult } from '../../core/cloud/payloads';
 import type { BlobStore, RunStore } from '../../core/store';
 import type { EnvironmentChecks } from '../../core/cloud/ports';
-import { loadStorageConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
+import type { EventPublisher } from '../../core/cloud/run-events';
+import { runEventPublisher } from '../run-events';
+import { loadEventsConfig, loadStorageConfig, type EventsConfig, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
 import { createStorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { lambdaTelemetry, stageHandler, type StageHandler, type StageTracer } from '../../adapters/aws/runtime/stage-lifecycle';
 import type { CloudStage } from './cloud-stage';
@@ -23,8 +25,8 @@ import type { CloudStage } from './cloud-stage';
 export { aggregateInputSchema };
 export type { AggregateInput, AggregateResult };
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig } {
-  return { storage: loadStorageConfig(env) };
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): { storage: StorageConfig; events?: EventsConfig } {
+  return { storage: loadStorageConfig(env), events: loadEventsConfig(env) };
 }
 
 export interface AggregateHandlerDeps {
@@ -32,6 +34,8 @@ export interface AggregateHandlerDeps {
   blobs: BlobStore;
   /** The shards' environment checks, which become the run's environment (env_broken papers). */
   environments?: EnvironmentChecks;
+  /** Where the run-ended event goes (docs/cloud.md#run-events). @default none sent */
+  events?: EventPublisher;
   logger: Logger;
   metrics: Metrics;
   tracer?: StageTracer;
@@ -45,6 +49,7 @@ export function createHandler(getDeps: () => AggregateHandlerDeps): StageHandler
       ...(input.mapResults ? { mapResultsKey: input.mapResults.Key } : {}),
       ...(input.execution ? { execution: input.execution } : {}),
     });
+    if (summary.eventError) deps.logger.warn('run-ended event not sent', { error: summary.eventError });
     deps.logger.info('run aggregated', { ...summary });
     deps.metrics.addMetric(`Runs_${summary.status}`, MetricUnit.Count, 1);
     return summary;
@@ -52,9 +57,10 @@ export function createHandler(getDeps: () => AggregateHandlerDeps): StageHandler
 }
 
 /** The deployed function's: AWS adapters from its configuration. */
-export function deployedAggregateDeps(config: { storage: StorageConfig }): AggregateHandlerDeps {
+export function deployedAggregateDeps(config: { storage: StorageConfig; events?: EventsConfig }): AggregateHandlerDeps {
   const telemetry = lambdaTelemetry('aggregate');
-  return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...telemetry };
+  const events = runEventPublisher(config.events, { tracer: telemetry.tracer });
+  return { ...createStorageAdapters(config.storage, { tracer: telemetry.tracer }), ...(events ? { events } : {}), ...telemetry };
 }
 
 /** The stage's entry of app/stages/index.ts. */
@@ -68,7 +74,7 @@ export const aggregateStage = {
   },
   loadConfig,
   deployedDeps: deployedAggregateDeps,
-  localDeps: (parts) => ({ ...parts.storage, ...parts.telemetry('aggregate') }),
+  localDeps: (parts) => ({ ...parts.storage, ...(parts.events ? { events: parts.events } : {}), ...parts.telemetry('aggregate') }),
   createHandler,
   monitoring: { name: 'aggregate' },
-} satisfies CloudStage<{ storage: StorageConfig }, AggregateHandlerDeps>;
+} satisfies CloudStage<{ storage: StorageConfig; events?: EventsConfig }, AggregateHandlerDeps>;

@@ -13,6 +13,7 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { KeySource } from '../../core/keys';
 import type { ModelClient } from '../../core/model';
 import type { TaskQueue } from '../../core/cloud/ports';
+import type { EventPublisher } from '../../core/cloud/run-events';
 import type { HostedModels } from '../../adapters/models/hosted-models';
 import type { StorageAdapters } from '../../adapters/aws/runtime/cloud-adapters';
 import { once } from '../../adapters/aws/runtime/cloud-config';
@@ -65,6 +66,8 @@ export interface LocalStageParts {
   evaluation: () => { taskDefinitionArn: string; image: string };
   /** RCB_GENERATION_TIMEOUT_SEC of the synthesized stack, when it sets one. */
   generationTimeoutSec?: number;
+  /** Where the run-ended events go (the emulator records them). @default none sent */
+  events?: EventPublisher;
   /** The stage's logger and metrics, by its function folder's name. */
   telemetry: (stage: string) => { logger: Logger; metrics: Metrics };
 }

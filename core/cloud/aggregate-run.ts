@@ -20,6 +20,7 @@ import type { EnvironmentChecks } from './ports';
 import { RunInputError } from './pset-bundle';
 import { recordedCloudRun } from './recorded-run';
 import { priceRecordedInfra } from '../cost/recorded-infra';
+import { announceRunEnded, runEndedFromReport, type EventPublisher } from './run-events';
 
 /** The explorable page, `rcb cloud results RUN --format html --out FILE` (or `--url`). */
 export const HTML_REPORT: RunOutput = { file: 'report.html', format: 'html', judge: 'strict', contentType: 'text/html; charset=utf-8' };
@@ -124,8 +125,11 @@ export interface AggregateOptions {
   execution?: string;
 }
 
+/** The report whose figures the run-ended event carries (core/cloud/run-events.ts). */
+const EVENT_REPORT = 'report.json';
+
 export async function aggregateRun(
-  deps: { store: RunStore; blobs: BlobStore; environments?: EnvironmentChecks },
+  deps: { store: RunStore; blobs: BlobStore; environments?: EnvironmentChecks; events?: EventPublisher },
   runId: string,
   options: AggregateOptions = {},
 ): Promise<AggregateResult> {
@@ -159,7 +163,7 @@ export async function aggregateRun(
   // A run with tasks missing is partial: its reports say the status it ends with, not 'aggregating'.
   const endsAs = run.status === 'budget_exhausted' || run.status === 'cancelled' ? run.status : 'failed';
   // Every report scores without the infra_error tasks and names them, with their rate.
-  await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS, {
+  const texts = await writeRunOutputs(deps.store, runId, (r, text) => deps.blobs.put(reportPrefix + r.file, text, r.contentType), CLOUD_REPORTS, {
     infra: infraCost,
     infraErrors: infraTasks,
     ...(missing > 0 ? { shownStatus: endsAs } : {}),
@@ -181,5 +185,8 @@ export async function aggregateRun(
       ? `infra_error: ${infraTasks.size} of ${tasks.length} task(s) (${((100 * infraTasks.size) / Math.max(1, tasks.length)).toFixed(1)}% infra error rate), in ${infra.shards.length} shard(s) that failed every attempt; kept out of the judged tasks: start the run again to evaluate them`
       : undefined,
   );
-  return { runId, status, reportPrefix, ...(infraTasks.size ? { infraErrorTasks: infraTasks.size } : {}) };
+  // The event names the final status and the report's own figures (its run status still reads aggregating).
+  const event = runEndedFromReport(texts.get(EVENT_REPORT) ?? '', reportPrefix + EVENT_REPORT, status);
+  const eventError = await announceRunEnded(deps.events, event);
+  return { runId, status, reportPrefix, ...(infraTasks.size ? { infraErrorTasks: infraTasks.size } : {}), ...(eventError ? { eventError } : {}) };
 }

@@ -273,6 +273,8 @@ export const aggregateResultSchema = z.object({
   reportPrefix: z.string(),
   /** Tasks recorded infra_error (their shard failed every attempt); the status is then succeeded_with_errors. */
   infraErrorTasks: z.number().int().nonnegative().optional(),
+  /** Why the run-ended event was not sent (core/cloud/run-events.ts); the run's status stands. */
+  eventError: z.string().optional(),
 });
 export type AggregateResult = z.infer<typeof aggregateResultSchema>;
 

@@ -4,7 +4,7 @@
  * One read of the execution and one of the run item per poll (the counters), never a scan.
  */
 import type { BlobStore, RunStore } from '../store';
-import type { RunExecutions } from './execution-attempts';
+import { latestAttempt, type RunExecutions } from './execution-attempts';
 import type { RunCounters } from './ports';
 import { CLOUD_REPORTS } from './aggregate-run';
 import { cloudKeys } from './payloads';
@@ -46,4 +46,15 @@ export async function watchRun(deps: WatchRunDeps, runId: string, executionName:
     }
     await deps.sleep(deps.pollMs);
   }
+}
+
+/**
+ * `rcb cloud status RUN --wait`: follows the run's latest execution to its end, as `rcb cloud
+ * run` does, and resolves with the same exit code (a CI job gates on it: docs/cloud.md#from-ci);
+ * null when the run never started.
+ */
+export async function waitForRun(deps: WatchRunDeps & { executions: Pick<RunExecutions, 'describe' | 'status'> }, runId: string): Promise<number | null> {
+  const latest = await latestAttempt(deps.executions, runId);
+  if (!latest) return null;
+  return watchRun(deps, runId, latest.name);
 }

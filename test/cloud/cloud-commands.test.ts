@@ -456,3 +456,49 @@ describe('rcb cloud cancel', () => {
     expect(docMock.commandCalls(UpdateCommand)).toHaveLength(0);
   });
 });
+
+describe('rcb cloud status --wait', () => {
+  /** The run's one execution: RUNNING at the first poll, then `status`; the run item ends `runStatus`. */
+  function endingRun(status: 'SUCCEEDED' | 'FAILED', runStatus: RunRecord['status']): void {
+    const ended: RunRecord = { ...makeRun('r1', { budgetUsd: 2 }), status: runStatus, spentUsd: 1.5 };
+    sfnMock
+      .on(DescribeExecutionCommand, { executionArn: executionArn(STATE_MACHINE, 'r1') })
+      .resolvesOnce({ status: 'RUNNING', executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date() })
+      .resolvesOnce({ status: 'RUNNING', executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date() })
+      .resolves({ status, executionArn: 'x', stateMachineArn: STATE_MACHINE, startDate: new Date(), stopDate: new Date() });
+    sfnMock
+      .on(DescribeExecutionCommand, { executionArn: executionArn(STATE_MACHINE, 'r1-2') })
+      .rejects(Object.assign(new Error('Execution Does Not Exist'), { name: 'ExecutionDoesNotExist' }));
+    docMock
+      .on(GetCommand)
+      .resolvesOnce({ Item: runItem({ ...ended, status: 'generating' }) })
+      .resolves({ Item: runItem(ended) });
+    docMock.on(QueryCommand).resolves({ Items: [] });
+    s3Mock.on(GetObjectCommand, { Key: 'runs/r1/reports/leaderboard.txt' }).resolves({ Body: body('oracle  100.00\n') });
+  }
+
+  it.each([
+    ['SUCCEEDED', 'succeeded', 0],
+    ['SUCCEEDED', 'succeeded_with_errors', 4],
+    ['SUCCEEDED', 'budget_exhausted', 3],
+    ['SUCCEEDED', 'cancelled', 1],
+    ['FAILED', 'failed', 1],
+  ] as const)('follows an execution that ends %s with the run %s to its end, and exits %i', async (execution, runStatus, exitCode) => {
+    // Prepare
+    endingRun(execution, runStatus);
+
+    // Act
+    const code = await cloudStatus('r1', { stackName: 'Rcb', wait: true }, deps());
+
+    // Assess
+    expect(code).toBe(exitCode);
+    expect(err).toContain('generating:');
+    expect(err).toContain(`run ${runStatus} (execution ${execution})`);
+    if (execution === 'SUCCEEDED') expect(out).toContain('oracle  100.00');
+  });
+
+  it('is a usage error for a run that never started', async () => {
+    sfnMock.on(DescribeExecutionCommand).rejects(Object.assign(new Error('Execution Does Not Exist'), { name: 'ExecutionDoesNotExist' }));
+    await expect(cloudStatus('nope', { stackName: 'Rcb', wait: true }, deps())).rejects.toThrow('no execution of run nope in stack Rcb');
+  });
+});

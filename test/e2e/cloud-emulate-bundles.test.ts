@@ -10,6 +10,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { loadPset } from '../../core/pset/read-pset';
+import { cloudKeys } from '../../core/cloud/payloads';
 import { loadTemplate } from '../../core/prompt/template';
 import { BUNDLED_RESOURCES, DEPLOYED_MODELS_FILE } from '../../core/cloud/bundle-resources';
 import { CONTEXT_KEYS } from '../../infra/config';
@@ -349,6 +350,26 @@ describe('a run with a shard that failed every attempt, started again', () => {
       expect([first.succeeded, first.error]).toEqual([true, undefined]);
       const failedRun = await first.store.getRun(first.runId);
       expect(failedRun?.status).toBe('succeeded_with_errors');
+      // The deployed Aggregate put the run-ended event (PutEvents to the emulator's bus): its
+      // status and figures are those of the report.json it stored (docs/cloud.md#run-events).
+      const reportKey = `${cloudKeys.reportPrefix(first.runId)}report.json`;
+      const report = JSON.parse((await first.blobs.get(reportKey))!.toString('utf8'));
+      expect(first.events).toEqual([
+        expect.objectContaining({
+          runId: first.runId,
+          status: 'succeeded_with_errors',
+          reportKey,
+          spentUsd: report.run.spentUsd,
+          models: report.models.map((m: any) => ({
+            model: m.model,
+            scaledPass1: m.scaled.mean,
+            scaledPass1Ci: m.scaled.ci,
+            pass1: m.pass1.mean,
+            pass1Ci: m.pass1.ci,
+            tasks: m.tasks,
+          })),
+        }),
+      ]);
       const tasks = await first.store.listTasks(first.runId);
       const judgedBefore = new Map((await first.store.listVerdicts(first.runId)).map((v) => [v.taskId, v.createdAt]));
       expect(judgedBefore.size).toBeLessThan(tasks.length);
@@ -366,6 +387,7 @@ describe('a run with a shard that failed every attempt, started again', () => {
       expect([second.succeeded, second.error]).toEqual([true, undefined]);
       expect(second.runId).toBe(first.runId);
       expect((await second.store.getRun(second.runId))?.status).toBe('succeeded');
+      expect(second.events.map((e) => [e.runId, e.status])).toEqual([[first.runId, 'succeeded']]);
       expect(endpoint.reset().answered.size).toBe(0);
       const verdicts = await second.store.listVerdicts(second.runId);
       expect(verdicts).toHaveLength(tasks.length);

@@ -68,6 +68,7 @@ describe('RcbStack', () => {
       'Evaluation',
       'Orchestrator',
       'Monitoring',
+      'Schedules',
     ]);
   });
 

@@ -81,6 +81,22 @@ export function loadStorageConfig(env: NodeJS.ProcessEnv = process.env): Storage
   };
 }
 
+/** Where a stage sends the run-ended event (core/cloud/run-events.ts). */
+export interface EventsConfig {
+  region: string;
+  /** RCB_EVENT_BUS: the EventBridge bus, `default` in the stack. */
+  busName: string;
+  /** RCB_EVENTS_ENDPOINT: a local EventBridge (the emulator's); AWS when unset. */
+  endpoint?: string;
+}
+
+/** The events configuration, or none when RCB_EVENT_BUS is unset (a stack deployed before events sends none). */
+export function loadEventsConfig(env: NodeJS.ProcessEnv = process.env): EventsConfig | undefined {
+  const busName = env.RCB_EVENT_BUS?.trim();
+  if (!busName) return undefined;
+  return { region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1', busName, endpoint: env.RCB_EVENTS_ENDPOINT || undefined };
+}
+
 /** Memoises a loader: config is read on first use, once. */
 export function once<T>(load: () => T): () => T {
   let value: { v: T } | undefined;

@@ -18,6 +18,7 @@ import type * as StatusModule from './status';
 import type * as PushModule from './push';
 import type * as DoctorModule from './doctor';
 import type * as PushImageModule from './push-image';
+import type * as ScheduleModule from './schedule';
 import type * as EcrModule from '@aws-sdk/client-ecr';
 
 // The commands' modules, loaded on use: registering must not load the AWS SDK or the emulator.
@@ -30,6 +31,7 @@ const loadRun = (): typeof RunModule => require('./run');
 const loadEmulatedRun = (): typeof RunEmulatedModule => require('./run-emulated');
 const loadDoctor = (): typeof DoctorModule => require('./doctor');
 const loadPushImage = (): typeof PushImageModule => require('./push-image');
+const loadSchedule = (): typeof ScheduleModule => require('./schedule');
 
 /** Adds `rcb cloud ...`; `onExit` receives each command's exit code (default: process.exitCode). */
 export function registerCloudCommands(program: Command, onExit: (code: number) => void = (c) => void (process.exitCode = c)): void {
@@ -109,7 +111,9 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
   emulateFlags(
     stackFlags(cloud.command('status').description('execution state and progress of a run').argument('<run>', 'run id')),
     'a run of `rcb cloud run --emulate`, from its state folder',
-  ).action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
+  )
+    .option('--wait', 'follow the run to its end; exit 0 succeeded, 4 succeeded with errors, 3 budget stopped, 1 failed or cancelled (for CI)')
+    .action(async (id, o) => onExit(await loadStatus().cloudStatus(id, o, await deps(o))));
 
   emulateFlags(
     stackFlags(cloud.command('results').description('scores of a run, in the report formats of `rcb report`').argument('<run>', 'run id')),
@@ -138,9 +142,51 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
       onExit(await doctor.cloudDoctor(o, doctor.defaultDoctorDeps(o.region)));
     });
 
+  registerScheduleCommands(cloud, { stackFlags, emulateFlags, deps, onExit });
+
   stackFlags(cloud.command('cancel').description("stop a run's model calls; what is answered is still evaluated and reported").argument('<run>', 'run id'))
     .option('--now', 'also stop the execution at once (no evaluation or reports of what finished)')
     .action(async (id, o) => onExit(await loadCancel().cloudCancel(id, o, await deps(o))));
+}
+
+/** `rcb cloud schedule add|list|remove` (bin/commands/cloud/schedule.ts). */
+function registerScheduleCommands(
+  cloud: Command,
+  f: {
+    stackFlags: (c: Command) => Command;
+    emulateFlags: (c: Command, what: string) => Command;
+    deps: (o: StackFlags & { emulate?: boolean }) => Promise<CloudDeps>;
+    onExit: (code: number) => void;
+  },
+): void {
+  const schedule = cloud
+    .command('schedule')
+    .description('runs started on a cron schedule by EventBridge Scheduler, with the spec and budget of `rcb cloud run`');
+  const where = "the emulated cloud's schedules, in its state folder";
+  const add = addRunSpecOptions(
+    f.stackFlags(
+      schedule
+        .command('add')
+        .description('schedule the run of these flags: each firing starts the run id `rcb cloud run` gives them')
+        .argument('<name>', 'schedule name (letters, digits, . - _)'),
+    ),
+    { model: 'model: oracle, empty, replay:FILE or a registry id (repeatable)', budget: 'hard cap on model spend of the run, USD' },
+  )
+    .requiredOption('--cron <expr>', 'EventBridge Scheduler cron expression, six fields, e.g. "0 2 ? * MON-FRI *"')
+    .option('--timezone <tz>', 'IANA time zone of the expression', 'UTC')
+    .option('--force', 'start even when the cost estimate exceeds the budget (spend stays capped)')
+    .option('--batch', "every registry model through its provider's batch API")
+    .option('--deadline <duration>', 'how long generation may run, e.g. 36h (at most 48h)');
+  f.emulateFlags(add, where).action(async (name, o) => {
+    const { hostedModels }: typeof ModelsModule = require('../../../app/models');
+    f.onExit(await loadSchedule().scheduleAdd(name, o, hostedModels(), await f.deps(o)));
+  });
+  f.emulateFlags(f.stackFlags(schedule.command('list').description("the stack's run schedules: name, cron, state, run id, models, budget")), where).action(
+    async (o) => f.onExit(await loadSchedule().scheduleList(o, await f.deps(o))),
+  );
+  f.emulateFlags(f.stackFlags(schedule.command('remove').description('delete a run schedule').argument('<name>', 'schedule name')), where).action(
+    async (name, o) => f.onExit(await loadSchedule().scheduleRemove(name, o, await f.deps(o))),
+  );
 }
 
 /** The emulator talks to no AWS service: only the output functions of CloudDeps are used. */

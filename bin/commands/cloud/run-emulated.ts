@@ -82,6 +82,8 @@ export async function emulatedRun(opts: CloudRunOptions, hosted: HostedModels, d
         (l.deadLettered.length ? `, ${l.deadLettered.length} dead-lettered` : '') +
         environmentSummary(run.shardRuns) +
         (run.error ? `\nexecution failed: ${run.error.name}: ${run.error.message}` : '') +
+        // What the deployed stack puts on the default bus, and its alarm topic receives (docs/cloud.md#run-events).
+        run.events.map((e) => `\nevent rcb run ended: ${e.summary}`).join('') +
         '\n',
     );
     deps.err(`${readAgainHint(runId, opts.stateDir)}\n`);
