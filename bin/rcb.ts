@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { packageRoot } from '../core/util/package-root';
+import { guardStream } from '../core/util/terminal-text';
 import { DAMAGED_EXIT, UsageError } from './commands/common';
 import { StoreFileError } from '../adapters/local/sqlite-store';
 import { addRunSpecOptions } from './commands/run-options';
@@ -378,6 +379,9 @@ async function main(argv: string[]): Promise<number> {
 }
 
 endQuietlyOnClosedPipe(process.stdout);
+// Text from a run reaches the terminal through these two streams only: no escape sequence in it acts (docs/security.md).
+guardStream(process.stdout);
+guardStream(process.stderr);
 main(process.argv).then(
   (code) => {
     process.exitCode = code;
