@@ -104,12 +104,15 @@ export function loadPromptTemplate(nameOrFile: string | undefined): PromptTempla
 const STORE_FILE = 'rcb.sqlite';
 const RUN_FILE = 'run.json';
 
-/** A run directory: the SQLite store and run.json naming the run it holds. */
+/**
+ * A run directory: the SQLite store and run.json naming the run it holds. Without `create` the
+ * store is opened read-only: reading commands (report, show, rejudge, export, runs) write nothing.
+ */
 export function openRunDir(dir: string, create: boolean): { store: SqliteRunStore; runId: string | null; dir: string } {
   const abs = resolve(dir);
   if (!create && !existsSync(join(abs, STORE_FILE))) throw new UsageError(`${abs} is not a run directory (no ${STORE_FILE})`);
-  mkdirSync(abs, { recursive: true });
-  return { store: new SqliteRunStore(join(abs, STORE_FILE)), runId: runIdIn(abs), dir: abs };
+  if (create) mkdirSync(abs, { recursive: true });
+  return { store: new SqliteRunStore(join(abs, STORE_FILE), { readOnly: !create }), runId: runIdIn(abs), dir: abs };
 }
 
 /** The run a directory holds (its run.json), or null; creates nothing. */
