@@ -3,6 +3,7 @@
  * or prompt template read or refused with every problem, a run directory; and UsageError, the
  * error a user can act on (printed without a stack trace).
  */
+import { InputError } from '../core/input-error';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { homedir } from 'node:os';
@@ -21,12 +22,9 @@ import { installedEnvPython } from '../adapters/local/paper-env/location';
 export const DAMAGED_EXIT = 65;
 
 /** An error the user can act on: printed without a stack trace. */
-export class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 1,
-  ) {
-    super(message);
+export class UsageError extends InputError {
+  constructor(message: string, exitCode = 1) {
+    super(message, exitCode);
     this.name = 'UsageError';
   }
 }

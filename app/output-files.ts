@@ -18,11 +18,16 @@ export function outputFolder(dir: string, flag = '--out'): string {
   return dir;
 }
 
-/** Write `text` to `path` atomically; a symlink or anything but a regular file at `path` is refused. */
-export function writeFileAtomic(path: string, text: string): void {
+/**
+ * Write `text` to `path` atomically; a symlink or anything but a regular file at `path` is
+ * refused (naming `flag` when the path came from one).
+ */
+export function writeFileAtomic(path: string, text: string, flag?: string): void {
   const found = lstatOrNull(path);
+  const named = flag ? `${flag} ${path}` : path;
+  if (found?.isDirectory()) throw new UsageError(`${named}: is a folder; give the name of a file to write`);
   if (found && !found.isFile()) {
-    throw new UsageError(`${path}: is ${found.isSymbolicLink() ? 'a symlink' : 'not a regular file'}; rcb does not write through it (remove it first)`);
+    throw new UsageError(`${named}: is ${found.isSymbolicLink() ? 'a symlink' : 'not a regular file'}; rcb does not write through it (remove it first)`);
   }
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   rmSync(temp, { force: true }); // one a killed export left (a link there is removed, not followed)

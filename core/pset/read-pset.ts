@@ -10,6 +10,7 @@ import { isMap, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Paper, PaperMeta, Pset, PsetProblem, SourceFile } from '../types';
 import { parseSnippets, readMarkerLine } from './markers';
 import { didYouMean } from '../util/did-you-mean';
+import { yamlData } from '../limits';
 import { isSymlink, paperIdProblem, relativePathProblem, specialEntries, UNDIGESTED_FOLDERS } from './pset-paths';
 
 export const PAPER_TEXT_FILES = ['paper2code_paper.tex', 'paper2code_paper.md'] as const;
@@ -121,6 +122,11 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
     problems.push({ path: show(indexPath), line: lineCounter.linePos(err.pos[0]).line, message: `YAML: ${err.message.split('\n')[0]}` });
   }
   if (doc.errors.length) return empty();
+  const data = yamlData(doc);
+  if ('error' in data) {
+    problems.push({ path: show(indexPath), line: 1, message: data.error });
+    return empty();
+  }
   if (!isSeq(doc.contents)) {
     problems.push({ path: show(indexPath), line: 1, message: 'papers.yaml must be a list of papers' });
     return empty();
