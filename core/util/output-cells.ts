@@ -19,11 +19,15 @@ const HTML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': 
 
 /**
  * Text inside a markdown line or table cell: HTML's `< > &` as entities (no tag or autolink
- * forms), the inline markdown specials backslash-escaped (no emphasis, code span, link or
- * cell break), and control characters and newlines escaped (one cell stays one line).
+ * forms), the inline markdown specials backslash-escaped (no code span, link, image, cell
+ * break, strike or `*` emphasis), and control characters and newlines escaped (one cell stays
+ * one line). `_` is left alone: model ids are full of it, and within a word it emphasises
+ * nothing; at worst a name is shown in italics.
  */
 export function markdownText(text: string): string {
+  // rcb's own figures and intervals ("~38.40", "[33.05, 43.74]") can form no markup: kept readable.
+  if (/^[~\d.,\s[\]%/-]*$/.test(text)) return text;
   return oneLineText(text)
-    .replace(/[\\`*_[\]|~#!]/g, (c) => `\\${c}`)
+    .replace(/[\\`*[\]|]/g, (c) => `\\${c}`)
     .replace(/[&<>]/g, (c) => HTML_ENTITIES[c]);
 }
