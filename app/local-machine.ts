@@ -3,6 +3,7 @@
  * or prompt template read or refused with every problem, a run directory; and UsageError, the
  * error a user can act on (printed without a stack trace).
  */
+import { InputError } from '../core/input-error';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { homedir } from 'node:os';
@@ -21,12 +22,9 @@ import { installedEnvPython } from '../adapters/local/paper-env/location';
 export const DAMAGED_EXIT = 65;
 
 /** An error the user can act on: printed without a stack trace. */
-export class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode = 1,
-  ) {
-    super(message);
+export class UsageError extends InputError {
+  constructor(message: string, exitCode = 1) {
+    super(message, exitCode);
     this.name = 'UsageError';
   }
 }
@@ -104,12 +102,15 @@ export function loadPromptTemplate(nameOrFile: string | undefined): PromptTempla
 const STORE_FILE = 'rcb.sqlite';
 const RUN_FILE = 'run.json';
 
-/** A run directory: the SQLite store and run.json naming the run it holds. */
+/**
+ * A run directory: the SQLite store and run.json naming the run it holds. Without `create` the
+ * store is opened read-only: reading commands (report, show, rejudge, export, runs) write nothing.
+ */
 export function openRunDir(dir: string, create: boolean): { store: SqliteRunStore; runId: string | null; dir: string } {
   const abs = resolve(dir);
   if (!create && !existsSync(join(abs, STORE_FILE))) throw new UsageError(`${abs} is not a run directory (no ${STORE_FILE})`);
-  mkdirSync(abs, { recursive: true });
-  return { store: new SqliteRunStore(join(abs, STORE_FILE)), runId: runIdIn(abs), dir: abs };
+  if (create) mkdirSync(abs, { recursive: true });
+  return { store: new SqliteRunStore(join(abs, STORE_FILE), { readOnly: !create }), runId: runIdIn(abs), dir: abs };
 }
 
 /** The run a directory holds (its run.json), or null; creates nothing. */

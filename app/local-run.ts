@@ -17,6 +17,7 @@ import { TerminalProgress } from '../adapters/local/terminal-progress';
 import { SqliteCompletionCache, type SqliteRunStore } from '../adapters/local/sqlite-store';
 import { SqliteBatchLedger } from '../adapters/local/sqlite-batch-ledger';
 import { FileEnvironmentCache, FileFlakyCache } from '../adapters/local/environment-cache';
+import { lockRunDir, RunLockedError } from '../adapters/local/run-lock';
 import { knownFlaky } from '../core/run/reference-repeat';
 import { createLocalExecutor, defaultJobs } from '../adapters/executor';
 import type { SandboxMode } from '../adapters/executor/executor-options';
@@ -79,11 +80,16 @@ export async function runLocally(resolved: ResolvedRun, options: LocalRunOptions
     throw new UsageError(e.message);
   });
   let opened: ReturnType<typeof openRunDir>;
+  let release: (() => void) | undefined;
   try {
+    mkdirSync(outDir, { recursive: true });
+    // Two runs on one --out would test the same tasks twice and race on the store: one at a time.
+    release = lockRunDir(outDir);
     opened = openRunDir(outDir, true);
   } catch (e) {
+    release?.();
     await executor.close();
-    throw e;
+    throw e instanceof RunLockedError ? new UsageError(e.message) : e;
   }
   const { store, dir } = opened;
   writeRunId(dir, resolved.runId);
@@ -138,6 +144,7 @@ export async function runLocally(resolved: ResolvedRun, options: LocalRunOptions
     await store.close();
     cache?.close();
     lanes?.ledger.close();
+    release();
   }
 }
 

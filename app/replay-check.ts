@@ -4,9 +4,8 @@
  * hides the typo. Every such line is an error naming the file and line, with the nearest
  * names.
  */
-import { readFileSync } from 'node:fs';
 import type { Pset } from '../core/types';
-import { readReplayFile } from '../adapters/models/offline';
+import { readReplayFile, readReplayText } from '../adapters/models/offline';
 import { didYouMean } from '../core/util/did-you-mean';
 
 /**
@@ -17,7 +16,7 @@ export function replayProblems(path: string, pset: Pset, papersSelected: boolean
   const parsed = readReplayFile(path);
   // readReplayFile skips blank lines; recover each answer's line number the same way.
   const lineNumbers: number[] = [];
-  readFileSync(path, 'utf8')
+  readReplayText(path)
     .split('\n')
     .forEach((text, i) => {
       if (text.trim() !== '') lineNumbers.push(i + 1);

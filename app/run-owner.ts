@@ -1,11 +1,12 @@
 /**
  * Who is working on a run directory, so that a run whose process is gone reads `interrupted`,
- * not `evaluating` (docs/running-locally.md#partial-runs). Today the owner is the pid and the
- * process start time `rcb run` writes into run.json; the per-run lock file (its holder's pid)
- * plugs in here, the one place liveness is decided.
+ * not `evaluating` (docs/running-locally.md#partial-runs). The run directory's lock
+ * (adapters/local/run-lock.ts, its holder's pid) answers first; without one, the pid and process
+ * start time `rcb run` wrote into run.json. This is the one place liveness is decided.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { lockHolderAlive } from '../adapters/local/run-lock';
 
 const RUN_FILE = 'run.json';
 
@@ -39,6 +40,8 @@ export function recordRunOwner(dir: string): void {
 export function runOwnerAlive(dir: string): boolean | null {
   const file = join(dir, RUN_FILE);
   if (!existsSync(file)) return null;
+  const locked = lockHolderAlive(dir);
+  if (locked !== null) return locked;
   let owner: { pid?: unknown; start?: unknown } | undefined;
   try {
     owner = (JSON.parse(readFileSync(file, 'utf8')) as { owner?: { pid?: unknown; start?: unknown } }).owner;

@@ -7,7 +7,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { packageRoot } from '../core/util/package-root';
-import { DAMAGED_EXIT, UsageError } from './commands/common';
+import { guardStream } from '../core/util/terminal-text';
+import { DAMAGED_EXIT } from './commands/common';
+import { InputError, pathInputError } from '../core/input-error';
 import { StoreFileError } from '../adapters/local/sqlite-store';
 import { addRunSpecOptions } from './commands/run-options';
 import { validateCommand, tasksCommand, promptCommand } from './commands/pset-commands';
@@ -399,14 +401,19 @@ async function main(argv: string[]): Promise<number> {
 }
 
 endQuietlyOnClosedPipe(process.stdout);
+// Text from a run reaches the terminal through these two streams only: no escape sequence in it acts (docs/security.md).
+guardStream(process.stdout);
+guardStream(process.stderr);
 main(process.argv).then(
   (code) => {
     process.exitCode = code;
   },
   (e: unknown) => {
-    if (e instanceof UsageError) {
-      process.stderr.write(`${userMessage(e.message)}\n`);
-      process.exitCode = e.exitCode;
+    const input = e instanceof InputError ? e : pathInputError(e);
+    if (input) {
+      // UsageError, and every other input rcb refuses: the flag or the file, in one line.
+      process.stderr.write(`${userMessage(input.message)}\n`);
+      process.exitCode = input.exitCode;
     } else if (e instanceof StoreFileError) {
       // A damaged or foreign store: one line naming the file, not a stack trace.
       process.stderr.write(`${userMessage(`${e.message}; rcb cannot read this run directory`)}\n`);

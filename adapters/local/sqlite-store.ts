@@ -55,9 +55,14 @@ class SqliteFile {
     readonly path: string,
     schema: string,
     requiredTable: string,
+    readonly readOnly = false,
   ) {
-    const existed = existsSync(path) && statSync(path).size > 0;
-    this.db = this.guard(() => new Database(path));
+    const found = existsSync(path) ? statSync(path) : null;
+    if (found?.isDirectory()) throw new StoreFileError(path, 'a folder, not an rcb store (a file)');
+    const existed = !!found && found.size > 0;
+    // A reader never creates a store, nor writes a schema into an empty file (docs/running-locally.md).
+    if (readOnly && !existed) throw new StoreFileError(path, found ? 'an empty file, not an rcb store' : 'no such file');
+    this.db = this.guard(() => new Database(path, { readonly: readOnly, fileMustExist: readOnly }));
     try {
       this.guard(() => {
         if (existed) {
@@ -69,9 +74,10 @@ class SqliteFile {
             );
           }
         }
+        this.db.pragma('busy_timeout = 5000');
+        if (readOnly) return;
         this.db.pragma('journal_mode = WAL');
         this.db.pragma('synchronous = NORMAL');
-        this.db.pragma('busy_timeout = 5000');
         this.db.exec(schema);
       });
     } catch (e) {
@@ -186,6 +192,8 @@ const EPSILON = 1e-9;
 export interface SqliteRunStoreOptions {
   /** Clock of generation claims. @default () => new Date() */
   now?: () => Date;
+  /** Open for reading only: the file must be an rcb store already, and nothing is written to it. @default false */
+  readOnly?: boolean;
 }
 
 /** Also the cloud's environment checks (core/cloud/ports.ts), as DynamoEnvironmentChecks keeps them on the run table. */
@@ -195,7 +203,7 @@ export class SqliteRunStore implements RunStore, EnvironmentChecks {
 
   constructor(path: string, options: SqliteRunStoreOptions = {}) {
     this.now = options.now ?? (() => new Date());
-    this.file = new SqliteFile(path, SCHEMA, 'runs');
+    this.file = new SqliteFile(path, SCHEMA, 'runs', options.readOnly ?? false);
   }
 
   async createRun(run: RunRecord): Promise<RunRecord> {

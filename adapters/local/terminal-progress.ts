@@ -3,6 +3,7 @@
  * pipes), at most one line per phase every few seconds plus the final count.
  */
 import type { Progress } from '../../core/run/progress';
+import { oneLineText, terminalText, writeRaw } from '../../core/util/terminal-text';
 
 interface Phase {
   total: number;
@@ -52,8 +53,8 @@ export class TerminalProgress implements Progress {
 
   note(message: string): void {
     if (this.silent) return;
-    if (this.tty && this.drawn) this.out.write('\r\x1b[2K');
-    this.out.write(`${message}\n`);
+    if (this.tty && this.drawn) writeRaw(this.out, '\r\x1b[2K');
+    this.out.write(`${terminalText(message)}\n`);
     this.drawn = false;
     if (this.tty) this.draw();
   }
@@ -62,7 +63,7 @@ export class TerminalProgress implements Progress {
     const secs = (Date.now() - p.started) / 1000;
     const rate = p.done && secs > 0 ? p.done / secs : 0;
     const eta = rate && p.done < p.total ? ` eta ${Math.ceil((p.total - p.done) / rate)}s` : '';
-    return `${name} ${p.done}/${p.total}${eta}`;
+    return `${oneLineText(name)} ${p.done}/${p.total}${eta}`;
   }
 
   private draw(): void {
@@ -70,9 +71,11 @@ export class TerminalProgress implements Progress {
     for (const [name, p] of this.phases) {
       const width = 20;
       const filled = p.total ? Math.round((width * Math.min(p.done, p.total)) / p.total) : width;
-      parts.push(`${name} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.describe(name, p).slice(name.length + 1)}`);
+      const line = this.describe(name, p);
+      const label = oneLineText(name);
+      parts.push(`${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${line.slice(label.length + 1)}`);
     }
-    this.out.write(`\r\x1b[2K${parts.join('  ')}`);
+    writeRaw(this.out, `\r\x1b[2K${parts.join('  ')}`);
     this.drawn = true;
   }
 

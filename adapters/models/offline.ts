@@ -4,7 +4,9 @@
  * `replay:FILE` answers from recorded completions.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { MAX_REPLAY_BYTES } from '../../core/limits';
+import { InputError } from '../../core/input-error';
 import { z } from 'zod';
 import type { Pset } from '../../core/types';
 import type { ModelClient, ModelRequest, ModelResponse } from '../../core/model';
@@ -51,10 +53,29 @@ const ReplayLine = z.object({
 });
 export type ReplayLine = z.infer<typeof ReplayLine>;
 
+/**
+ * A replay file's text, refused past MAX_REPLAY_BYTES naming the file: past 512 MB Node
+ * cannot even hold it as one string, and the error it gives names nothing.
+ */
+export function readReplayText(path: string): string {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch (e) {
+    throw new InputError(`${path}: cannot read the replay file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  if (size > MAX_REPLAY_BYTES) {
+    throw new InputError(
+      `${path}: the replay file is ${(size / 2 ** 20).toFixed(0)} MB, more than the ${MAX_REPLAY_BYTES / 2 ** 20} MB rcb reads (split it by model)`,
+    );
+  }
+  return readFileSync(path, 'utf8');
+}
+
 /** Read a replay JSONL file; errors name the file and line. */
 export function readReplayFile(path: string): ReplayLine[] {
   const lines: ReplayLine[] = [];
-  readFileSync(path, 'utf8')
+  readReplayText(path)
     .split('\n')
     .forEach((text, i) => {
       if (text.trim() === '') return;

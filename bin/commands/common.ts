@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { DAMAGED_EXIT, openRunDir, UsageError } from '../../app/local-machine';
 import { StoreFileError } from '../../adapters/local/sqlite-store';
 import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
+import { MAX_PARALLEL } from '../../core/limits';
 
 export {
   UsageError,
@@ -37,15 +38,18 @@ export function parseList(value: string | undefined, flag = '--papers'): string[
   return items;
 }
 
-export function parsePositiveInt(name: string, value: string): number {
+/** A whole number in [1, max] (the maxima: core/limits.ts, docs/running-locally.md "Limits"). */
+export function parsePositiveInt(name: string, value: string, max = MAX_PARALLEL): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be a whole number >= 1 (got "${value}")`);
+  if (n > max) throw new UsageError(`${name} must be at most ${max} (got "${value}")`);
   return n;
 }
 
-export function parseNumber(name: string, value: string, min = 0): number {
+export function parseNumber(name: string, value: string, min = 0, max = Number.MAX_VALUE): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < min) throw new UsageError(`${name} must be a number >= ${min} (got "${value}")`);
+  if (n > max) throw new UsageError(`${name} must be at most ${max} (got "${value}")`);
   return n;
 }
 

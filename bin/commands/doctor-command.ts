@@ -16,6 +16,7 @@ import { FileEnvironmentCache, FileFlakyCache } from '../../adapters/local/envir
 import { createLocalExecutor, defaultJobs } from '../../adapters/executor';
 import { isFlaky, repeatReferences, type PaperRepeat } from '../../core/run/reference-repeat';
 import type { Pset } from '../../core/types';
+import { MAX_TIMEOUT_SEC } from '../../core/limits';
 import {
   cacheDir,
   defaultPython,
@@ -43,7 +44,7 @@ export interface DoctorOptions extends SandboxFlags {
 export async function doctorCommand(opts: DoctorOptions): Promise<number> {
   const pset = loadPsetOrFail(opts.pset, parseList(opts.papers));
   const python = opts.python ?? defaultPython();
-  const timeoutSec = parseNumber('--timeout', opts.timeout, 1);
+  const timeoutSec = parseNumber('--timeout', opts.timeout, 1, MAX_TIMEOUT_SEC);
   if (opts.repeat !== undefined) return repeatCommand(opts, pset, python, timeoutSec);
   // The cold executor: one test per paper, so a warm pool's start-up would not pay off.
   const executor = await createLocalExecutor({ warm: false, python, timeoutSec, sandbox: sandboxFromFlags(opts) }).catch((e: Error) => {

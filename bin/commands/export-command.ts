@@ -1,5 +1,5 @@
 /** `rcb export RUN --format inspect --out DIR`: a run in another tool's format (Inspect AI eval logs). */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { defaultJudge } from '../../core/report/build-report';
 import { promptPrefixes, taskDetails } from '../../core/report/task-detail';
@@ -7,6 +7,8 @@ import { scoreStoredRun } from '../../core/scoring';
 import { inspectLogs } from '../../core/export/inspect';
 import { packageRoot } from '../../core/util/package-root';
 import { readRunDir, UsageError } from './common';
+import { outputFolder, writeFileAtomic } from '../../app/output-files';
+import { terminalSafeJson } from '../../core/util/terminal-text';
 import { taskSources, type TaskSourceFlags } from './task-sources';
 
 export const EXPORT_FORMATS = ['inspect'] as const;
@@ -32,11 +34,10 @@ export async function exportCommand(runDir: string, opts: ExportOptions): Promis
   const rcbVersion = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
   const logs = inspectLogs({ run, details, prefixes: promptPrefixes(run, sources), pset: sources.pset, reports, headlineJudge, rcbVersion });
   if (!logs.length) throw new UsageError(`${resolve(runDir)} holds no task yet: nothing to export`);
-  const out = resolve(opts.out);
-  mkdirSync(out, { recursive: true });
+  const out = outputFolder(resolve(opts.out));
   for (const l of logs) {
     const path = join(out, l.fileName);
-    writeFileSync(path, `${JSON.stringify(l.log, null, 2)}\n`);
+    writeFileAtomic(path, `${terminalSafeJson(JSON.stringify(l.log, null, 2))}\n`);
     const headline = reports[headlineJudge].models.find((m) => m.model === l.model);
     process.stderr.write(
       `${path}: ${l.model}, ${l.samples} sample(s), ${l.scored} scored; scaled pass@1 (${headlineJudge}) ${headline?.tasks ? headline.scaled.mean.toFixed(2) : 'n/a'}%\n`,

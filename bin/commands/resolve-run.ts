@@ -7,6 +7,7 @@ import type { RunRequest } from '../../core/run/run-request';
 import { resolveRun as resolveRequest, type RequestSources, type ResolvedRun } from '../../app/resolve-run';
 import type { HostedModelResolver } from '../../app/models';
 import { parseList, parseNumber, parsePositiveInt } from './common';
+import { MAX_SAMPLES, MAX_TIMEOUT_SEC } from '../../core/limits';
 
 export type { ResolvedRun };
 
@@ -30,11 +31,11 @@ export function runRequestFromFlags(opts: RunSpecFlags): RunRequest {
   return {
     psetDir: opts.pset,
     models: opts.model,
-    samples: parsePositiveInt('--samples', opts.samples),
+    samples: parsePositiveInt('--samples', opts.samples, MAX_SAMPLES),
     temperature: opts.temperature !== undefined ? parseNumber('--temperature', opts.temperature) : undefined,
     withPaper: opts.paper,
     papers: parseList(opts.papers),
-    timeoutSec: parseNumber('--timeout', opts.timeout, 1),
+    timeoutSec: parseNumber('--timeout', opts.timeout, 1, MAX_TIMEOUT_SEC),
     promptTemplate: opts.promptTemplate,
     budgetUsd: opts.budget !== undefined ? parseNumber('--budget', opts.budget) : null,
     ...(opts.subset !== undefined ? { subsetFile: opts.subset } : {}),

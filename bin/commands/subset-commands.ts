@@ -4,7 +4,7 @@
  * The method is in core/subset/ and docs/subsets.md.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { importOverallStats } from '../../core/report/official';
@@ -13,6 +13,7 @@ import { checkHoldout, formatHoldout, parseHoldout } from '../../core/subset/hol
 import { assertMatrixOfPset, verdictMatrix, type VerdictMatrix } from '../../core/subset/matrix';
 import { assertSubsetFitsPset, buildSubset, parseSubsetFile, serializeSubset } from '../../core/subset/subset-file';
 import { defaultPsetDir, loadPsetOrFail, UsageError } from './common';
+import { writeFileAtomic } from '../../app/output-files';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -87,9 +88,7 @@ export function subsetBuildCommand(opts: SubsetBuildOptions): number {
   const out = resolve(opts.out);
   mkdirSync(dirname(out), { recursive: true });
   // Written whole or not at all: a reader never sees half a subset file.
-  const tmp = `${out}.${process.pid}.tmp`;
-  writeFileSync(tmp, serializeSubset(subset));
-  renameSync(tmp, out);
+  writeFileAtomic(out, serializeSubset(subset), '--out');
   const loc = subset.tasks.reduce((s, t) => s + t.loc, 0);
   const totalLoc = subset.items.reduce((s, t) => s + t.loc, 0);
   process.stderr.write(

@@ -7,6 +7,7 @@
  * pass@1 and pass@1 with their 95% intervals, pass@k) as the log's results. So `inspect
  * view` and inspect_ai's log readers open an rcb run.
  */
+import { createHash } from 'node:crypto';
 import type { CompletionRecord, RunRecord, RunStatus, Verdict } from '../records';
 import type { Judge, Pset } from '../types';
 import type { ModelScore, ScoreReport } from '../scoring';
@@ -59,8 +60,17 @@ function evalStatus(status: RunStatus): 'started' | 'success' | 'cancelled' | 'e
 }
 
 /** A file-name-safe form of a model id (Inspect puts the task and an id in the name). */
-function safe(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]+/g, '-');
+/**
+ * A file-name slug of a model id plus a short hash of the exact id: ids that slug alike
+ * (`team a/model`, `team a model`) still get a file each.
+ */
+export function modelFileSlug(name: string): string {
+  const slug =
+    name
+      .replace(/[^A-Za-z0-9._-]+/g, '-')
+      .replace(/^[.-]+/, '')
+      .slice(0, 80) || 'model';
+  return `${slug}-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
 function sampleScore(v: Verdict, judge: Judge, answer: string | null): JsonObject {
@@ -213,7 +223,7 @@ export function inspectLogs(input: InspectExportInput): InspectLogFile[] {
     );
     const spec = run.spec.models.find((m) => m.id === model);
     const distinct = [...new Set(details.map((d) => `${d.task.paper}/${d.task.file}/${d.task.snippet}`))];
-    const evalId = `${run.runId}-${safe(model)}`;
+    const evalId = `${run.runId}-${modelFileSlug(model)}`;
     const log: JsonObject = {
       version: 2,
       status: evalStatus(run.status),
@@ -269,6 +279,6 @@ export function inspectLogs(input: InspectExportInput): InspectLogFile[] {
       samples,
     };
     const stamp = created.replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
-    return [{ model, fileName: `${stamp}_${INSPECT_TASK}_${safe(model)}-${run.runId}.json`, log, samples: samples.length, scored }];
+    return [{ model, fileName: `${stamp}_${INSPECT_TASK}_${modelFileSlug(model)}-${run.runId}.json`, log, samples: samples.length, scored }];
   });
 }

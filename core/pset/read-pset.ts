@@ -10,6 +10,8 @@ import { isMap, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Paper, PaperMeta, Pset, PsetProblem, SourceFile } from '../types';
 import { parseSnippets, readMarkerLine } from './markers';
 import { didYouMean } from '../util/did-you-mean';
+import { yamlData } from '../limits';
+import { isSymlink, paperIdProblem, relativePathProblem, specialEntries, UNDIGESTED_FOLDERS } from './pset-paths';
 
 export const PAPER_TEXT_FILES = ['paper2code_paper.tex', 'paper2code_paper.md'] as const;
 export const TEST_ENTRY = 'paper2code_test.py';
@@ -109,6 +111,10 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
     problems.push({ path: show(indexPath), line: 0, message: 'papers.yaml is missing' });
     return empty();
   }
+  if (isSymlink(indexPath) || !statSync(indexPath).isFile()) {
+    problems.push({ path: show(indexPath), line: 0, message: 'papers.yaml must be a regular file of the pset, not a symlink or a folder' });
+    return empty();
+  }
   const indexText = readFileSync(indexPath, 'utf8');
   const lineCounter = new LineCounter();
   const doc = parseDocument(indexText, { lineCounter, prettyErrors: false });
@@ -116,6 +122,11 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
     problems.push({ path: show(indexPath), line: lineCounter.linePos(err.pos[0]).line, message: `YAML: ${err.message.split('\n')[0]}` });
   }
   if (doc.errors.length) return empty();
+  const data = yamlData(doc);
+  if ('error' in data) {
+    problems.push({ path: show(indexPath), line: 1, message: data.error });
+    return empty();
+  }
   if (!isSeq(doc.contents)) {
     problems.push({ path: show(indexPath), line: 1, message: 'papers.yaml must be a list of papers' });
     return empty();
@@ -142,6 +153,11 @@ export function readPset(root: string, options: ReadPsetOptions = {}): ReadPsetR
       continue;
     }
     ids.set(id, line);
+    const badId = paperIdProblem(id);
+    if (badId) {
+      at(badId);
+      continue;
+    }
     if (wanted && !wanted.has(id)) continue;
     found.add(id);
     const before = problems.length;
@@ -184,13 +200,25 @@ function readPaper(
   ] as const) {
     const twice = list.filter((p, i) => list.indexOf(p) !== i);
     if (twice.length) at(`${role} lists ${[...new Set(twice)].join(', ')} more than once`);
+    for (const path of list) {
+      const why = relativePathProblem(path);
+      if (why) at(`${role} ${JSON.stringify(path)} ${why}`);
+    }
   }
+  if (![...annotated, ...context].every((p) => relativePathProblem(p) === null)) return null;
 
   const dir = join(root, id);
+  if (isSymlink(dir)) {
+    at(`paper folder ${show(dir)} is a symlink; a pset's files must be its own`);
+    return null;
+  }
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     at(`paper folder ${show(dir)} is missing`);
     return null;
   }
+  const special = specialEntries(dir);
+  for (const s of special) at(`${show(join(dir, s.rel))} is ${s.what}; a pset's files must be its own (see docs/security.md)`);
+  if (special.length) return null;
   const paperTextFile = PAPER_TEXT_FILES.find((f) => existsSync(join(dir, f)));
   if (!paperTextFile) at(`paper text ${show(join(dir, PAPER_TEXT_FILES[0]))} (or .md) is missing`);
   if (!existsSync(join(dir, TEST_ENTRY))) at(`test entry point ${show(join(dir, TEST_ENTRY))} is missing`);
@@ -266,7 +294,7 @@ function byCodeUnit(a: string, b: string): number {
 function listFiles(dir: string, prefix = ''): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => byCodeUnit(a.name, b.name))) {
-    if (entry.name === '__pycache__' || entry.name === '.git') continue;
+    if (UNDIGESTED_FOLDERS.has(entry.name)) continue;
     const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
     if (entry.isDirectory()) out.push(...listFiles(join(dir, entry.name), rel));
     else if (entry.isFile()) out.push(rel);

@@ -12,6 +12,8 @@ import { PARTIAL_CSV_COLUMNS, partialCsvCells, partialNote } from './partial-run
 import { ESTIMATE_CSV_COLUMNS, ESTIMATE_HEADER, estimateCsvCells, estimateJson, estimateRows, type SubsetEstimates } from './subset-estimate';
 import { BASELINE_CSV_COLUMNS, BASELINE_HEADER, baselineCell, baselineCsvCells, baselineJson, type Baseline } from './baseline';
 import { COST_CSV_COLUMNS, COST_HEADER, COST_TITLE, costCsvCells, costJson, costRows, type RunCost } from './run-cost';
+import { csvCell, markdownText } from '../util/output-cells';
+import { oneLineText } from '../util/terminal-text';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown' | 'official' | 'html';
 export const REPORT_FORMATS: ReportFormat[] = ['table', 'json', 'csv', 'markdown', 'official', 'html'];
@@ -116,7 +118,9 @@ function headerOf(report: ScoreReport, baseline?: Baseline): string[] {
 }
 
 /** Columns padded to their widest cell; the last one is left ragged. */
-function alignedTable(header: string[], body: string[][]): string[] {
+function alignedTable(header: string[], raw: string[][]): string[] {
+  // Escaped before measuring, so a name with control characters keeps its column aligned.
+  const body = raw.map((r) => r.map(oneLineText));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
@@ -192,7 +196,7 @@ export function passAtKLine(m: ModelScore): string {
 }
 
 export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?: SubsetEstimates, cost?: RunCost, baseline?: Baseline): string {
-  const esc = (s: string) => s.replace(/\|/g, '\\|');
+  const esc = markdownText;
   const header = headerOf(report, baseline);
   const out = [
     ...(report.partial ? [`**PARTIAL:** ${esc(partialNote(report.partial))}`, ''] : []),
@@ -235,7 +239,7 @@ export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?:
   }
   for (const m of report.models) {
     if (!m.tasks) continue;
-    out.push('', `### ${m.model}`, '', '| paper | scaled pass@1 % | 95% CI | pass@1 % | 95% CI | tasks | LoC |', '|---|---|---|---|---|---|---|');
+    out.push('', `### ${esc(m.model)}`, '', '| paper | scaled pass@1 % | 95% CI | pass@1 % | 95% CI | tasks | LoC |', '|---|---|---|---|---|---|---|');
     for (const p of m.papers) {
       const cells = [scoreCell(p.scaled, p.tasks, m.samples), intervalCell(p.scaled.ci), scoreCell(p.pass1, p.tasks, m.samples), intervalCell(p.pass1.ci)];
       out.push(`| ${esc(p.paper)} | ${cells.join(' | ')} | ${p.tasks} | ${p.loc} |`);
@@ -243,10 +247,6 @@ export function formatMarkdown(report: ScoreReport, run?: RunRecord, estimates?:
     if (m.samples > 1) out.push('', `${passAtKLine(m)} (unbiased estimator)`);
   }
   return `${out.join('\n')}\n`;
-}
-
-function csvCell(s: string): string {
-  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 /**

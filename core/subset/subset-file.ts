@@ -3,16 +3,20 @@
  * the method and its fitted parameters, the models it was fitted on. `estimateFromSubset` reads
  * a model's verdicts on the chosen tasks and gives its estimated full-set scaled pass@1.
  */
+import { InputError } from '../input-error';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Pset } from '../types';
 import { byCodeUnit, scaledScore, taskKey, type SubsetTask, type VerdictMatrix } from './matrix';
+import { MAX_FIT_ITERATIONS, MAX_GRID_POINTS, MAX_SUBSET_MAGNITUDE } from '../limits';
 import { estimateWithInterval, fitSubset, METHOD_DEFAULTS, METHOD_NAME, type MethodOptions } from './method';
 
 export const SUBSET_SCHEMA = 'rcb-subset/1';
 
 const Task = z.object({ paper: z.string().min(1), snippet: z.string().min(1), loc: z.number().int().positive() }).strict();
-const Item = Task.extend({ a: z.number().positive(), b: z.number() }).strict();
+/** A finite number of at most MAX_SUBSET_MAGNITUDE either way: 1e308 would overflow the estimate into NaN. */
+const bounded = () => z.number().finite().min(-MAX_SUBSET_MAGNITUDE).max(MAX_SUBSET_MAGNITUDE);
+const Item = Task.extend({ a: bounded().positive(), b: bounded() }).strict();
 
 export const SubsetFile = z
   .object({
@@ -23,17 +27,23 @@ export const SubsetFile = z
       .object({
         name: z.literal(METHOD_NAME),
         /** Standard deviation of the normal prior on a new model's ability. */
-        priorSd: z.number().positive(),
+        priorSd: bounded().positive(),
         /** Normal quantile of the interval. */
-        z: z.number().positive(),
+        z: bounded().positive(),
         /** Factor on the posterior standard deviation, calibrated by leave-one-out over the fitted models. */
-        inflation: z.number().min(1),
-        grid: z.object({ lo: z.number(), hi: z.number(), points: z.number().int().min(2) }).strict(),
-        fit: z.object({ iterations: z.number().int().positive(), learningRate: z.number().positive(), reg: z.number().nonnegative() }).strict(),
-        seed: z.number().int().nonnegative(),
+        inflation: bounded().min(1),
+        grid: z.object({ lo: bounded(), hi: bounded(), points: z.number().int().min(2).max(MAX_GRID_POINTS) }).strict(),
+        fit: z
+          .object({
+            iterations: z.number().int().positive().max(MAX_FIT_ITERATIONS),
+            learningRate: bounded().positive(),
+            reg: bounded().nonnegative(),
+          })
+          .strict(),
+        seed: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
       })
       .strict(),
-    size: z.number().int().positive(),
+    size: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
     /** The chosen tasks. */
     tasks: z.array(Task).min(1),
     /** Every task of the full set with its fitted 2PL parameters. */
@@ -86,7 +96,7 @@ export function parseSubsetFile(text: string, source: string): SubsetFile {
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new Error(`${source}: not JSON (${(e as Error).message})`);
+    throw new InputError(`${source}: not JSON (${(e as Error).message})`);
   }
   if (json && typeof json === 'object' && 'schema' in json && (json as { schema: unknown }).schema !== SUBSET_SCHEMA) {
     throw new Error(
@@ -96,28 +106,28 @@ export function parseSubsetFile(text: string, source: string): SubsetFile {
   const parsed = SubsetFile.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new Error(`${source}: ${issue.path.join('.') || '(top level)'}: ${issue.message}`);
+    throw new InputError(`${source}: ${issue.path.join('.') || '(top level)'}: ${issue.message}`);
   }
   const s = parsed.data;
   const items = new Map<string, number>();
   const papers = new Set(s.pset.papers);
   s.items.forEach((t, i) => {
     const key = taskKey(t.paper, t.snippet);
-    if (items.has(key)) throw new Error(`${source}: items.${i}: ${t.paper} snippet ${t.snippet} is listed twice`);
-    if (!papers.has(t.paper)) throw new Error(`${source}: items.${i}: paper ${t.paper} is not among pset.papers`);
+    if (items.has(key)) throw new InputError(`${source}: items.${i}: ${t.paper} snippet ${t.snippet} is listed twice`);
+    if (!papers.has(t.paper)) throw new InputError(`${source}: items.${i}: paper ${t.paper} is not among pset.papers`);
     items.set(key, t.loc);
   });
   const chosen = new Set<string>();
   s.tasks.forEach((t, i) => {
     const key = taskKey(t.paper, t.snippet);
     const loc = items.get(key);
-    if (loc === undefined) throw new Error(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} is not among the items`);
-    if (loc !== t.loc) throw new Error(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} has ${t.loc} lines of code, its item ${loc}`);
-    if (chosen.has(key)) throw new Error(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} is listed twice`);
+    if (loc === undefined) throw new InputError(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} is not among the items`);
+    if (loc !== t.loc) throw new InputError(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} has ${t.loc} lines of code, its item ${loc}`);
+    if (chosen.has(key)) throw new InputError(`${source}: tasks.${i}: ${t.paper} snippet ${t.snippet} is listed twice`);
     chosen.add(key);
   });
-  if (s.tasks.length !== s.size) throw new Error(`${source}: size is ${s.size} but ${s.tasks.length} task(s) are listed`);
-  if (!(s.method.grid.hi > s.method.grid.lo)) throw new Error(`${source}: method.grid: hi must be above lo`);
+  if (s.tasks.length !== s.size) throw new InputError(`${source}: size is ${s.size} but ${s.tasks.length} task(s) are listed`);
+  if (!(s.method.grid.hi > s.method.grid.lo)) throw new InputError(`${source}: method.grid: hi must be above lo`);
   return s;
 }
 
@@ -164,6 +174,10 @@ export function estimateFromSubset(s: SubsetFile, verdict: (paper: string, snipp
     observed.values.push(v);
   }
   const e = estimateWithInterval(params, loc, observed, s.method.inflation, { priorSd: s.method.priorSd, z: s.method.z, grid: s.method.grid });
+  // Within the bounds, extreme parameters can still underflow every grid point: say so, never "~NaN".
+  if (![e.mean, e.low, e.high].every(Number.isFinite)) {
+    throw new InputError('the subset file gives no finite estimate (its items or method are out of the range rcb fits; rebuild it with `rcb subset build`)');
+  }
   return { subsetScore: e.observed, mean: e.mean, low: e.low, high: e.high, observed: observed.tasks.length, missing };
 }
 

@@ -30,6 +30,7 @@
 import { dirname, resolve } from 'node:path';
 import { basename, extname } from 'node:path';
 import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
+import { MAX_SAMPLES, MAX_TIMEOUT_SEC, yamlData } from '../limits';
 import { z } from 'zod';
 
 export type SweepMode = 'interactive' | 'batch';
@@ -119,10 +120,10 @@ const sweepSchema = z
     prompt_template: z.string().min(1).optional(),
     models_file: z.string().min(1).optional(),
     out: z.string().min(1).optional(),
-    samples: z.number().int().positive().default(1),
+    samples: z.number().int().positive().max(MAX_SAMPLES).default(1),
     with_paper: z.boolean().default(true),
     papers: z.array(z.string().min(1)).nonempty().optional(),
-    timeout: z.number().positive().default(60),
+    timeout: z.number().positive().max(MAX_TIMEOUT_SEC).default(60),
     budget_usd: usd.optional(),
     batch: z
       .object({
@@ -150,7 +151,9 @@ export function parseSweep(file: string, text: string): Sweep {
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   const lineOf = (offset: number) => lines.linePos(offset).line;
   if (doc.errors.length) throw new SweepFileError(doc.errors.map((e) => `${abs}:${lineOf(e.pos[0])}: not valid YAML: ${e.message.split('\n')[0]}`));
-  const parsed = sweepSchema.safeParse(doc.toJS());
+  const data = yamlData(doc);
+  if ('error' in data) throw new SweepFileError([`${abs}:1: ${data.error}`]);
+  const parsed = sweepSchema.safeParse(data.data);
   if (!parsed.success) {
     throw new SweepFileError(
       parsed.error.issues.map((i) => `${abs}:${lineAt(doc, i.path, lineOf)}: ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`),
