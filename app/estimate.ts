@@ -10,7 +10,7 @@ import type { ModelEntry } from '../adapters/models/registry';
 import { estimateModel, type ModelEstimate, type PromptGroup } from '../adapters/models/estimate';
 import { describeTokenCount } from '../adapters/models/tokens';
 import { defaultLanes, laneOfProvider } from '../adapters/models/provider-lanes';
-import { estimateRunInfra, formatRunInfra, idleMonthlyCost, DEFAULT_STACK_SIZES } from '../core/cost/infra-cost';
+import { estimateRunInfra, formatRunInfra, idleMonthlyCost, DEFAULT_INFRA_ASSUMPTIONS, DEFAULT_STACK_SIZES } from '../core/cost/infra-cost';
 import { plannedShardCount } from '../core/cloud/shard-plan';
 
 /** One prompt group per paper: the shared prefix and each task x sample's own suffix. */
@@ -127,7 +127,7 @@ export function estimateRun(
  * stack (its synthesized sizes and lanes), every hosted model's calls interactive unless
  * `batched` says otherwise, and the idle stack beside.
  */
-export function formatInfraEstimate(pset: Pset, models: Array<{ provider: string | null; batched?: boolean }>, samples: number): string {
+export function formatInfraEstimate(pset: Pset, models: Array<{ provider: string | null; batched?: boolean; callSec?: number }>, samples: number): string {
   const snippets = pset.papers.reduce((s, p) => s + p.snippets.length, 0);
   const lanes = defaultLanes();
   const interactiveModels = models.filter((m) => m.provider && !m.batched);
@@ -142,9 +142,14 @@ export function formatInfraEstimate(pset: Pset, models: Array<{ provider: string
     pset.papers.map((p) => p.snippets.length * samples),
     models.length,
   );
+  // Every interactive model makes the same number of calls: the generator bills their mean wait.
+  const callSec = interactive
+    ? interactiveModels.reduce((s, m) => s + (m.callSec ?? DEFAULT_INFRA_ASSUMPTIONS.modelCallSec), 0) / interactive
+    : DEFAULT_INFRA_ASSUMPTIONS.modelCallSec;
   const estimate = estimateRunInfra(
     { papers: pset.papers.length, shards, tasks: snippets * models.length * samples, interactiveCalls: snippets * interactive * samples, lanes: laneLoads },
     DEFAULT_STACK_SIZES,
+    { ...DEFAULT_INFRA_ASSUMPTIONS, modelCallSec: callSec },
   );
   return formatRunInfra(estimate, idleMonthlyCost(DEFAULT_STACK_SIZES));
 }

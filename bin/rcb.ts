@@ -335,6 +335,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--cancel-batches', "cancel the sweep's pending batches and keep what they answered")
     .option('--stack-name <name>', 'stack of --cloud', 'Rcb')
     .option('--region <region>', 'AWS region of --cloud')
+    .option('--skip-doctor', 'with --cloud: start without checking the account first (rcb cloud doctor)')
     .addOption(new Option('--unsafe-no-sandbox', 'run tests without bubblewrap (cold executor only)'))
     .action(async (file, o) => {
       const { sweepRunCommand }: typeof SweepRunCommandModule = require('./commands/sweep-run-command');

@@ -40,6 +40,7 @@ import { CLOUD_STAGES, stateOf, type LocalStageParts, type StageTable } from '..
 import { queueConsumer, type StageEntryHandler } from '../app/stages/cloud-stage';
 import { STATE_NAMES } from '../infra/state-names';
 import { startLocalAws, type LocalAws } from './local-aws';
+import type { MeteredUsage } from './usage-meter';
 import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
 import { containerApp } from './container-app';
@@ -54,6 +55,8 @@ import { runDistributedMap, withDistributedMapsAsTasks, type DistributedMapRun }
 export type EmulatedRunRequest = CloudRunInputs;
 
 export interface EmulatorOptions {
+  /** Count DynamoDB and S3 requests and capacity units as AWS bills them (EmulatedRun.usage). @default false */
+  meterUsage?: boolean;
   /**
    * Deliver every SQS message twice: after the first copy is handled (`true`), or at the
    * same time as it, to a concurrent handler call (`'overlapping'`).
@@ -183,6 +186,8 @@ export interface EmulatedRun {
   containerApp: string;
   /** Invocations of each deployed function, by logical id (`functions: 'bundles'`). */
   invocations: Record<string, number>;
+  /** What the run asked of DynamoDB and S3 (with `meterUsage`), the inputs' upload included. */
+  usage?: MeteredUsage;
   /** Each deployed function's environment now, by logical id, a deploy's changes included (`functions: 'bundles'`). */
   environments: Record<string, Readonly<Record<string, string>>>;
   /** Each Distributed Map Run of this execution (items, children succeeded and failed, peak concurrency). */
@@ -257,7 +262,7 @@ export async function emulateCloudRun(request: EmulatedRunRequest, options: Emul
   };
   try {
     const keep = state.dynamoDir && state.s3Dir ? { dynamoDir: state.dynamoDir, s3Dir: state.s3Dir } : undefined;
-    const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions'), keep });
+    const aws = await startLocalAws({ scratchDir: join(scratchDir, 'functions'), keep, meter: options.meterUsage });
     closers.push(() => aws.close());
     const storage = createStorageAdapters(aws.storage, { doc: aws.doc, s3: aws.s3 });
     const { runId, input } = await uploadRunInputs(storage.blobs, request);
@@ -722,6 +727,7 @@ async function execute(prepared: Prepared, firstAttempt: Attempt, firstFaults: E
       shardRuns,
       containerApp: app.appDir,
       invocations: bindings.invocations(),
+      ...(aws.usage ? { usage: aws.usage } : {}),
       environments: bindings.environments(),
       mapRuns,
       history,

@@ -14,6 +14,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDocumentClient, createS3Client, type AwsStaticCredentials } from '../adapters/aws/clients';
 import { createRunTable } from '../adapters/aws/run-table';
 import type { StorageConfig } from '../adapters/aws/runtime/cloud-config';
+import { emptyUsage, meterDynamoServer, meterS3Server, type MeteredUsage } from './usage-meter';
 
 /** s3rver checks request signatures against its one built-in account; dynalite accepts any. */
 export const LOCAL_CREDENTIALS: AwsStaticCredentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
@@ -33,6 +34,8 @@ export interface LocalAws {
   credentials: AwsStaticCredentials;
   doc: DynamoDBDocumentClient;
   s3: S3Client;
+  /** What the flow asked of DynamoDB and S3 so far (with `meter`). */
+  usage?: MeteredUsage;
   /** Environment that points a child process (the container entry) at these servers. */
   childEnv(): Record<string, string>;
   close(): Promise<void>;
@@ -48,6 +51,8 @@ export interface LocalAwsOptions {
    * @default both in memory or a temporary folder, gone at close
    */
   keep?: { dynamoDir: string; s3Dir: string };
+  /** Count requests and capacity units as AWS bills them (emulator/usage-meter.ts). @default false */
+  meter?: boolean;
 }
 
 export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws> {
@@ -59,11 +64,23 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
   }
   const dynamoServer = dynalite({ createTableMs: 0, ...(options.keep ? { path: options.keep.dynamoDir } : {}) });
   await new Promise<void>((resolve) => dynamoServer.listen(0, '127.0.0.1', resolve));
-  const dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+  const usage = options.meter ? emptyUsage() : undefined;
+  const meters: Server[] = [];
+  let dynamoEndpoint = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+  if (usage) {
+    const proxy = await meterDynamoServer(dynamoServer.address() as AddressInfo, usage);
+    meters.push(proxy.server);
+    dynamoEndpoint = proxy.endpoint;
+  }
   const s3Directory = options.keep?.s3Dir ?? mkdtempSync(join(tmpdir(), 'rcb-emulate-s3-'));
   const s3Server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Directory });
-  const { port } = await s3Server.run();
-  const s3Endpoint = `http://127.0.0.1:${port}`;
+  const s3Address = await s3Server.run();
+  let s3Endpoint = `http://127.0.0.1:${s3Address.port}`;
+  if (usage) {
+    const proxy = await meterS3Server(s3Address, usage);
+    meters.push(proxy.server);
+    s3Endpoint = proxy.endpoint;
+  }
 
   const table = options.table ?? 'rcb-runs';
   const bucket = options.bucket ?? 'rcb-artifacts';
@@ -84,6 +101,8 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       )
     : false;
   if (!bucketExists) await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  // The table and bucket are the stack's, not the run's: counting starts after them.
+  if (usage) Object.assign(usage, emptyUsage());
 
   const storage: StorageConfig = { region: REGION, table, bucket, dynamoEndpoint, s3Endpoint, scratchDir: options.scratchDir };
   return {
@@ -91,6 +110,7 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
     credentials: LOCAL_CREDENTIALS,
     doc,
     s3,
+    ...(usage ? { usage } : {}),
     childEnv: () => ({
       AWS_REGION: REGION,
       AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
@@ -104,6 +124,10 @@ export async function startLocalAws(options: LocalAwsOptions): Promise<LocalAws>
       doc.destroy();
       raw.destroy();
       s3.destroy();
+      for (const m of meters) {
+        m.closeAllConnections();
+        await new Promise<void>((resolve) => m.close(() => resolve()));
+      }
       await new Promise<void>((resolve, reject) => dynamoServer.close((err) => (err ? reject(err) : resolve())));
       await s3Server.close();
       if (!options.keep) rmSync(s3Directory, { recursive: true, force: true });

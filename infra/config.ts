@@ -70,6 +70,28 @@ export interface RcbOptions {
    */
   readonly taskMemoryMiB?: number;
   /**
+   * The evaluation image's unpacked size, MB, which sizes the shard task's ephemeral storage
+   * (measured by `npm run image:check`).
+   * @default 6295 (infra/ephemeral-storage.ts MEASURED_IMAGE_SIZE)
+   */
+  readonly imageUnpackedMB?: number;
+  /**
+   * The image's compressed layers, MB (gzip as cdk deploy pushes them).
+   * @default 2980
+   */
+  readonly imageCompressedMB?: number;
+  /**
+   * Ephemeral storage left to a shard's tests beside the image, GiB.
+   * @default 16
+   */
+  readonly shardScratchGiB?: number;
+  /**
+   * Concurrent executions reserved for each orchestration function (PlanRun, CheckProgress,
+   * Aggregate, MarkRunFailed); 0 reserves none. The account must keep 100 unreserved beside them.
+   * @default 5
+   */
+  readonly orchestrationReservedConcurrency?: number;
+  /**
    * CPU architecture of the evaluation image and tasks.
    * @default 'X86_64'
    */
@@ -155,6 +177,10 @@ export const CONTEXT_KEYS = {
   maxShards: 'rcb:maxShards',
   taskCpu: 'rcb:taskCpu',
   taskMemoryMiB: 'rcb:taskMemoryMiB',
+  imageUnpackedMB: 'rcb:imageUnpackedMB',
+  imageCompressedMB: 'rcb:imageCompressedMB',
+  shardScratchGiB: 'rcb:shardScratchGiB',
+  orchestrationReservedConcurrency: 'rcb:orchestrationReservedConcurrency',
   cpuArchitecture: 'rcb:cpuArchitecture',
   interfaceEndpoints: 'rcb:interfaceEndpoints',
   dnsFirewall: 'rcb:dnsFirewall',
@@ -318,6 +344,10 @@ export function configFromContext(node: Node): RcbDeployConfig {
     maxShards: readInt(node, CONTEXT_KEYS.maxShards, 1, 100_000),
     taskCpu: readInt(node, CONTEXT_KEYS.taskCpu, 256, 16384),
     taskMemoryMiB: readInt(node, CONTEXT_KEYS.taskMemoryMiB, 512, 122880),
+    imageUnpackedMB: readInt(node, CONTEXT_KEYS.imageUnpackedMB, 1, 200_000),
+    imageCompressedMB: readInt(node, CONTEXT_KEYS.imageCompressedMB, 1, 200_000),
+    shardScratchGiB: readInt(node, CONTEXT_KEYS.shardScratchGiB, 1, 199),
+    orchestrationReservedConcurrency: readInt(node, CONTEXT_KEYS.orchestrationReservedConcurrency, 0, 1000),
     cpuArchitecture: arch as RcbDeployConfig['cpuArchitecture'],
     interfaceEndpoints: readBool(node, CONTEXT_KEYS.interfaceEndpoints),
     dnsFirewall: readBool(node, CONTEXT_KEYS.dnsFirewall),

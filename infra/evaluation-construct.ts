@@ -1,3 +1,4 @@
+import { shardEphemeralStorageGiB } from './ephemeral-storage';
 import { Aws, Duration, IgnoreMode, RemovalPolicy } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -113,6 +114,12 @@ export interface EvaluationConstructProps {
    */
   readonly image?: string;
   /**
+   * Ephemeral storage of a shard task, GiB (21..200): the image, compressed and unpacked, and
+   * the tests' scratch (infra/ephemeral-storage.ts).
+   * @default shardEphemeralStorageGiB() of the measured image
+   */
+  readonly ephemeralStorageGiB?: number;
+  /**
    * CloudWatch Container Insights on the cluster (billed per task metric).
    * @default false
    */
@@ -210,6 +217,7 @@ export class EvaluationConstruct extends Construct {
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'ShardTask', {
       cpu: props.cpu ?? 2048,
       memoryLimitMiB: props.memoryMiB ?? 8192,
+      ephemeralStorageGiB: props.ephemeralStorageGiB ?? shardEphemeralStorageGiB(),
       runtimePlatform: { cpuArchitecture: arch, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
       taskRole: this.taskRole,
       volumes: [{ name: 'scratch' }],

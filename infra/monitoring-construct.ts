@@ -110,17 +110,30 @@ export class MonitoringConstruct extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
       pendingWindow: Duration.days(7),
     });
-    // CloudWatch alarms publish to the encrypted topic (the EventBridge target grants events itself).
+    // CloudWatch alarms publish to the encrypted topic only if both the key and the topic admit
+    // them (docs/cloud.md "Alarm delivery"); the EventBridge target grants events itself.
+    const fromOurAlarms = this.fromOurAlarms(prefix);
     this.alarmKey.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: 'CloudWatchAlarmsPublish',
         principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
         resources: ['*'],
-        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+        conditions: fromOurAlarms,
       }),
     );
     this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { displayName: `${prefix} alarms`, enforceSSL: true, masterKey: this.alarmKey });
+    // enforceSSL writes a topic policy, which replaces SNS's default owner statement: without
+    // this one, every alarm's publish is refused.
+    this.alarmTopic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.alarmTopic.topicArn],
+        conditions: fromOurAlarms,
+      }),
+    );
     if (props.alarmEmail) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
     NagSuppressions.addResourceSuppressions(
       this.alarmTopic,
@@ -196,6 +209,18 @@ export class MonitoringConstruct extends Construct {
         height: Math.max(2, Math.ceil(this.customAlarms.length / 4) + 1),
       }),
     );
+  }
+
+  /**
+   * Conditions that admit CloudWatch only on behalf of this stack's alarms (every alarm name
+   * starts with the prefix), against the confused deputy.
+   */
+  private fromOurAlarms(prefix: string): Record<string, Record<string, string>> {
+    const stack = Stack.of(this);
+    return {
+      StringEquals: { 'aws:SourceAccount': stack.account },
+      ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:${prefix}*` },
+    };
   }
 
   /** One alarm on `metric` above `threshold`, to the topic. */

@@ -9,6 +9,8 @@ import { NetworkConstruct } from './network-construct';
 import { OrchestratorConstruct } from './orchestrator-construct';
 import { StorageConstruct } from './storage-construct';
 import { CLOUD_STAGES, type StageTable } from '../app/stages';
+import { MEASURED_IMAGE_SIZE, shardEphemeralStorageGiB } from './ephemeral-storage';
+import { reserveConcurrency } from './reserved-concurrency';
 
 /**
  * Cost-allocation tags every taggable resource of the stack carries (`Tags.of`), so that Cost
@@ -88,6 +90,10 @@ export class RcbStack extends Stack {
       memoryMiB: props.taskMemoryMiB,
       cpuArchitecture: props.cpuArchitecture === 'ARM64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
       image: props.image,
+      ephemeralStorageGiB: shardEphemeralStorageGiB(
+        { unpackedMB: props.imageUnpackedMB ?? MEASURED_IMAGE_SIZE.unpackedMB, compressedMB: props.imageCompressedMB ?? MEASURED_IMAGE_SIZE.compressedMB },
+        props.shardScratchGiB,
+      ),
     });
     this.orchestrator = new OrchestratorConstruct(this, 'Orchestrator', {
       table,
@@ -108,6 +114,8 @@ export class RcbStack extends Stack {
       modelsFile: props.modelsFile,
       stages,
     });
+    const o = this.orchestrator;
+    reserveConcurrency([o.planRun.function, o.checkProgress.function, o.aggregate.function, o.markRunFailed.function], props.orchestrationReservedConcurrency);
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
       lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue, deadLetterQueue: lane.deadLetterQueue })),
       stateMachine: this.orchestrator.stateMachine,

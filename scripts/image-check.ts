@@ -51,6 +51,7 @@ import { parseLock } from '../adapters/local/paper-env/lock';
 import { filesInWheelhouse } from '../adapters/local/paper-env/install';
 import { defaultWheelhouse } from '../adapters/local/paper-env/location';
 import type { ModelClient } from '../core/model';
+import { imageFitsTask } from '../infra/ephemeral-storage';
 import { startLocalAws } from '../emulator/local-aws';
 import { createStorageAdapters } from '../adapters/aws/runtime/cloud-adapters';
 import {
@@ -244,6 +245,8 @@ export interface Synth {
   context: string;
   dockerfile: string;
   container: SynthContainerDefinition;
+  /** The shard task's ephemeral storage, GiB (20 when the template sets none). */
+  ephemeralGiB: number;
 }
 
 /** The stack as `cdk synth` makes it (cdk.json's context), bundling aside: the image asset's context and the task definition. */
@@ -261,12 +264,21 @@ export function synthesize(dir: string): Synth {
   const images = Object.values(manifest.dockerImages);
   if (images.length !== 1) throw new Error(`image:check: expected one image asset, found ${images.length}`);
   const template = JSON.parse(readFileSync(join(assembly.directory, stack.templateFile), 'utf8')) as {
-    Resources: Record<string, { Type: string; Properties: { ContainerDefinitions?: Array<SynthContainerDefinition & { Name: string }> } }>;
+    Resources: Record<
+      string,
+      { Type: string; Properties: { ContainerDefinitions?: Array<SynthContainerDefinition & { Name: string }>; EphemeralStorage?: { SizeInGiB: number } } }
+    >;
   };
   const tasks = Object.values(template.Resources).filter((r) => r.Type === 'AWS::ECS::TaskDefinition');
   const container = tasks.flatMap((t) => t.Properties.ContainerDefinitions ?? []).find((c) => c.Name === EVALUATOR_CONTAINER_NAME);
   if (!container) throw new Error(`image:check: no ${EVALUATOR_CONTAINER_NAME} container in the synthesized template`);
-  return { context: join(assembly.directory, images[0].source.directory), dockerfile: images[0].source.dockerFile ?? 'Dockerfile', container };
+  const task = tasks.find((t) => t.Properties.ContainerDefinitions?.some((c) => c.Name === EVALUATOR_CONTAINER_NAME));
+  return {
+    context: join(assembly.directory, images[0].source.directory),
+    dockerfile: images[0].source.dockerFile ?? 'Dockerfile',
+    container,
+    ephemeralGiB: task?.Properties.EphemeralStorage?.SizeInGiB ?? 20,
+  };
 }
 
 /** The pypi layer installs offline from the host's wheelhouse: every locked file must be in it, and each sdist's built wheel. */
@@ -372,6 +384,10 @@ async function main(): Promise<number> {
   const tBuilt = Date.now();
   const size = Number(run('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE], env, { quiet: true }).trim());
   say(`image ${IMAGE}: ${(size / 1e6).toFixed(0)} MB (built in ${((tBuilt - tBase) / 1000).toFixed(1)}s)`);
+  // The task's ephemeral storage holds the image twice (layers and filesystem) beside the scratch (docs/cloud.md "Shard storage").
+  const tooSmall = imageFitsTask(size / 1e6, synth.ephemeralGiB);
+  if (tooSmall) throw new Error(`image:check: ${tooSmall}`);
+  say(`ephemeral storage: the shard task's ${synth.ephemeralGiB} GiB holds the image and the scratch`);
 
   const scratch = mkdtempSync(join(tmpdir(), 'rcb-image-check-'));
   chmodSync(scratch, 0o755);

@@ -52,14 +52,16 @@ export function checkFit(quotas: AccountQuotas, stack: DeployedStack, demand: Ru
   const run = { ...demand, models: demand.models.map((m) => ({ ...m, lane: m.lane ?? firstLane })) };
   const lanes = [...new Set(run.models.map((m) => m.lane))];
   const generators = lanes.reduce((s, lane) => s + laneConcurrency(stack, lane), 0);
-  const lambdaPeak = generators + stack.deadLetterConcurrency + ORCHESTRATION_CONCURRENCY;
+  // Reserved orchestration functions draw on their reservation, not on the unreserved pool.
+  const orchestration = stack.reservedConcurrency > 0 ? 0 : ORCHESTRATION_CONCURRENCY;
+  const lambdaPeak = generators + stack.deadLetterConcurrency + orchestration;
   // A sweep's shards are paper x model: 20 papers x 32 models start as many tasks at once as the Map allows, not 20.
   const shards = Math.min(run.shards, stack.evaluationMaxConcurrency);
   const vcpu = shards * stack.sizes.shardTask.vcpu;
   const transitionsPerSec = shards * TRANSITIONS_PER_SHARD_START;
   const checks: FitCheck[] = [
     {
-      what: `Lambda concurrency: ${generators} generator(s) on lane(s) ${lanes.join(', ') || '-'} + ${stack.deadLetterConcurrency} dead-letter + ${ORCHESTRATION_CONCURRENCY} orchestration`,
+      what: `Lambda concurrency: ${generators} generator(s) on lane(s) ${lanes.join(', ') || '-'} + ${stack.deadLetterConcurrency} dead-letter + ${stack.reservedConcurrency > 0 ? `0 orchestration (${stack.reservedConcurrency} reserved)` : `${ORCHESTRATION_CONCURRENCY} orchestration`}`,
       need: lambdaPeak,
       allowed: quotas.lambdaUnreservedConcurrency,
       ok: lambdaPeak <= quotas.lambdaUnreservedConcurrency,

@@ -106,6 +106,8 @@ export interface DeployedStack {
   deadLetterConcurrency: number;
   /** Shards evaluated at once per run (the Map's MaxConcurrency). */
   evaluationMaxConcurrency: number;
+  /** Concurrent executions the stack's functions reserve (ReservedConcurrentExecutions), summed: outside the unreserved pool. */
+  reservedConcurrency: number;
 }
 
 type Resource = { Type: string; Properties?: Record<string, any> };
@@ -124,9 +126,12 @@ export function deployedStackFromTemplate(template: { Resources?: Record<string,
     else lanes[queue[1].toLowerCase()] = concurrency;
   }
   if (!Object.keys(lanes).length) throw new Error(`${origin}: no generation lane (SQS event source of a Generation*Queue) in the template`);
+  const reservedConcurrency = Object.values(template.Resources ?? {})
+    .filter((r) => r.Type === 'AWS::Lambda::Function')
+    .reduce((sum, r) => sum + Number(r.Properties?.ReservedConcurrentExecutions ?? 0), 0);
   const maps = [...JSON.stringify(template).matchAll(/\\"MaxConcurrency\\":(\d+)/g)].map((m) => Number(m[1]));
   if (!maps.length) throw new Error(`${origin}: no Map MaxConcurrency in the run workflow's definition`);
-  return { sizes: stackSizesFromTemplate(template), lanes, deadLetterConcurrency, evaluationMaxConcurrency: Math.max(...maps) };
+  return { sizes: stackSizesFromTemplate(template), lanes, deadLetterConcurrency, evaluationMaxConcurrency: Math.max(...maps), reservedConcurrency };
 }
 
 export async function readDeployedStack(cfn: CloudFormationClient, stackName: string): Promise<DeployedStack> {

@@ -95,6 +95,11 @@ function makeEntrySchema(providers: ProviderTable) {
         .or(z.date().transform((d) => d.toISOString().slice(0, 7))),
       context_window: z.number().int().positive(),
       rate: rateSchema.optional(),
+      /**
+       * Typical seconds of one call (the generator's billed wait, Lambda GB-seconds); default
+       * DEFAULT_INFRA_ASSUMPTIONS.modelCallSec (docs/cloud.md "What a run costs in infrastructure").
+       */
+      call_sec: z.number().positive().max(900).optional(),
       /** Mark the shared prefix for caching (Anthropic cache_control, Bedrock cachePoint). Default: on for anthropic, off elsewhere. */
       prompt_cache: z.boolean().optional(),
       /** Shortest prefix the provider caches, tokens; default by provider (see cachePlanFor). */
@@ -156,6 +161,8 @@ export interface ModelEntry {
   knowledge_cutoff: string;
   context_window: number;
   rate?: ModelRate;
+  /** Typical seconds of one call (the estimate's Lambda GB-seconds). */
+  call_sec?: number;
   prompt_cache?: boolean;
   cache_min_tokens?: number;
   tokenizer?: 'o200k_base' | 'cl100k_base' | 'approx';

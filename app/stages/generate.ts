@@ -30,7 +30,7 @@ import { generationMessageSchema, type GenerationMessage } from '../../core/clou
 import { parseGenerationMessage } from '../../adapters/aws/messages';
 import { RunContextCache, type RunContext } from '../../core/cloud/run-context';
 import type { KeySource } from '../../core/keys';
-import { createSecretsManagerClient } from '../../adapters/aws/clients';
+import { createSecretsManagerClient, createSqsClient } from '../../adapters/aws/clients';
 import { SecretsManagerKeySource } from '../../adapters/aws/secrets-key-source';
 import { HostedModels } from '../../adapters/models/hosted-models';
 import { loadStorageConfig, once, parseJsonConfig, requiredEnv, type StorageConfig } from '../../adapters/aws/runtime/cloud-config';
@@ -39,6 +39,8 @@ import { lambdaTelemetry, stageHandler, tracedModelClient, type StageTracer } fr
 import { loadDeployedRegistry, loadRunReplays, resolveRunModels, type RunModels } from '../models';
 import type { ModelClient } from '../../core/model';
 import { SharedLaneThrottle, ThrottledModelClient, type LaneThrottle } from '../../core/lane-throttle';
+import { type Redelivery, type ReturnedRecord, redeliveryDelaySec } from '../../core/cloud/redelivery';
+import { SqsRedelivery } from '../../adapters/aws/sqs-redelivery';
 import { z } from 'zod';
 import type { CloudStage } from './cloud-stage';
 
@@ -89,6 +91,8 @@ export interface GenerateHandlerDeps extends StorageAdapters {
   modelsFor?: (ctx: RunContext, replays: Map<string, ModelClient>) => RunModels;
   /** The lanes this generator drains, for their shared throttles (over `laneStates`). @default none: no shared throttle */
   lanes?: LaneThrottleConfig[];
+  /** Brings handed-back records round after a short backoff. @default none: SQS's full visibility timeout */
+  redelivery?: Redelivery;
 }
 
 /**
@@ -105,11 +109,13 @@ export function generateDeps(parts: {
   metrics: Metrics;
   tracer?: StageTracer;
   lanes?: LaneThrottleConfig[];
+  redelivery?: Redelivery;
 }): GenerateHandlerDeps {
   const { hosted, clients } = parts;
   return {
     ...parts.storage,
     ...(parts.lanes ? { lanes: parts.lanes } : {}),
+    ...(parts.redelivery ? { redelivery: parts.redelivery } : {}),
     keys: parts.keys,
     logger: parts.logger,
     metrics: parts.metrics,
@@ -137,6 +143,7 @@ export function deployedGenerateDeps(config: GenerateConfig): GenerateHandlerDep
     }),
     ...telemetry,
     ...(config.lanes ? { lanes: config.lanes } : {}),
+    redelivery: new SqsRedelivery(createSqsClient({ region: config.storage.region, tracer })),
   });
 }
 
@@ -240,8 +247,30 @@ export function createHandler(getDeps: () => GenerateHandlerDeps): (event: SQSEv
     if (inFlight.length) deps.metrics.addMetric('Tasks_in_flight_elsewhere', MetricUnit.Count, inFlight.length);
     failed.forEach((err) => deps.logger.error('message failed; SQS will redeliver it', err));
     if (failed.length) deps.metrics.addMetric('MessagesFailed', MetricUnit.Count, failed.length);
+    if (deps.redelivery) await handBack(deps.redelivery, deps.logger, processor);
     return response;
   });
+}
+
+/**
+ * Hides each handed-back record for a backoff instead of the lane's whole visibility timeout
+ * (docs/cloud.md "Redelivery backoff"). A copy whose task is in flight elsewhere waits out
+ * the longest claim any invocation can hold, by when the completion is stored or the claim
+ * lapsed. A record whose delay cannot be set keeps the full timeout (a warning, not a failure).
+ */
+async function handBack(redelivery: Redelivery, logger: Logger, processor: BatchProcessor): Promise<void> {
+  const records = processor.failureMessages as SQSRecord[];
+  const returned: ReturnedRecord[] = records.map((record, i) => ({
+    queueArn: record.eventSourceARN,
+    receiptHandle: record.receiptHandle,
+    delaySec:
+      processor.errors[i] instanceof GenerationInFlightError
+        ? Math.ceil(DEFAULT_CLAIM_LEASE_MS / 1000)
+        : redeliveryDelaySec(Number(record.attributes?.ApproximateReceiveCount ?? 1)),
+  }));
+  if (!returned.length) return;
+  const unchanged = await redelivery.returnAfter(returned);
+  for (const u of unchanged) logger.warn("could not shorten a handed-back record's visibility; it returns after the lane's timeout", { reason: u.reason });
 }
 
 /** The run's model clients with each call traced (a subsegment annotated with provider and model); offline ones as they are. */

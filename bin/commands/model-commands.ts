@@ -23,7 +23,7 @@ export function estimateCommand(opts: EstimateOptions): number {
     process.stderr.write(`${line}\n`),
   );
   process.stdout.write(formatEstimates(estimates, run.budgetUsd));
-  const providers = opts.model.map((id) => ({ provider: hosted.entry(id)?.provider ?? null }));
+  const providers = opts.model.map((id) => ({ provider: hosted.entry(id)?.provider ?? null, callSec: hosted.entry(id)?.call_sec }));
   process.stdout.write(`\nin the cloud (rcb cloud run):\n${formatInfraEstimate(run.pset, providers, run.samples)}`);
   return 0;
 }

@@ -194,7 +194,7 @@ function planStage(loaded: LoadedSweep, run: ResolvedRun): { rows: SweepPlanRow[
   }
   const infra = formatInfraEstimate(
     run.pset,
-    rows.map((r) => ({ provider: entries.get(r.model)?.provider ?? null, batched: r.mode === 'batch' })),
+    rows.map((r) => ({ provider: entries.get(r.model)?.provider ?? null, batched: r.mode === 'batch', callSec: entries.get(r.model)?.call_sec })),
     sweep.samples,
   );
   return { rows, text: `${out.join('\n')}\n\nin the cloud (rcb cloud run, one run of every model):\n${infra}` };

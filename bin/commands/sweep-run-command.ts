@@ -31,6 +31,8 @@ export interface SweepRunOptions {
   unsafeNoSandbox?: boolean;
   stackName: string;
   region?: string;
+  /** --cloud: start without `rcb cloud doctor`'s check of the account. */
+  skipDoctor?: boolean;
   /** Cancel the sweep's pending batches and keep what they answered. */
   cancelBatches?: boolean;
 }
@@ -181,6 +183,9 @@ async function cloudSweep(loaded: LoadedSweep, opts: SweepRunOptions): Promise<n
     stackName: opts.stackName,
     region: opts.region,
     batchSettings: sweepBatchSettings(loaded),
+    // The doctor checks the sweep's own shape (its file), as `rcb cloud doctor --sweep` does.
+    sweepFile: sweep.file,
+    skipDoctor: opts.skipDoctor,
   };
   return cloudRun(flags, loaded.hosted, defaultCloudDeps(opts.region));
 }

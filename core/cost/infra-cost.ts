@@ -63,25 +63,41 @@ export interface InfraAssumptions {
   environmentCheckSec: number;
   /** Seconds of one task's tests, run in parallel slots, one per vCPU. */
   testSecPerTask: number;
-  /** Billed DynamoDB write and read units per task (task, claim, completion, counters, verdict). */
-  writeUnitsPerTask: number;
-  readUnitsPerTask: number;
-  /** S3 requests per task (evaluation output) and per shard (pset and inputs read, outputs written). */
-  s3PutsPerTask: number;
-  s3GetsPerShard: number;
+  /**
+   * Billed DynamoDB capacity units, as the emulated flow consumes them by item size
+   * (emulator/usage-meter.ts; docs/cloud.md "What a run costs in infrastructure"): per task
+   * (task item, claim put and delete, completion, run item updates and their gsi1 copies,
+   * verdict with its logs), per shard (shard and wave items, environment check), per run
+   * (run item, plan, summary), and per task per progress check (CheckProgress reads every
+   * task's completion, strongly consistent, at each check).
+   */
+  dynamo: {
+    writesPerTask: number;
+    writesPerShard: number;
+    writesPerRun: number;
+    readsPerTask: number;
+    readsPerTaskCheck: number;
+    readsPerShard: number;
+    readsPerRun: number;
+  };
+  /** S3 requests: tier 1 (PUT, LIST) per shard and per run; tier 2 (GET) per shard, per check and per run. */
+  s3: { tier1PerShard: number; tier1PerRun: number; tier2PerShard: number; tier2PerCheck: number; tier2PerRun: number };
+  /** Messages per generator batch (the lanes' event source batch size): one receive and one delete each. */
+  sqsBatchSize: number;
   /** Log bytes written per task (generator and shard logs together). */
   logBytesPerTask: number;
 }
 
 export const DEFAULT_INFRA_ASSUMPTIONS: InfraAssumptions = {
-  modelCallSec: 30,
+  // docs/cloud.md's measured calls take 60-100 s, and Lambda bills the generator's wait.
+  modelCallSec: 80,
   imagePullSec: 90,
   environmentCheckSec: 60,
   testSecPerTask: 20,
-  writeUnitsPerTask: 12,
-  readUnitsPerTask: 10,
-  s3PutsPerTask: 1,
-  s3GetsPerShard: 4,
+  // Fitted to four metered emulated runs (4 x 5 x 1, 2, 4 and 2 x 5 x 2; docs/cloud.md).
+  dynamo: { writesPerTask: 9, writesPerShard: 5.8, writesPerRun: 25, readsPerTask: 17, readsPerTaskCheck: 1.05, readsPerShard: 2.4, readsPerRun: 26 },
+  s3: { tier1PerShard: 1, tier1PerRun: 24, tier2PerShard: 3, tier2PerCheck: 2, tier2PerRun: 13 },
+  sqsBatchSize: 1,
   logBytesPerTask: 4096,
 };
 
@@ -145,12 +161,13 @@ export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_ST
     (invocations / 1e6) * P.lambda.perMillionRequests;
   // The workflow: start, plan, the check loop (Wait, CheckProgress, Choice), the Map of shards (about 5 each), aggregate.
   const transitions = 12 + polls * 3 + shards * 5;
-  const writes = shape.tasks * a.writeUnitsPerTask;
-  const reads = shape.tasks * a.readUnitsPerTask;
-  const puts = shape.tasks * a.s3PutsPerTask + shards * 2 + 10;
-  const gets = shards * a.s3GetsPerShard + 10;
+  const requests = estimateRunRequests({ ...shape, checks: polls }, a);
+  const writes = requests.writeUnits;
+  const reads = requests.readUnits;
+  const puts = requests.s3Tier1;
+  const gets = requests.s3Tier2;
   const logGb = (shape.tasks * a.logBytesPerTask) / 1024 ** 3;
-  const sqsRequests = shape.interactiveCalls * 3;
+  const sqsRequests = requests.sqsRequests;
   const traces = invocations + shards;
   const lines: InfraLine[] = [
     {
@@ -166,7 +183,7 @@ export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_ST
     {
       item: 'DynamoDB',
       usd: (writes / 1e6) * P.dynamodb.perMillionWriteUnits + (reads / 1e6) * P.dynamodb.perMillionReadUnits,
-      arithmetic: `${shape.tasks} task(s) x (${a.writeUnitsPerTask} WRU x $${P.dynamodb.perMillionWriteUnits}/M + ${a.readUnitsPerTask} RRU x $${P.dynamodb.perMillionReadUnits}/M)`,
+      arithmetic: `${fmt(writes, 0)} WRU (${a.dynamo.writesPerTask} a task, ${a.dynamo.writesPerShard} a shard) x $${P.dynamodb.perMillionWriteUnits}/M + ${fmt(reads, 0)} RRU (${a.dynamo.readsPerTask} a task, ${a.dynamo.readsPerTaskCheck} a task at each of ${polls} check(s)) x $${P.dynamodb.perMillionReadUnits}/M`,
     },
     {
       item: 'S3 requests',
@@ -177,7 +194,7 @@ export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_ST
     {
       item: 'SQS',
       usd: (sqsRequests / 1e6) * P.sqs.perMillionRequests,
-      arithmetic: `${sqsRequests} request(s) (send, receive, delete per call) x $${P.sqs.perMillionRequests}/M`,
+      arithmetic: `${sqsRequests} request(s) (sends ten a batch; a receive and a delete per ${a.sqsBatchSize}-message batch) x $${P.sqs.perMillionRequests}/M`,
     },
     { item: 'X-Ray', usd: (traces / 1e6) * P.xray.perMillionTraces, arithmetic: `${traces} trace(s) x $${P.xray.perMillionTraces}/M (after the free tier)` },
   ];
@@ -234,4 +251,31 @@ export function formatIdle(idle: { lines: InfraLine[]; totalUsd: number }): stri
   for (const l of idle.lines) out.push(`  ${l.item.padEnd(width)}  ${usd(l.usd).padStart(8)}  ${l.arithmetic}`);
   out.push(`  total ${usd(idle.totalUsd)}`);
   return `${out.join('\n')}\n`;
+}
+
+/** The billed requests of a run: DynamoDB capacity units, S3 requests by tier, SQS requests. */
+export interface RunRequests {
+  writeUnits: number;
+  readUnits: number;
+  s3Tier1: number;
+  s3Tier2: number;
+  sqsRequests: number;
+}
+
+/**
+ * The requests `estimateRunInfra` prices, counted as the flow makes them; `checks` is the
+ * number of progress checks (from the generation's length, else given: the emulator's count).
+ * test/e2e/cloud-usage-estimate.test.ts holds it within 15% of a metered emulated sweep.
+ */
+export function estimateRunRequests(shape: RunShape & { checks?: number }, a: InfraAssumptions = DEFAULT_INFRA_ASSUMPTIONS): RunRequests {
+  const shards = Math.max(0, shape.shards);
+  const checks = shape.checks ?? pollsOver(generationWallSec(shape.lanes, a.modelCallSec));
+  const d = a.dynamo;
+  return {
+    writeUnits: Math.round(shape.tasks * d.writesPerTask + shards * d.writesPerShard + d.writesPerRun),
+    readUnits: Math.round(shape.tasks * (d.readsPerTask + d.readsPerTaskCheck * checks) + shards * d.readsPerShard + d.readsPerRun),
+    s3Tier1: Math.round(shards * a.s3.tier1PerShard + a.s3.tier1PerRun),
+    s3Tier2: Math.round(shards * a.s3.tier2PerShard + checks * a.s3.tier2PerCheck + a.s3.tier2PerRun),
+    sqsRequests: Math.ceil(shape.interactiveCalls / 10) + Math.ceil((2 * shape.interactiveCalls) / Math.max(1, a.sqsBatchSize)),
+  };
 }

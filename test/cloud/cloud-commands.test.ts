@@ -81,7 +81,17 @@ function body(text: string) {
 }
 
 function runOptions(overrides: Partial<CloudRunOptions> = {}): CloudRunOptions {
-  return { model: ['oracle', 'empty'], samples: '1', paper: true, timeout: '60', concurrency: '16', executor: 'warm', stackName: 'Rcb', ...overrides };
+  return {
+    model: ['oracle', 'empty'],
+    samples: '1',
+    paper: true,
+    timeout: '60',
+    concurrency: '16',
+    executor: 'warm',
+    stackName: 'Rcb',
+    skipDoctor: true,
+    ...overrides,
+  };
 }
 
 const hosted = () => new HostedModels(loadRegistry(), envKeySource({}));

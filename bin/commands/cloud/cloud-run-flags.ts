@@ -15,6 +15,8 @@ export interface CloudRunOptions extends RunSpecFlags, LocalRunFlags, StackFlags
   /** `--deadline`: how long generation may run, e.g. `36h`, `90m` (at most 48 h). @default the stack's (24 h) */
   deadline?: string;
   emulate?: boolean;
+  /** `--skip-doctor`: start without `rcb cloud doctor`'s check of the account's quotas. */
+  skipDoctor?: boolean;
   /** Folder of the emulated cloud's state (--emulate). @default ~/.rcb/emulator */
   stateDir?: string;
   emulateDeliverTwice?: boolean;

@@ -7,6 +7,8 @@
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { ServiceQuotasClient } from '@aws-sdk/client-service-quotas';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { checkStackHealth } from '../../../adapters/aws/stack-health';
 import { checkFit, formatFit, type RunDemand } from '../../../adapters/aws/quotas-fit';
 import { readAccountQuotas, readDeployedStack, type QuotaClients } from '../../../adapters/aws/quotas';
 import { laneOfProvider } from '../../../adapters/models/provider-lanes';
@@ -24,6 +26,8 @@ export type DoctorOptions = StackFlags & Omit<RunSpecFlags, 'timeout'> & { sweep
 
 export interface DoctorDeps extends QuotaClients {
   cfn: CloudFormationClient;
+  /** The alarm topic's subscriptions (stack checks: adapters/aws/stack-health.ts). @default no stack checks */
+  sns?: SNSClient;
   out: (text: string) => void;
 }
 
@@ -33,6 +37,7 @@ export function defaultDoctorDeps(region?: string): DoctorDeps {
     cfn: new CloudFormationClient(config),
     quotas: new ServiceQuotasClient(config),
     lambda: new LambdaClient(config),
+    sns: new SNSClient(config),
     out: (t) => process.stdout.write(t),
   };
 }
@@ -85,7 +90,8 @@ export async function cloudDoctor(opts: DoctorOptions, deps: DoctorDeps): Promis
   const stack = await readDeployedStack(deps.cfn, opts.stackName);
   const quotas = await readAccountQuotas(deps);
   deps.out(`${label}\n`);
-  const fit = formatFit(checkFit(quotas, stack, demand));
+  const health = deps.sns ? await checkStackHealth(deps.cfn, deps.sns, opts.stackName) : [];
+  const fit = formatFit([...health, ...checkFit(quotas, stack, demand)]);
   deps.out(fit.text);
   const firstLane = Object.keys(stack.lanes)[0];
   // Each hosted model's tasks go through its lane; the lanes run side by side.

@@ -85,6 +85,7 @@ export function registerCloudCommands(program: Command, onExit: (code: number) =
       "how long generation may run before the run is failed, e.g. 36h or 90m (at most 48h; default: the stack's, 24h); recorded in the run's workflow input",
     )
     .option('--detach', 'print the run id and return once the execution has started')
+    .option('--skip-doctor', 'start without checking the account first (`rcb cloud doctor`; --emulate never checks: it has no account)')
     .option('--out <dir>', 'also write leaderboard.txt and overall_stats.json here (--emulate)')
     .option('--jobs <n>', 'tests at once per shard container (--emulate only)')
     .option('--python <path>', 'Python interpreter for the tests (--emulate only)')

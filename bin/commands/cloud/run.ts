@@ -11,6 +11,7 @@ import { retryableFailedTasks } from '../../../core/cloud/failed-tasks';
 import { cloudBatchSettings, uploadRunInputs } from '../../../app/cloud-run';
 import { deadlineOf, resolveCloudRun, type CloudRunOptions } from './cloud-run-flags';
 import { findStackOutputs, stackAdapters, stackExecutions, executionArn, type CloudDeps } from '../../../app/deployed-stack';
+import { cloudDoctor, defaultDoctorDeps, type DoctorDeps } from './doctor';
 
 /** Flags of `rcb run` that only this machine's evaluation reads. */
 const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
@@ -20,7 +21,36 @@ const LOCAL_ONLY_FLAGS: Array<[keyof CloudRunOptions, string]> = [
   ['stateDir', '--state-dir'],
 ];
 
-export async function cloudRun(opts: CloudRunOptions, hosted: HostedModels, deps: CloudDeps): Promise<number> {
+/**
+ * `rcb cloud doctor` before the run starts (docs/cloud.md "Check the account before a
+ * sweep"): a run that does not fit is refused with the doctor's lines, unless --skip-doctor.
+ * Returns whether the run may start.
+ */
+export async function doctorAllows(opts: CloudRunOptions & { sweepFile?: string }, deps: Pick<CloudDeps, 'err'>, doctor: () => DoctorDeps): Promise<boolean> {
+  if (opts.skipDoctor) {
+    deps.err("note: --skip-doctor: the account's quotas were not checked\n");
+    return true;
+  }
+  let text = '';
+  let code: number;
+  try {
+    code = await cloudDoctor({ ...opts, ...(opts.sweepFile ? { sweep: opts.sweepFile } : {}) }, { ...doctor(), out: (t) => (text += t) });
+  } catch (e) {
+    text += `the doctor could not check the account: ${(e as Error).message}\n`;
+    code = 1;
+  }
+  deps.err(text.replace(/^/gm, 'doctor: ').replace(/doctor: $/, ''));
+  if (code !== 0) deps.err('refused: the run does not fit the account (above); raise the quotas named, or start it anyway with --skip-doctor\n');
+  return code === 0;
+}
+
+export async function cloudRun(
+  opts: CloudRunOptions & { sweepFile?: string },
+  hosted: HostedModels,
+  deps: CloudDeps,
+  doctor: () => DoctorDeps = () => defaultDoctorDeps(opts.region),
+): Promise<number> {
+  if (!(await doctorAllows(opts, deps, doctor))) return 1;
   const ignored = LOCAL_ONLY_FLAGS.filter(([k]) => opts[k] !== undefined && opts[k] !== false).map(([, flag]) => flag);
   if (opts.modelsFile) ignored.push('--models-file (the deployed registry prices and routes)');
   if (ignored.length) deps.err(`note: ignored in the cloud: ${ignored.join(', ')}\n`);
