@@ -90,7 +90,7 @@ export class SweepTooLargeError extends RunInputError {
 export async function pinEvaluation(
   blobs: BlobStore,
   runId: string,
-  deployed: { taskDefinitionArn: string; image: string },
+  deployed: { taskDefinitionArn: string; image: string; functions?: Record<string, string> },
   now: Date,
 ): Promise<EvaluationPin> {
   const key = cloudKeys.evaluationPin(runId);
