@@ -17,7 +17,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { cpSync, createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { PSEUDO, type CfnTemplate } from './workflow-definition';
+import { type CfnTemplate, PSEUDO, qualifiedFunction } from './workflow-definition';
 
 /** A function of the template with a bundled asset. */
 export interface DeployedFunction {
@@ -77,7 +77,10 @@ export function queueConsumers(template: CfnTemplate): Map<string, string> {
   for (const r of Object.values(template.Resources)) {
     if (r.Type !== 'AWS::Lambda::EventSourceMapping') continue;
     const queue = (r.Properties?.EventSourceArn as { 'Fn::GetAtt'?: string[] } | undefined)?.['Fn::GetAtt']?.[0];
-    const fn = (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref;
+    // FunctionName is a Ref, or `<name>:live` built from the alias's Ref (CDK's form for an alias).
+    const ref = /"Ref":"([^"]+)"/.exec(JSON.stringify(r.Properties?.FunctionName ?? null))?.[1];
+    // The mappings name the `live` alias: the function behind it consumes the queue.
+    const fn = ref ? (qualifiedFunction(template, ref)?.functionId ?? ref) : undefined;
     if (queue && fn) out.set(queue, fn);
   }
   return out;

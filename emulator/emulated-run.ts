@@ -45,7 +45,7 @@ import { SimulatedLanes, type LaneStats } from './sqs-lanes';
 import { shardContainerHandler, type ShardRunOutcome } from './shard-container';
 import { containerApp } from './container-app';
 import { startContainerMetadata } from './container-metadata';
-import { synthesizeWorkflow, withStepFunctionsTaskTimeouts, type CfnTemplate, type SynthesizedWorkflow } from './workflow-definition';
+import { type CfnTemplate, qualifiedFunction, type SynthesizedWorkflow, synthesizeWorkflow, withStepFunctionsTaskTimeouts } from './workflow-definition';
 import { EmulatorState } from './emulator-state';
 import { startOrFollow, type Attempt, type StartOrFollowOptions } from '../core/cloud/execution-attempts';
 import { retryableFailedTasks } from '../core/cloud/failed-tasks';
@@ -486,6 +486,9 @@ async function bundleBindings(
       if (type === 'AWS::SecretsManager::Secret') return secretArn(id);
       // Ref of a task definition is its revision's ARN: the emulated evaluator's first one.
       if (type === 'AWS::ECS::TaskDefinition') return evaluator.revisions[0].taskDefinitionArn;
+      // Ref of a version or an alias is its qualified ARN (PlanRun's RCB_FUNCTION_VERSIONS).
+      const target = qualifiedFunction(template, id);
+      if (target) return `arn:aws:lambda:us-east-1:${LOCAL_ACCOUNT}:function:emulated-${target.functionId}:${target.qualifier}`;
       return `emulated-${id}`;
     },
     getAtt: (id, type, attribute) => {

@@ -44,13 +44,31 @@ export const PSEUDO: Record<string, string> = {
   'AWS::StackName': 'RcbEmulated',
 };
 
+/**
+ * The function a Lambda alias or version of the template points at, with its qualifier
+ * (`live`, or the version's logical id): the workflow invokes those, not `$LATEST`
+ * (docs/cloud.md, "Pins: a deploy during a run"). Undefined for any other resource.
+ */
+export function qualifiedFunction(template: CfnTemplate | undefined, logicalId: string): { functionId: string; qualifier: string } | undefined {
+  const r = template?.Resources[logicalId];
+  const fn = (r?.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref;
+  if (!r || !fn) return undefined;
+  if (r.Type === 'AWS::Lambda::Alias') return { functionId: fn, qualifier: String(r.Properties?.Name) };
+  if (r.Type === 'AWS::Lambda::Version') return { functionId: fn, qualifier: logicalId };
+  return undefined;
+}
+
 /** A token as text that is safe inside a JSON string literal. */
-function resolveToken(token: Record<string, unknown>): string {
-  if ('Ref' in token) return PSEUDO[String(token.Ref)] ?? `emulated-${String(token.Ref)}`;
+function resolveToken(token: Record<string, unknown>, template?: CfnTemplate): string {
+  if ('Ref' in token) {
+    const target = qualifiedFunction(template, String(token.Ref));
+    if (target) return `arn:aws:lambda:us-east-1:000000000000:function:emulated-${target.functionId}:${target.qualifier}`;
+    return PSEUDO[String(token.Ref)] ?? `emulated-${String(token.Ref)}`;
+  }
   if ('Fn::GetAtt' in token) return `arn:aws:lambda:us-east-1:000000000000:function:emulated-${(token['Fn::GetAtt'] as string[])[0]}`;
   if ('Fn::Join' in token) {
     const [sep, parts] = token['Fn::Join'] as [string, unknown[]];
-    return parts.map((p) => (typeof p === 'string' ? p : resolveToken(p as Record<string, unknown>))).join(sep);
+    return parts.map((p) => (typeof p === 'string' ? p : resolveToken(p as Record<string, unknown>, template))).join(sep);
   }
   return 'emulated-token';
 }
@@ -60,7 +78,7 @@ export function definitionFromTemplate(template: CfnTemplate): StateMachineDefin
   const machines = Object.values(template.Resources).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
   if (machines.length !== 1) throw new Error(`expected one state machine in the template, found ${machines.length}`);
   const raw = machines[0].Properties?.DefinitionString as unknown;
-  const text = typeof raw === 'string' ? raw : resolveToken(raw as Record<string, unknown>);
+  const text = typeof raw === 'string' ? raw : resolveToken(raw as Record<string, unknown>, template);
   return JSON.parse(text) as StateMachineDefinition;
 }
 

@@ -255,14 +255,14 @@ export class GenerationConstruct extends Construct {
           reason: `This queue is the dead-letter queue of the ${lane.name} lane: a DLQ of a DLQ would only hide failures, so its depth is alarmed on instead.`,
         },
       ]);
-      this.generator.function.addEventSource(
+      this.generator.live.addEventSource(
         new lambdaEventSources.SqsEventSource(queue, {
           batchSize: lane.batchSize,
           maxConcurrency: lane.maxConcurrency,
           reportBatchItemFailures: true,
         }),
       );
-      this.deadLetter.function.addEventSource(new lambdaEventSources.SqsEventSource(deadLetterQueue, { batchSize: 10, reportBatchItemFailures: true }));
+      this.deadLetter.live.addEventSource(new lambdaEventSources.SqsEventSource(deadLetterQueue, { batchSize: 10, reportBatchItemFailures: true }));
       return { config: lane, queue, deadLetterQueue };
     });
 

@@ -298,7 +298,7 @@ export class OrchestratorConstruct extends Construct {
     const planRun = lambdaTask(this, 'PlanRun', {
       stateName: STATE_NAMES.planRun,
       comment: 'Validate the spec, write tasks, refuse a spec over budget, enqueue generation',
-      lambdaFunction: this.planRun.function,
+      lambdaFunction: this.planRun.live,
       // No payload: the whole execution input ({ runId, spec, force? }) is the event.
       payloadResponseOnly: true,
       resultPath: '$.plan',
@@ -308,7 +308,7 @@ export class OrchestratorConstruct extends Construct {
     const aggregate = lambdaTask(this, 'Aggregate', {
       stateName: STATE_NAMES.aggregate,
       comment: 'Scores, reports to S3, summary item, final run status',
-      lambdaFunction: this.aggregate.function,
+      lambdaFunction: this.aggregate.live,
       // The execution's waves recorded their Map Runs' results: the shards that failed every attempt become infra_error.
       payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), execution: sfn.JsonPath.stringAt('$$.Execution.Name') }),
       payloadResponseOnly: true,
@@ -345,7 +345,7 @@ export class OrchestratorConstruct extends Construct {
         lambdaTask(this, stateOf(stage)!, {
           stateName: stateOf(stage)!,
           comment: stage.function.description,
-          lambdaFunction: requiredStageFunction(this.functions, name, 'orchestrator').function,
+          lambdaFunction: requiredStageFunction(this.functions, name, 'orchestrator').live,
           payload: sfn.TaskInput.fromObject({ runId: sfn.JsonPath.stringAt('$.runId'), execution: sfn.JsonPath.stringAt('$$.Execution.Name') }),
           payloadResponseOnly: true,
           resultPath: sfn.JsonPath.DISCARD,
@@ -392,7 +392,7 @@ export class OrchestratorConstruct extends Construct {
     const check = lambdaTask(this, 'CheckProgress', {
       stateName: STATE_NAMES.checkProgress,
       comment: 'Count settled tasks of the run, write the next wave of ready shards; fail the run past its generation deadline',
-      lambdaFunction: this.checkProgress.function,
+      lambdaFunction: this.checkProgress.live,
       // The execution's start, not the run's creation: a run started again gets its own deadline.
       // The run's deadline is PlanRun's (the run's own --deadline, else the stack's). The
       // previous check's result (and the Map Run of the wave it dispatched) says which waves ran.
@@ -527,7 +527,7 @@ export class OrchestratorConstruct extends Construct {
     const mark = lambdaTask(this, 'MarkRunFailed', {
       stateName: STATE_NAMES.markRunFailed,
       comment: 'Record the error on the run item; completions and verdicts already written stay',
-      lambdaFunction: this.markRunFailed.function,
+      lambdaFunction: this.markRunFailed.live,
       payload: sfn.TaskInput.fromObject({
         runId: sfn.JsonPath.stringAt('$.runId'),
         failure: sfn.JsonPath.objectAt('$.failure'),

@@ -70,6 +70,11 @@ function shellQuote(value: string): string {
  */
 export class RcbFunction extends Construct {
   public readonly function: nodejs.NodejsFunction;
+  /**
+   * The `live` alias on the version this deploy published: what the state machine and the
+   * event source mappings invoke, never `$LATEST` (docs/cloud.md, "Pins: a deploy during a run").
+   */
+  public readonly live: lambda.Alias;
   public readonly role: iam.Role;
   public readonly logGroup: logs.LogGroup;
 
@@ -107,6 +112,8 @@ export class RcbFunction extends Construct {
       logGroup: this.logGroup,
       loggingFormat: lambda.LoggingFormat.JSON,
       tracing: lambda.Tracing.ACTIVE,
+      // Old versions stay: a run's pin names the versions it started with (docs/cloud.md, "Pins").
+      currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN },
       environment: {
         POWERTOOLS_SERVICE_NAME: `rcb-${props.functionDir}`,
         POWERTOOLS_METRICS_NAMESPACE: 'rcb',
@@ -139,6 +146,8 @@ export class RcbFunction extends Construct {
         },
       },
     });
+
+    this.live = this.function.addAlias('live');
 
     NagSuppressions.addResourceSuppressions(
       this.role,

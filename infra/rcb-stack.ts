@@ -105,7 +105,7 @@ export class RcbStack extends Stack {
       table,
       bucket,
       lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue })),
-      batchRound: this.generation.batchRound.function,
+      batchRound: this.generation.batchRound.live,
       shardTask: {
         cluster: this.evaluation.cluster,
         taskDefinition: this.evaluation.taskDefinition,
@@ -121,6 +121,14 @@ export class RcbStack extends Stack {
       stages,
     });
     const o = this.orchestrator;
+    // The versions this deploy published, which a new run records in its pin
+    // (core/cloud/plan-cloud-run.ts pinEvaluation; docs/cloud.md, "Pins: a deploy during a run").
+    // PlanRun's own is its invocation's version: naming it here would make its hash depend on itself.
+    const pinned = Object.entries({ ...this.generation.functions, ...o.functions }).filter(([name]) => name !== 'plan-run');
+    o.planRun.function.addEnvironment(
+      'RCB_FUNCTION_VERSIONS',
+      Stack.of(this).toJsonString(Object.fromEntries(pinned.map(([name, fn]) => [name, fn.live.version.functionArn]))),
+    );
     reserveConcurrency([o.planRun.function, o.checkProgress.function, o.aggregate.function, o.markRunFailed.function], props.orchestrationReservedConcurrency);
     this.monitoring = new MonitoringConstruct(this, 'Monitoring', {
       lanes: this.generation.lanes.map((lane) => ({ name: lane.config.name, queue: lane.queue, deadLetterQueue: lane.deadLetterQueue })),

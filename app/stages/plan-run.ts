@@ -38,7 +38,7 @@ export interface PlanRunConfig {
   /** RCB_EVALUATION_READY: false on a parked stack (no interface endpoints), which refuses runs. */
   evaluationReady: boolean;
   /** RCB_TASK_DEFINITION and RCB_EVALUATION_IMAGE: the deployed evaluator a new run pins. */
-  evaluation: { taskDefinitionArn: string; image: string };
+  evaluation: { taskDefinitionArn: string; image: string; functions?: Record<string, string> };
   /** RCB_MAX_SHARDS. */
   maxShards?: number;
   /** RCB_GENERATION_TIMEOUT_SEC: the deadline of a run that sets none. */
@@ -64,7 +64,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PlanRunConfig 
     storage: loadStorageConfig(env),
     laneQueues: jsonRecordEnv(env, 'RCB_LANE_QUEUES'),
     evaluationReady: env.RCB_EVALUATION_READY !== 'false',
-    evaluation: { taskDefinitionArn: requiredEnv(env, 'RCB_TASK_DEFINITION'), image: requiredEnv(env, 'RCB_EVALUATION_IMAGE') },
+    evaluation: {
+      taskDefinitionArn: requiredEnv(env, 'RCB_TASK_DEFINITION'),
+      image: requiredEnv(env, 'RCB_EVALUATION_IMAGE'),
+      // The function versions this deploy published (infra/rcb-stack.ts): the run's pin records them.
+      ...(env.RCB_FUNCTION_VERSIONS ? { functions: jsonRecordEnv(env, 'RCB_FUNCTION_VERSIONS') } : {}),
+    },
     maxShards: positiveIntEnv(env, 'RCB_MAX_SHARDS'),
     defaultDeadlineSec: positiveIntEnv(env, 'RCB_GENERATION_TIMEOUT_SEC'),
   };

@@ -111,6 +111,11 @@ export const evaluationPinSchema = z.object({
   taskDefinitionArn: z.string().min(1),
   /** The evaluator image as the revision names it (repository URI and tag, or @digest). */
   image: z.string().min(1),
+  /**
+   * The Lambda versions the deploy published, by stage (qualified ARNs `...:function:<name>:<n>`),
+   * that the run started with; absent in pins stored before versions were published.
+   */
+  functions: z.record(z.string(), z.string()).optional(),
   pinnedAt: z.string(),
 });
 export type EvaluationPin = z.infer<typeof evaluationPinSchema>;

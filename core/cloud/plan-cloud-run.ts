@@ -54,7 +54,7 @@ export interface PlanCloudRunDeps {
    * RCB_EVALUATION_IMAGE). A run's first PlanRun pins them; its later ones keep that pin.
    * @default none: nothing pinned (planning outside a deployment: tests, bench, image checks)
    */
-  evaluation?: { taskDefinitionArn: string; image: string };
+  evaluation?: { taskDefinitionArn: string; image: string; functions?: Record<string, string> };
   /**
    * Most shards one run may have: the largest sweep the deployment admits (RCB_MAX_SHARDS,
    * config.ts maxShards, whose worst-case history test/infra/history-bound.test.ts counts).
@@ -90,7 +90,7 @@ export class SweepTooLargeError extends RunInputError {
 export async function pinEvaluation(
   blobs: BlobStore,
   runId: string,
-  deployed: { taskDefinitionArn: string; image: string },
+  deployed: { taskDefinitionArn: string; image: string; functions?: Record<string, string> },
   now: Date,
 ): Promise<EvaluationPin> {
   const key = cloudKeys.evaluationPin(runId);

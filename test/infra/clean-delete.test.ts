@@ -24,8 +24,14 @@ function refOf(value: any): string | undefined {
 
 describe('cdk destroy', () => {
   it('keeps only the run table and the artifacts bucket', () => {
-    const kept = Object.entries(resources())
-      .filter(([, r]) => onDelete(r) !== 'Delete')
+    const all = resources();
+    // Lambda versions are retained so that a deploy keeps the ones a run pinned (docs/cloud.md,
+    // "Pins"); deleting their function deletes every version of it, so none is left behind.
+    const versions = Object.values(all).filter((r) => r.Type === 'AWS::Lambda::Version');
+    expect(versions.length).toBeGreaterThanOrEqual(7);
+    for (const v of versions) expect(onDelete(all[refOf(v.Properties?.FunctionName) as string])).toBe('Delete');
+    const kept = Object.entries(all)
+      .filter(([, r]) => onDelete(r) !== 'Delete' && r.Type !== 'AWS::Lambda::Version')
       .map(([, r]) => [r.Type, onDelete(r)]);
     expect(kept.sort()).toEqual([
       ['AWS::DynamoDB::Table', 'Retain'],

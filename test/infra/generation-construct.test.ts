@@ -103,13 +103,14 @@ describe('GenerationConstruct', () => {
 
     it('feeds every dead-letter queue to the dead-letter function, which may write completions but delete nothing', () => {
       const { template } = generationStack();
-      const fn = logicalIdStartingWith(template, 'AWS::Lambda::Function', 'GenerationDeadLetterFunction');
+      // The mappings feed the `live` alias (docs/cloud.md, "Pins: a deploy during a run").
+      const alias = logicalIdStartingWith(template, 'AWS::Lambda::Alias', 'GenerationDeadLetterFunctionAliaslive');
       for (const lane of DEFAULT_LANES) {
         const id = lane.name.charAt(0).toUpperCase() + lane.name.slice(1);
         const dlq = logicalIdStartingWith(template, 'AWS::SQS::Queue', `Generation${id}DeadLetterQueue`);
         template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
           EventSourceArn: { 'Fn::GetAtt': [dlq, 'Arn'] },
-          FunctionName: { Ref: fn },
+          FunctionName: { 'Fn::Join': ['', [{ 'Fn::Select': [6, { 'Fn::Split': [':', { Ref: alias }] }] }, ':live']] },
           FunctionResponseTypes: ['ReportBatchItemFailures'],
         });
         // Six times the consumer's timeout, as AWS advises for SQS-fed functions.

@@ -197,6 +197,7 @@ export function stateMachineDefinition(template: Template): any {
   const [machine] = Object.values(machines);
   const definition = machine.Properties?.DefinitionString as unknown;
   const [, parts] = (definition as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
+  const resources = template.toJSON().Resources as Record<string, { Type: string; Properties?: Record<string, any> }>;
   const text = parts
     .map((part) => {
       if (typeof part === 'string') return part;
@@ -208,6 +209,10 @@ export function stateMachineDefinition(template: Template): any {
         const [id] = p['Fn::GetAtt'] as string[];
         return `arn:aws:lambda:us-east-1:123456789012:function:${id}`;
       }
+      const alias = 'Ref' in p ? resources[String(p.Ref)] : undefined;
+      // Ref of an alias is its qualified ARN (the function's logical id and the alias's name).
+      if (alias?.Type === 'AWS::Lambda::Alias')
+        return `arn:aws:lambda:us-east-1:123456789012:function:${alias.Properties?.FunctionName?.Ref}:${alias.Properties?.Name}`;
       if ('Ref' in p) return String(p.Ref);
       throw new Error(`unexpected token in the definition: ${JSON.stringify(p)}`);
     })

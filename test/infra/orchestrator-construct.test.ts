@@ -295,13 +295,14 @@ describe('OrchestratorConstruct', () => {
       );
       const invoke = statements.filter((s) => actionsOf(s).includes('lambda:InvokeFunction'));
       const invoked = new Set(invoke.flatMap((s) => flatten(s.Resource).split(',')).map((r) => r.replace(/:\*$/, '')));
+      // Only the orchestrator's `live` aliases (docs/cloud.md, "Pins"); the stand-in batch round is a bare function here.
       expect([...invoked].sort()).toEqual(
         [
-          ...['PlanRunFunction', 'CheckProgressFunction', 'AggregateFunction', 'MarkRunFailedFunction'].map((f) => `Orchestrator${f}`),
-          'GenerationBatchRoundFunction',
-        ]
-          .map((f) => `\${${logicalIdStartingWith(template, 'AWS::Lambda::Function', f)}.Arn}`)
-          .sort(),
+          ...['PlanRunFunction', 'CheckProgressFunction', 'AggregateFunction', 'MarkRunFailedFunction'].map(
+            (f) => `\${${logicalIdStartingWith(template, 'AWS::Lambda::Alias', `Orchestrator${f}Aliaslive`)}}`,
+          ),
+          `\${${logicalIdStartingWith(template, 'AWS::Lambda::Function', 'GenerationBatchRoundFunction')}.Arn}`,
+        ].sort(),
       );
     });
 
