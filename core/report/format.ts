@@ -277,6 +277,8 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     // infra_error task samples (their shard failed every attempt: out of the score) and their rate, percent.
     'infra_error',
     'infra_error_rate',
+    // Caught cheats by class (`forged_check 2, reference_access 1`, or -), on each model's ALL row.
+    'cheats_caught',
     // Only with a subset's estimate: its columns come last, on each model's ALL row.
     ...(estimates ? ESTIMATE_CSV_COLUMNS : []),
     // The run's cost (core/report/run-cost.ts), on each model's ALL row, after everything else.
@@ -284,8 +286,6 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
     // --baseline: the published score of the same model and paper, last.
     ...(baseline ? BASELINE_CSV_COLUMNS : []),
     ...(report.partial ? PARTIAL_CSV_COLUMNS : []),
-    // Caught cheats by class (`forged_check 2, reference_access 1`, or -), on each model's ALL row; added last.
-    'cheats_caught',
   ];
   const out = [header.join(',')];
   const num = (x: number, tasks: number) => (tasks ? pct(x) : '');
@@ -308,11 +308,11 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
       ...ci(p.ci),
       report.interval,
       ...(paper === 'ALL' ? [String(m.pending), String(m.envBroken), String(m.flaky), String(m.infraError), pct(m.infraErrorRate)] : ['', '', '', '', '']),
+      paper === 'ALL' ? cheatSummary(m.cheats ?? {}) : '',
       ...(estimates ? (paper === 'ALL' ? estimateCsvCells(estimates, m.model) : ESTIMATE_CSV_COLUMNS.map(() => '')) : []),
       ...(cost ? (paper === 'ALL' ? costCsvCells(cost, m.model) : COST_CSV_COLUMNS.map(() => '')) : []),
       ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
       ...partialCsvCells(report.partial),
-      paper === 'ALL' ? cheatSummary(m.cheats ?? {}) : '',
     ]
       .map(csvCell)
       .join(',');
@@ -345,12 +345,12 @@ export function formatCsv(report: ScoreReport, estimates?: SubsetEstimates, cost
             '',
             '',
             '',
+            '',
           ],
           ...(estimates ? ESTIMATE_CSV_COLUMNS.map(() => '') : []),
           ...(cost ? COST_CSV_COLUMNS.map(() => '') : []),
           ...(baseline ? baselineCsvCells(baseline, m.model, paper) : []),
           ...partialCsvCells(report.partial),
-          '',
         ]
           .map(csvCell)
           .join(','),

@@ -9,9 +9,9 @@ const PLAIN_NUMBER = /^-?\d+(\.\d+)?(e[+-]?\d+)?$/i;
 // OWASP's CSV injection rule: these first characters make a spreadsheet read a formula.
 const FORMULA_START = new Set(['=', '+', '-', '@', '\t', '\r']);
 
-/** A CSV cell: a leading formula character neutralised with `'` (numbers stay numbers), then quoted if needed. */
+/** A CSV cell: a leading formula character neutralised with `'` (numbers, and a lone `-` for none, stay as they are), then quoted if needed. */
 export function csvCell(text: string): string {
-  const cell = FORMULA_START.has(text.charAt(0)) && !PLAIN_NUMBER.test(text) ? `'${text}` : text;
+  const cell = FORMULA_START.has(text.charAt(0)) && !PLAIN_NUMBER.test(text) && text !== '-' ? `'${text}` : text;
   return /[",\n\r]/.test(cell) ? `"${cell.replace(/"/g, '""')}"` : cell;
 }
 

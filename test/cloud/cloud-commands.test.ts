@@ -410,6 +410,8 @@ describe('rcb cloud status', () => {
 describe('rcb cloud results', () => {
   it('prints the report Aggregate stored for the format asked', async () => {
     s3Mock.on(GetObjectCommand, { Bucket: 'rcb-artifacts', Key: 'runs/r1/reports/report.json' }).resolves({ Body: body('{"models":[]}\n') });
+    // The JSON report's status is read afresh from the run item; none here, so the stored text stands.
+    docMock.on(GetCommand).resolves({});
 
     const code = await cloudResults('r1', { stackName: 'Rcb', format: 'json', subset: 'all' }, deps());
 
