@@ -27,6 +27,11 @@ const BENCHES: Record<string, { module: string; exported: string; help: string }
     exported: 'benchGeneration',
     help: 'generation throughput under a rate limit',
   },
+  'check-progress': {
+    module: './check-progress',
+    exported: 'benchCheckProgress',
+    help: "CheckProgress's wave planning at rcb:maxShards against dynalite: time, heap and read units per check [--shards N] [--tasks N]",
+  },
   sweep: {
     module: './sweep',
     exported: 'benchSweep',

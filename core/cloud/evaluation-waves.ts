@@ -65,7 +65,7 @@ export async function dispatchedShards(blobs: BlobStore, runId: string, executio
 /**
  * Records where the previous wave's Map Run wrote its results, then writes the next wave:
  * every undispatched shard when generation is over, else those whose tasks all have a
- * completion. `tasks` and `settledTaskIds` are read only when a wave may form.
+ * completion (found through the execution's cursor, readyShards).
  */
 export async function planWave(
   deps: { store: RunStore; blobs: BlobStore },
@@ -81,14 +81,7 @@ export async function planWave(
   const dispatched = await dispatchedShards(deps.blobs, runId, execution, previous.waves);
   const open = manifest.filter((s) => !dispatched.has(shardId(s)));
   if (!open.length) return { waves: previous.waves, undispatched: 0 };
-  let ready = open;
-  if (!input.generationDone) {
-    const tasks = await deps.store.listTasks(runId);
-    const byShard = new Map(open.map((s) => [shardId(s), shardTasks(tasks, s)] as const));
-    const wanted = [...new Set([...byShard.values()].flat().map((t: TaskRecord) => t.taskId))];
-    const settled = await deps.store.getCompletions(wanted);
-    ready = open.filter((s) => byShard.get(shardId(s))!.every((t) => settled.has(t.taskId)));
-  }
+  const ready = input.generationDone ? open : await readyShards(deps, runId, execution, open);
   if (!ready.length) return { waves: previous.waves, undispatched: open.length };
   const number = previous.waves + 1;
   const key = cloudKeys.waveShards(runId, execution, number);
@@ -97,6 +90,38 @@ export async function planWave(
   await deps.blobs.put(key, JSON.stringify(ready.map((s) => ({ ...s, tag: ecsTagValue(s.paper) }))), 'application/json');
   await deps.blobs.put(cloudKeys.waveLedger(runId, execution, number), JSON.stringify([...dispatched, ...ready.map(shardId)]), 'application/json');
   return { waves: number, wave: { number, key, shards: ready.length }, undispatched: open.length - ready.length };
+}
+
+const cursorSchema = z.record(z.string(), z.array(z.string()));
+
+/**
+ * The open shards whose tasks are all settled. A settled task stays settled, so the cursor
+ * (cloudKeys.waveCursor) keeps, per shard, only its tasks not yet seen settled: a check reads
+ * each open shard's first such task, and the rest of a shard only when that one settled. Reads
+ * per check are then the open shards plus the tasks newly settled, not every task of the run
+ * (docs/cloud.md "What a run costs in infrastructure"). The task list is read once per execution.
+ */
+async function readyShards(deps: { store: RunStore; blobs: BlobStore }, runId: string, execution: string, open: ShardRef[]): Promise<ShardRef[]> {
+  const key = cloudKeys.waveCursor(runId, execution);
+  const raw = await deps.blobs.get(key);
+  const pending = raw ? parsePayload(cursorSchema, JSON.parse(raw.toString('utf8')), key) : await firstCursor(deps.store, runId, open);
+  const ids = open.map(shardId);
+  const heads = ids.map((id) => pending[id]?.[0]).filter((t): t is string => t !== undefined);
+  const settledHeads = await deps.store.getCompletions(heads);
+  const moving = ids.filter((id) => pending[id]?.length && settledHeads.has(pending[id]![0]!));
+  const rest = await deps.store.getCompletions(moving.flatMap((id) => pending[id]!.slice(1)));
+  for (const id of moving) pending[id] = pending[id]!.slice(1).filter((t) => !rest.has(t));
+  const ready = open.filter((s) => !pending[shardId(s)]?.length);
+  // Only the open shards are kept: a shard in a wave is never looked at again.
+  const kept = Object.fromEntries(ids.filter((id) => pending[id]?.length).map((id) => [id, pending[id]!] as const));
+  if (!raw || moving.length) await deps.blobs.put(key, JSON.stringify(kept), 'application/json');
+  return ready;
+}
+
+/** Every open shard's tasks, in the order the plan made them: the cursor before any check. */
+async function firstCursor(store: RunStore, runId: string, open: ShardRef[]): Promise<Record<string, string[]>> {
+  const tasks = await store.listTasks(runId);
+  return Object.fromEntries(open.map((s) => [shardId(s), shardTasks(tasks, s).map((t: TaskRecord) => t.taskId)] as const));
 }
 
 /** The results manifests of every wave an execution evaluated (each wave's ResultWriter manifest.json key), in wave order. */

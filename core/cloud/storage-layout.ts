@@ -136,6 +136,12 @@ export const cloudKeys = {
   waveLedger: (runId: string, execution: string, wave: number) => `${runs}${runId}/waves/${execution}/${wave}/dispatched.json`,
   /** Where a wave's Map Run wrote its results (its ResultWriterDetails), recorded by the check after it. */
   waveResults: (runId: string, execution: string, wave: number) => `${runs}${runId}/waves/${execution}/${wave}/results.json`,
+  /**
+   * The tasks still unsettled in each shard not yet in a wave, by shard id
+   * (core/cloud/evaluation-waves.ts readyShards): lets a check read one task per open shard
+   * instead of every task of the run.
+   */
+  waveCursor: (runId: string, execution: string) => `${runs}${runId}/waves/${execution}/cursor.json`,
   /** The waves of one execution. */
   wavesPrefix: (runId: string, execution: string) => `${runs}${runId}/waves/${execution}/`,
   /** The task definition revision and image a run's shards use, fixed by its first PlanRun. */

@@ -68,15 +68,16 @@ export interface InfraAssumptions {
    * (emulator/usage-meter.ts; docs/cloud.md "What a run costs in infrastructure"): per task
    * (task item, claim put and delete, completion, run item updates and their gsi1 copies,
    * verdict with its logs), per shard (shard and wave items, environment check), per run
-   * (run item, plan, summary), and per task per progress check (CheckProgress reads every
-   * task's completion, strongly consistent, at each check).
+   * (run item, plan, summary), and per shard per progress check (CheckProgress reads one
+   * unsettled task's completion of each shard not yet in a wave, strongly consistent, at each
+   * check: core/cloud/evaluation-waves.ts readyShards; counted for every shard, an upper bound).
    */
   dynamo: {
     writesPerTask: number;
     writesPerShard: number;
     writesPerRun: number;
     readsPerTask: number;
-    readsPerTaskCheck: number;
+    readsPerShardCheck: number;
     readsPerShard: number;
     readsPerRun: number;
   };
@@ -95,8 +96,8 @@ export const DEFAULT_INFRA_ASSUMPTIONS: InfraAssumptions = {
   environmentCheckSec: 60,
   testSecPerTask: 20,
   // Fitted to four metered emulated runs (4 x 5 x 1, 2, 4 and 2 x 5 x 2; docs/cloud.md).
-  dynamo: { writesPerTask: 9, writesPerShard: 5.8, writesPerRun: 25, readsPerTask: 17, readsPerTaskCheck: 1.05, readsPerShard: 2.4, readsPerRun: 26 },
-  s3: { tier1PerShard: 1, tier1PerRun: 24, tier2PerShard: 3, tier2PerCheck: 2, tier2PerRun: 13 },
+  dynamo: { writesPerTask: 9, writesPerShard: 5.8, writesPerRun: 25, readsPerTask: 17, readsPerShardCheck: 1, readsPerShard: 2.4, readsPerRun: 26 },
+  s3: { tier1PerShard: 1, tier1PerRun: 24, tier2PerShard: 3, tier2PerCheck: 3, tier2PerRun: 13 },
   sqsBatchSize: 1,
   logBytesPerTask: 4096,
 };
@@ -183,7 +184,7 @@ export function estimateRunInfra(shape: RunShape, sizes: StackSizes = DEFAULT_ST
     {
       item: 'DynamoDB',
       usd: (writes / 1e6) * P.dynamodb.perMillionWriteUnits + (reads / 1e6) * P.dynamodb.perMillionReadUnits,
-      arithmetic: `${fmt(writes, 0)} WRU (${a.dynamo.writesPerTask} a task, ${a.dynamo.writesPerShard} a shard) x $${P.dynamodb.perMillionWriteUnits}/M + ${fmt(reads, 0)} RRU (${a.dynamo.readsPerTask} a task, ${a.dynamo.readsPerTaskCheck} a task at each of ${polls} check(s)) x $${P.dynamodb.perMillionReadUnits}/M`,
+      arithmetic: `${fmt(writes, 0)} WRU (${a.dynamo.writesPerTask} a task, ${a.dynamo.writesPerShard} a shard) x $${P.dynamodb.perMillionWriteUnits}/M + ${fmt(reads, 0)} RRU (${a.dynamo.readsPerTask} a task, ${a.dynamo.readsPerShardCheck} a shard at each of ${polls} check(s)) x $${P.dynamodb.perMillionReadUnits}/M`,
     },
     {
       item: 'S3 requests',
@@ -273,7 +274,7 @@ export function estimateRunRequests(shape: RunShape & { checks?: number }, a: In
   const d = a.dynamo;
   return {
     writeUnits: Math.round(shape.tasks * d.writesPerTask + shards * d.writesPerShard + d.writesPerRun),
-    readUnits: Math.round(shape.tasks * (d.readsPerTask + d.readsPerTaskCheck * checks) + shards * d.readsPerShard + d.readsPerRun),
+    readUnits: Math.round(shape.tasks * d.readsPerTask + shards * (d.readsPerShard + d.readsPerShardCheck * checks) + d.readsPerRun),
     s3Tier1: Math.round(shards * a.s3.tier1PerShard + a.s3.tier1PerRun),
     s3Tier2: Math.round(shards * a.s3.tier2PerShard + checks * a.s3.tier2PerCheck + a.s3.tier2PerRun),
     sqsRequests: Math.ceil(shape.interactiveCalls / 10) + Math.ceil((2 * shape.interactiveCalls) / Math.max(1, a.sqsBatchSize)),

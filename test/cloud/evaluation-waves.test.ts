@@ -85,6 +85,35 @@ describe('evaluation waves', () => {
     expect([waved.done, waved.wave?.shards]).toEqual([false, (await readShardManifest(f.blobs, cloudKeys.shardManifest(f.input.runId))).length]);
   });
 
+  it('a check while generation goes on reads one task per open shard, not every task of the run', async () => {
+    // Prepare: the oracle answered; reads counted from the second check on.
+    const f = await cloudFixture();
+    await planCloudRun({ store: f.store, blobs: f.blobs, queue: f.queue, scratchDir: f.scratchDir }, f.input);
+    const manifest = await readShardManifest(f.blobs, cloudKeys.shardManifest(f.input.runId));
+    await generate(f, 'oracle');
+    const reads = { listTasks: 0, completionKeys: 0 };
+    const counted = Object.create(f.store) as typeof f.store;
+    counted.listTasks = async (runId) => (reads.listTasks++, f.store.listTasks(runId));
+    counted.getCompletions = async (ids) => ((reads.completionKeys += ids.length), f.store.getCompletions(ids));
+    const tasks = (await f.store.listTasks(f.input.runId)).length;
+    const settled = (await f.store.getCompletions((await f.store.listTasks(f.input.runId)).map((t) => t.taskId))).size;
+    // The run item's counters, as the settling workers keep them (the production CheckProgress reads them).
+    const counters = { setTotal: async () => {}, addCounts: async () => {}, getCounts: async () => ({ total: tasks, settled, failed: 0, judged: 0 }) };
+    const check = (previous: WaveProgress) => checkProgress(counted, f.input.runId, { counters, waves: { blobs: f.blobs, execution: EXECUTION, previous } });
+    const first = await check({ waves: 0 });
+    const open = manifest.length - (first.wave?.shards ?? 0);
+    Object.assign(reads, { listTasks: 0, completionKeys: 0 });
+
+    // Act: nothing new settled.
+    const idle = await check(after(first));
+
+    // Assess: the same verdict as a full read, from one key per open shard; the task list not read again.
+    expect([idle.done, idle.waves, idle.wave]).toEqual([false, 1, undefined]);
+    expect(open).toBeGreaterThan(0);
+    expect(tasks).toBeGreaterThan(manifest.length);
+    expect(reads).toEqual({ listTasks: 0, completionKeys: open });
+  });
+
   it('stretches the longest pause with a deadline past 24 h, so a 48 h run is checked no more often than a 24 h one', () => {
     expect(scheduleForDeadline(24 * 3600)).toEqual(DEFAULT_POLL_SCHEDULE);
     expect(scheduleForDeadline(3600)).toEqual(DEFAULT_POLL_SCHEDULE);
