@@ -67,7 +67,7 @@ describe('rcb cloud schedule add', () => {
     // Prepare: what `rcb cloud run --detach` starts.
     sfnMock.on(DescribeExecutionCommand).rejects(Object.assign(new Error('nope'), { name: 'ExecutionDoesNotExist' }));
     sfnMock.on(StartExecutionCommand).resolves({ executionArn: 'x', startDate: new Date() });
-    expect(await cloudRun({ ...FLAGS, detach: true }, hosted(), deps())).toBe(0);
+    expect(await cloudRun({ ...FLAGS, detach: true, skipDoctor: true }, hosted(), deps())).toBe(0);
     const started = sfnMock.commandCalls(StartExecutionCommand)[0].args[0].input;
 
     // Act
@@ -123,7 +123,7 @@ describe('rcb cloud schedule --emulate', () => {
     const stateDir = tempDir('rcb-schedule-state-');
     sfnMock.on(DescribeExecutionCommand).rejects(Object.assign(new Error('nope'), { name: 'ExecutionDoesNotExist' }));
     sfnMock.on(StartExecutionCommand).resolves({ executionArn: 'x', startDate: new Date() });
-    await cloudRun({ ...FLAGS, detach: true }, hosted(), deps());
+    await cloudRun({ ...FLAGS, detach: true, skipDoctor: true }, hosted(), deps());
     const runId = sfnMock.commandCalls(StartExecutionCommand)[0].args[0].input.name;
 
     await scheduleAdd('weekly', addOptions({ emulate: true, stateDir, cron: '0 3 ? * SUN *' }), hosted(), deps());
