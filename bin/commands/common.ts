@@ -7,7 +7,8 @@ import { parseSandboxMode, type SandboxMode } from '../../adapters/executor/exec
 import type { Judge } from '../../core/types';
 import type { Subset } from '../../core/scoring';
 import { REPORT_FORMATS, type ReportFormat } from '../../core/report/format';
-import { resolve } from 'node:path';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { DAMAGED_EXIT, openRunDir, UsageError } from '../../app/local-machine';
 import { StoreFileError } from '../../adapters/local/sqlite-store';
 import { loadRun, type LoadedRun } from '../../core/report/loaded-run';
@@ -44,6 +45,36 @@ export function parsePositiveInt(name: string, value: string, max = MAX_PARALLEL
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be a whole number >= 1 (got "${value}")`);
   if (n > max) throw new UsageError(`${name} must be at most ${max} (got "${value}")`);
   return n;
+}
+
+/**
+ * `--python`'s value, checked before any executor starts so that the error names the flag:
+ * a path to an executable file, or a name found on PATH (docs/running-locally.md).
+ */
+export function pythonFlag(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const problem = interpreterProblem(value);
+  if (problem) throw new UsageError(`--python ${value}: ${problem}`);
+  return value;
+}
+
+function interpreterProblem(path: string): string | undefined {
+  if (!path) return 'names nothing; leave --python out for the default interpreter';
+  if (!path.includes('/')) {
+    const dirs = (process.env.PATH ?? '').split(':').filter(Boolean);
+    return dirs.some((d) => isExecutableFile(join(d, path))) ? undefined : 'is not on PATH; give the path of a Python interpreter';
+  }
+  if (!existsSync(path)) return 'does not exist; give the path of a Python interpreter, or leave --python out for the default';
+  return isExecutableFile(path) ? undefined : 'is not an executable file';
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 export function parseNumber(name: string, value: string, min = 0, max = Number.MAX_VALUE): number {

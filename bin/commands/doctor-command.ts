@@ -25,6 +25,7 @@ import {
   parseList,
   parseNumber,
   parsePositiveInt,
+  pythonFlag,
   UsageError,
   sandboxFromFlags,
   type SandboxFlags,
@@ -43,7 +44,7 @@ export interface DoctorOptions extends SandboxFlags {
 
 export async function doctorCommand(opts: DoctorOptions): Promise<number> {
   const pset = loadPsetOrFail(opts.pset, parseList(opts.papers));
-  const python = opts.python ?? defaultPython();
+  const python = pythonFlag(opts.python) ?? defaultPython();
   const timeoutSec = parseNumber('--timeout', opts.timeout, 1, MAX_TIMEOUT_SEC);
   if (opts.repeat !== undefined) return repeatCommand(opts, pset, python, timeoutSec);
   // The cold executor: one test per paper, so a warm pool's start-up would not pay off.

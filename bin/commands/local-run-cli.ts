@@ -4,7 +4,7 @@
  */
 import type { LocalRunOptions, LocalRunOutcome } from '../../app/local-run';
 import type { ResolvedRun } from '../../app/resolve-run';
-import { parsePositiveInt, sandboxFromFlags, UsageError, type SandboxFlags } from './common';
+import { parsePositiveInt, pythonFlag, sandboxFromFlags, UsageError, type SandboxFlags } from './common';
 
 export interface LocalRunFlags extends SandboxFlags {
   jobs?: string;
@@ -24,10 +24,11 @@ export function localRunOptions(
   const jobs = flags.jobs ? parsePositiveInt('--jobs', flags.jobs) : undefined;
   if (flags.executor !== 'warm' && flags.executor !== 'cold') throw new UsageError(`--executor must be warm or cold (got "${flags.executor}")`);
   const sandbox = sandboxFromFlags(flags);
+  const python = pythonFlag(flags.python);
   const paid = resolved.models.costs.size > 0;
   return {
     jobs,
-    python: flags.python,
+    python,
     outDir: flags.out,
     concurrency: paid ? parsePositiveInt('--concurrency', flags.concurrency) : 0,
     executor: flags.executor,

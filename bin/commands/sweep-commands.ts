@@ -7,12 +7,12 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { unknownName } from '../../core/util/did-you-mean';
-import { parseSweep, SweepFileError, type Sweep } from '../../core/sweep/sweep-file';
+import { formatSweepProblems, readSweepText, type Sweep, type SweepModel, type SweepProblem, type SweepReading } from '../../core/sweep/sweep-file';
 import { runFolderName } from '../../core/ids';
 import { buildReport } from '../../core/report/build-report';
 import { budgetAccountId } from '../../core/run/budget';
 import { HostedModels } from '../../adapters/models/hosted-models';
-import { batchProblem, findModel, parseModelEntry, type RegistryError, type ModelEntry } from '../../adapters/models/registry';
+import { batchProblem, parseModelEntry, type RegistryError, type ModelEntry } from '../../adapters/models/registry';
 import { estimateModel, type ModelEstimate } from '../../adapters/models/estimate';
 import { providerModule } from '../../adapters/models/providers';
 import { envKeySource } from '../../core/keys';
@@ -33,35 +33,37 @@ export interface LoadedSweep {
 }
 
 export function readSweep(file: string): Sweep {
+  const reading = readSweepFile(file);
+  if (reading.problems.length || !reading.sweep) throw sweepProblems(reading.file, reading.problems);
+  return reading.sweep;
+}
+
+function readSweepFile(file: string): SweepReading {
   if (!existsSync(file)) throw new UsageError(`sweep file ${file} does not exist`);
-  try {
-    return parseSweep(file, readFileSync(file, 'utf8'));
-  } catch (e) {
-    if (e instanceof SweepFileError) throw new UsageError(`${e.message}\n${e.problems.length} problem(s) in the sweep file`);
-    throw e;
-  }
+  return readSweepText(file, readFileSync(file, 'utf8'));
+}
+
+function sweepProblems(file: string, problems: SweepProblem[]): UsageError {
+  return new UsageError(`${formatSweepProblems(file, problems).join('\n')}\n${problems.length} problem(s) in the sweep file`);
 }
 
 const OFFLINE = new Set(['oracle', 'empty']);
 
-export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
-  const sweep = readSweep(file);
-  const registry = loadEntries(sweep.modelsFile ?? undefined);
+/** The sweep's models as registry entries, and every problem of theirs (unknown ids, parameters, batch). */
+function sweepEntries(models: SweepModel[], registry: ModelEntry[]): { entries: Map<string, ModelEntry>; problems: SweepProblem[] } {
   const entries = new Map<string, ModelEntry>();
-  const problems: string[] = [];
-  const at = (m: Sweep['models'][number]) => `${sweep.file}:${m.line}: model "${m.name}"`;
-  for (const m of sweep.models) {
+  const problems: SweepProblem[] = [];
+  const add = (m: SweepModel, message: string) => problems.push({ line: m.line, message: `model "${m.name}": ${message}` });
+  for (const m of models) {
     if (OFFLINE.has(m.id)) {
       if (Object.keys(m.params).length || m.mode === 'batch' || m.budgetUsd !== null || m.name !== m.id)
-        problems.push(`${at(m)}: offline models take no params, name, mode batch or budget`);
+        add(m, 'offline models take no params, name, mode batch or budget');
       continue;
     }
-    let base: ModelEntry;
-    try {
-      base = findModel(registry, m.id);
-    } catch {
+    const base = registry.find((r) => r.id === m.id);
+    if (!base) {
       // The names a sweep's id takes: the registry's and the offline models.
-      problems.push(`${at(m)}: ${unknownName('id', 'model', m.id, [...registry.map((r) => r.id), ...OFFLINE], 'in the model registry', 200)}`);
+      add(m, unknownName('id', 'model', m.id, [...registry.map((r) => r.id), ...OFFLINE], 'in the model registry', 200));
       continue;
     }
     let entry: ModelEntry;
@@ -69,14 +71,24 @@ export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
       entry = parseModelEntry({ ...base, id: m.name, params: { ...base.params, ...m.params } }, 'params');
     } catch (e) {
       // The registry's message names the path (params.…) itself: no second "params:" before it.
-      problems.push(`${at(m)}: ${(e as RegistryError).message.replace(/^params: (?=params\b)/, '')}`);
+      add(m, (e as RegistryError).message.replace(/^params: (?=params\b)/, ''));
       continue;
     }
     const cannotBatch = m.mode === 'batch' ? batchProblem(entry) : undefined;
-    if (cannotBatch) problems.push(`${at(m)}: mode batch needs a provider with a batch API and batch prices in the registry: ${cannotBatch}`);
+    if (cannotBatch) add(m, `mode batch needs a provider with a batch API and batch prices in the registry: ${cannotBatch}`);
     entries.set(m.name, entry);
   }
-  if (problems.length) throw new UsageError(`${problems.join('\n')}\n${problems.length} problem(s) in the sweep file`);
+  return { entries, problems };
+}
+
+export function loadSweep(file: string, keys = envKeySource()): LoadedSweep {
+  // One pass: the file's own problems and its models' against the registry, reported together.
+  const reading = readSweepFile(file);
+  const registry = loadEntries(reading.modelsFile ?? undefined);
+  const { entries, problems } = sweepEntries(reading.models, registry);
+  const all = [...reading.problems, ...problems];
+  if (all.length || !reading.sweep) throw sweepProblems(reading.file, all);
+  const sweep = reading.sweep;
   // The sweep's entries over the registry's, so that a name equal to a registry id takes the sweep's parameters.
   const hosted = new HostedModels([...registry.filter((e) => !entries.has(e.id)), ...entries.values()], keys);
   const sources = { models: `${sweep.file}: models`, papers: `${sweep.file}: papers` };

@@ -11,7 +11,7 @@ import { localRunOptions, printLocalRun } from './local-run-cli';
 import type { RunStore } from '../../core/store';
 import type { RunRecord } from '../../core/records';
 import type { BatchSettings } from '../../core/cloud/payloads';
-import { defaultPython, openRunDir, parsePositiveInt, UsageError, writeRunId } from './common';
+import { defaultPython, openRunDir, parsePositiveInt, pythonFlag, UsageError, writeRunId } from './common';
 import { loadSweep, modelBudgetsOf, planSweep, sweepRunDir, sweepRunFlags, type LoadedSweep } from './sweep-commands';
 import { emulateCloudRun } from '../../emulator/emulated-run';
 import { emulatorWorkflow } from '../../emulator/assembly-cache';
@@ -42,6 +42,7 @@ export async function sweepRunCommand(file: string, opts: SweepRunOptions): Prom
   // The warm executor without a sandbox is refused here: it is not safe to run on a shared machine.
   if (opts.unsafeNoSandbox && (opts.emulate || opts.executor === 'warm'))
     throw new UsageError('--unsafe-no-sandbox is refused for sweeps with the warm executor or --emulate; use --executor cold');
+  pythonFlag(opts.python);
   const loaded = loadSweep(file);
   process.stderr.write(planSweep(loaded).text);
   if ((opts.emulate || opts.cloud) && loaded.sweep.screening)

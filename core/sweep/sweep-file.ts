@@ -32,6 +32,7 @@ import { basename, extname } from 'node:path';
 import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
 import { MAX_SAMPLES, MAX_TIMEOUT_SEC, yamlData } from '../limits';
 import { z } from 'zod';
+import { didYouMean } from '../util/did-you-mean';
 
 export type SweepMode = 'interactive' | 'batch';
 
@@ -144,50 +145,133 @@ const sweepSchema = z
   })
   .strict();
 
+/** One problem of a sweep file: the line it is on and what is wrong there (no file name). */
+export interface SweepProblem {
+  line: number;
+  message: string;
+}
+
+/**
+ * One reading of a sweep file, which finds every problem it can at once (docs/sweeps.md):
+ * the sweep when the file is valid, and the model entries valid on their own so that the
+ * caller can check them against the registry in the same pass.
+ */
+export interface SweepReading {
+  file: string;
+  sweep: Sweep | null;
+  /** The entries of `models` that are valid on their own (all of them when `sweep` is set). */
+  models: SweepModel[];
+  /** `models_file`, absolute, when it is a usable path (even if the rest of the file is not). */
+  modelsFile: string | null;
+  problems: SweepProblem[];
+}
+
+/** `file:line: message` for each problem, in the order of their lines. */
+export function formatSweepProblems(file: string, problems: SweepProblem[]): string[] {
+  return [...problems].sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.message}`);
+}
+
 /** Read a sweep file's text; `file` names it in messages and anchors its relative paths. */
 export function parseSweep(file: string, text: string): Sweep {
+  const reading = readSweepText(file, text);
+  if (reading.problems.length || !reading.sweep) throw new SweepFileError(formatSweepProblems(reading.file, reading.problems));
+  return reading.sweep;
+}
+
+type LineAt = (path: Array<string | number>) => number;
+
+/** Every problem of the file's text, and what of it can be used. */
+export function readSweepText(file: string, text: string): SweepReading {
   const abs = resolve(file);
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   const lineOf = (offset: number) => lines.linePos(offset).line;
-  if (doc.errors.length) throw new SweepFileError(doc.errors.map((e) => `${abs}:${lineOf(e.pos[0])}: not valid YAML: ${e.message.split('\n')[0]}`));
-  const data = yamlData(doc);
-  if ('error' in data) throw new SweepFileError([`${abs}:1: ${data.error}`]);
-  const parsed = sweepSchema.safeParse(data.data);
-  if (!parsed.success) {
-    throw new SweepFileError(
-      parsed.error.issues.map((i) => `${abs}:${lineAt(doc, i.path, lineOf)}: ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`),
-    );
+  const at: LineAt = (path) => lineAt(doc, path, lineOf);
+  const none = { file: abs, sweep: null, models: [], modelsFile: null };
+  if (doc.errors.length) {
+    return { ...none, problems: doc.errors.map((e) => ({ line: lineOf(e.pos[0]), message: `not valid YAML: ${e.message.split('\n')[0]}` })) };
   }
-  const s = parsed.data;
+  const data = yamlData(doc);
+  if ('error' in data) return { ...none, problems: [{ line: 1, message: data.error }] };
+  const value = data.data;
+  const raw = (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}) as Record<string, unknown>;
+  const parsed = sweepSchema.safeParse(value);
+  const problems = parsed.success ? [] : parsed.error.issues.flatMap((i) => schemaProblems(i, at));
+  const indexed = validModels(raw, at);
+  const models = indexed.map((x) => x.model);
+  const budget = usd.safeParse(raw.budget_usd);
+  problems.push(...modelProblems(indexed, budget.success ? budget.data : undefined, at));
   const here = dirname(abs);
-  const models: SweepModel[] = s.models.map((m, i) => ({
-    id: m.id,
-    name: m.name ?? m.id,
-    params: m.params,
-    mode: m.mode,
-    budgetUsd: m.budget_usd ?? null,
-    line: lineAt(doc, ['models', i], lineOf),
-  }));
-  const problems: string[] = [];
+  const modelsFile = typeof raw.models_file === 'string' && raw.models_file ? resolve(here, raw.models_file) : null;
+  if (!parsed.success) return { file: abs, sweep: null, models, modelsFile, problems };
+  const s = parsed.data;
+  if (s.screening && 'top' in s.screening.keep && s.screening.keep.top >= models.length) {
+    problems.push({
+      line: at(['screening', 'keep', 'top']),
+      message: `screening.keep.top: ${s.screening.keep.top} keeps every one of the ${models.length} model(s); screening would only add cost`,
+    });
+  }
+  return { file: abs, sweep: sweepOf(abs, s, models, at), models, modelsFile, problems };
+}
+
+/** A schema issue as problems, one per unknown key each on the key's own line with the nearest known key. */
+function schemaProblems(issue: z.ZodIssue, at: LineAt): SweepProblem[] {
+  if (issue.code === 'unrecognized_keys') {
+    const known = knownKeys(issue.path);
+    return issue.keys.map((key) => {
+      const path = [...issue.path, key];
+      return { line: at(path), message: `${path.join('.')}: unknown key${didYouMean(key, known)}${known.length ? ` (keys: ${known.join(', ')})` : ''}` };
+    });
+  }
+  return [{ line: at(issue.path), message: `${issue.path.length ? `${issue.path.join('.')}: ` : ''}${issue.message}` }];
+}
+
+/** The keys the schema accepts at an object's path (numbers are array indices), or none when it is not one object. */
+function knownKeys(path: Array<string | number>): string[] {
+  let schema: z.ZodTypeAny = sweepSchema;
+  const unwrap = (t: z.ZodTypeAny): z.ZodTypeAny =>
+    t instanceof z.ZodDefault || t instanceof z.ZodOptional ? unwrap(t instanceof z.ZodDefault ? t._def.innerType : t.unwrap()) : t;
+  for (const step of path) {
+    schema = unwrap(schema);
+    if (typeof step === 'number' && schema instanceof z.ZodArray) schema = schema.element;
+    else if (typeof step === 'string' && schema instanceof z.ZodObject) schema = (schema.shape as Record<string, z.ZodTypeAny>)[step];
+    else return [];
+    if (!schema) return [];
+  }
+  schema = unwrap(schema);
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape as object) : [];
+}
+
+/** The entries of `models` that are valid on their own, with their index in the file's list. */
+function validModels(raw: Record<string, unknown>, at: LineAt): Array<{ index: number; model: SweepModel }> {
+  if (!Array.isArray(raw.models)) return [];
+  return raw.models.flatMap((entry, i) => {
+    const m = modelSchema.safeParse(entry);
+    if (!m.success) return [];
+    const d = m.data;
+    const model = { id: d.id, name: d.name ?? d.id, params: d.params, mode: d.mode, budgetUsd: d.budget_usd ?? null, line: at(['models', i]) };
+    return [{ index: i, model }];
+  });
+}
+
+/** Names given twice, and model budgets above the sweep's. */
+function modelProblems(models: Array<{ index: number; model: SweepModel }>, total: number | undefined, at: LineAt): SweepProblem[] {
+  const problems: SweepProblem[] = [];
   const seen = new Map<string, number>();
-  models.forEach((m, i) => {
+  for (const { index: i, model: m } of models) {
     const first = seen.get(m.name);
     if (first !== undefined) {
-      problems.push(`${abs}:${m.line}: models.${i}: "${m.name}" is already the name of models.${first}; give one of them a distinct name`);
+      problems.push({ line: m.line, message: `models.${i}: "${m.name}" is already the name of models.${first}; give one of them a distinct name` });
     } else seen.set(m.name, i);
-    if (s.budget_usd !== undefined && m.budgetUsd !== null && m.budgetUsd > s.budget_usd) {
-      problems.push(
-        `${abs}:${lineAt(doc, ['models', i, 'budget_usd'], lineOf)}: models.${i}.budget_usd: ${m.budgetUsd} exceeds the sweep's budget_usd (${s.budget_usd})`,
-      );
+    if (total !== undefined && m.budgetUsd !== null && m.budgetUsd > total) {
+      problems.push({ line: at(['models', i, 'budget_usd']), message: `models.${i}.budget_usd: ${m.budgetUsd} exceeds the sweep's budget_usd (${total})` });
     }
-  });
-  if (s.screening && 'top' in s.screening.keep && s.screening.keep.top >= models.length) {
-    problems.push(
-      `${abs}:${lineAt(doc, ['screening', 'keep', 'top'], lineOf)}: screening.keep.top: ${s.screening.keep.top} keeps every one of the ${models.length} model(s); screening would only add cost`,
-    );
   }
-  if (problems.length) throw new SweepFileError(problems);
+  return problems;
+}
+
+function sweepOf(abs: string, s: z.infer<typeof sweepSchema>, models: SweepModel[], at: LineAt): Sweep {
+  const here = dirname(abs);
   return {
     file: abs,
     pset: s.pset ? resolve(here, s.pset) : null,
@@ -205,7 +289,7 @@ export function parseSweep(file: string, text: string): Sweep {
           subset: resolve(here, s.screening.subset),
           threshold: 'threshold' in s.screening.keep ? s.screening.keep.threshold : null,
           top: 'top' in s.screening.keep ? s.screening.keep.top : null,
-          line: lineAt(doc, ['screening'], lineOf),
+          line: at(['screening']),
         }
       : null,
     models,

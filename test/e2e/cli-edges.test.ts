@@ -43,11 +43,22 @@ describe('flags that name files and lists', () => {
     expect(r.stderr).toBe('rcb: --model replay:/missing.jsonl: /missing.jsonl does not exist (replay:FILE names a JSONL file of recorded answers)\n');
   });
 
-  it('says a missing --python is missing, without the hint about unreadable folders', () => {
-    const r = rcb(['run', '--python', '/missing/python3', '--papers', 'adamlite', '--out', join(root, 'python')]);
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain('/missing/python3');
-    expect(r.stderr).not.toContain('/root');
+  it.each([[['run', '--papers', 'adamlite', '--out', join(root, 'python')]], [['doctor', '--papers', 'adamlite']]])(
+    'names --python when the interpreter is missing, without the hint about unreadable folders (rcb %j)',
+    (args) => {
+      const r = rcb([...args, '--python', '/missing/python3']);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toBe('rcb: --python /missing/python3: does not exist; give the path of a Python interpreter, or leave --python out for the default\n');
+    },
+  );
+
+  it('names --python when it is a name not on PATH or a file that is not executable', () => {
+    expect(rcb(['run', '--python', 'python-none-such', '--out', join(root, 'python')]).stderr).toBe(
+      'rcb: --python python-none-such: is not on PATH; give the path of a Python interpreter\n',
+    );
+    expect(rcb(['run', '--python', join(REPO, 'README.md'), '--out', join(root, 'python')]).stderr).toBe(
+      `rcb: --python ${join(REPO, 'README.md')}: is not an executable file\n`,
+    );
   });
 });
 

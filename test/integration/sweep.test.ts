@@ -63,7 +63,7 @@ describe('a sweep file', () => {
     expect(problems).toEqual([
       expect.stringMatching(/^\/sweeps\/s\.yaml:1: samples: Number must be greater than 0$/),
       expect.stringMatching(/^\/sweeps\/s\.yaml:4: models\.0\.mode: Invalid enum value/),
-      expect.stringMatching(/^\/sweeps\/s\.yaml:5: models\.1: Unrecognized key\(s\) in object: 'budget'$/),
+      expect.stringMatching(/^\/sweeps\/s\.yaml:6: models\.1\.budget: unknown key; did you mean "budget_usd"\? \(keys: /),
     ]);
   });
 
@@ -133,6 +133,19 @@ describe('a sweep read against the registry', () => {
     );
     expect(message).toContain(`${file}:4: model "gpt-4.1": params: Unrecognized key(s) in object: 'temprature'`);
     expect(message).not.toContain('params: params:');
+  });
+
+  test('a file with an unknown key, a misspelt model id and a misspelt parameter gets all three at once, each with its line', () => {
+    const { file, load: l } = load('sampels: 2\nmodels:\n  - id: orcale\n  - id: gpt-4.1\n    params:\n      temprature: 0.7\n');
+
+    const message = usageError(l);
+
+    expect(message.split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^${file}:2: sampels: unknown key; did you mean "samples"\\?`)),
+      expect.stringMatching(new RegExp(`^${file}:4: model "orcale": id: unknown model "orcale" in the model registry; did you mean "oracle"\\?`)),
+      `${file}:5: model "gpt-4.1": params: Unrecognized key(s) in object: 'temprature'`,
+      '3 problem(s) in the sweep file',
+    ]);
   });
 
   test('shares its run and task ids with rcb run of the same models and flags, so nothing is paid twice', () => {
