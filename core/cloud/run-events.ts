@@ -35,6 +35,8 @@ export interface RunEndedDetail {
   reportKey: string | null;
   /** Why the run failed, when it did. */
   error?: string;
+  /** A run that did not finish its work: its scores are over the judged tasks only, not final (docs/running-locally.md#partial-runs). */
+  partial?: { status: string; judged: number; pending: number };
   /** One line for a human: what the alarm topic's subscribers read. */
   summary: string;
 }
@@ -54,7 +56,9 @@ export function runEndedSummary(d: Omit<RunEndedDetail, 'summary'>): string {
   const spend = `spend $${d.spentUsd.toFixed(4)}${d.budgetUsd !== null ? ` of $${d.budgetUsd.toFixed(2)}` : ''}`;
   return [
     `rcb run ${d.runId} ${d.status}`,
-    scores ? `: scaled pass@1 % (${d.judge}) ${scores}` : '',
+    scores
+      ? `: scaled pass@1 % (${d.judge}${d.partial ? `, partial: over the ${d.partial.judged} judged of ${d.partial.judged + d.partial.pending}, not final` : ''}) ${scores}`
+      : '',
     `; ${spend}`,
     d.error ? `; ${d.error.slice(0, 300)}` : '',
     d.reportKey ? `; report ${d.reportKey}` : '',
@@ -64,6 +68,7 @@ export function runEndedSummary(d: Omit<RunEndedDetail, 'summary'>): string {
 interface ReportJson {
   run: { runId: string; spentUsd: number; spec: { budgetUsd: number | null } };
   judge: string;
+  partial?: { status: string; judged: number; pending: number } | null;
   models: Array<{
     model: string;
     scaled: { mean: number; ci: ConfidenceInterval | null };
@@ -91,6 +96,7 @@ export function runEndedFromReport(reportJsonText: string, reportKey: string, st
     budgetUsd: report.run.spec.budgetUsd,
     reportKey,
     ...(error ? { error } : {}),
+    ...(report.partial ? { partial: report.partial } : {}),
   };
   return { ...detail, summary: runEndedSummary(detail) };
 }

@@ -62,15 +62,18 @@ describe('the run-ended event', () => {
         spentUsd: report.run.spentUsd,
         budgetUsd: 5,
         reportKey,
+        ...(report.partial ? { partial: report.partial } : {}),
         summary: expect.any(String),
       },
     ]);
     expect(events.sent[0].models.map((m) => m.model).sort()).toEqual(['empty', 'oracle']);
     const scores = report.models
-      .map((m: any) => `${m.model} ${m.scaled.mean.toFixed(2)} [${m.scaled.ci.low.toFixed(2)}, ${m.scaled.ci.high.toFixed(2)}]`)
+      .map((m: any) => `${m.model} ${m.scaled.mean.toFixed(2)}${m.scaled.ci ? ` [${m.scaled.ci.low.toFixed(2)}, ${m.scaled.ci.high.toFixed(2)}]` : ''}`)
       .join(', ');
+    // A budget-stopped run is partial: its scores are over its judged tasks, and the line says so.
+    const { judged, pending } = report.partial;
     expect(events.sent[0].summary).toBe(
-      `rcb run ${f.input.runId} budget_exhausted: scaled pass@1 % (strict) ${scores}; spend $0.0000 of $5.00; report ${reportKey}`,
+      `rcb run ${f.input.runId} budget_exhausted: scaled pass@1 % (strict, partial: over the ${judged} judged of ${judged + pending}, not final) ${scores}; spend $0.0000 of $5.00; report ${reportKey}`,
     );
   });
 
