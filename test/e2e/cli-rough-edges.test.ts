@@ -54,7 +54,7 @@ describe('messages and help', () => {
     const out = join(tempDir(), 'run');
     const r = rcb(['run', '--python', '/nonexistent/python3', '--out', out]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/^rcb: cannot run the test interpreter \/nonexistent\/python3/m);
+    expect(r.stderr).toMatch(/^rcb: --python \/nonexistent\/python3: does not exist/m);
     expect(r.stderr).not.toContain('rcb: rcb:');
   });
 
