@@ -37,7 +37,8 @@ describe('DynamoRunStore under throttling', () => {
   });
 
   it('putVerdict surfaces a throttling error', async () => {
-    docMock.on(PutCommand).rejects(throttled());
+    // A verdict is a conditional update of its own attributes (the shard role may not put a whole item).
+    docMock.on(UpdateCommand).rejects(throttled());
 
     await expect(newStore().putVerdict('run-1', makeVerdict('t1'))).rejects.toThrow(/exceeds the allowed throughput/);
   });

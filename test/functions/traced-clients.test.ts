@@ -38,7 +38,8 @@ const STAGES: Array<[string, () => unknown, Array<new (...args: never[]) => unkn
       ),
     [DynamoDBClient, S3Client, SQSClient],
   ],
-  ['generate', () => generate.deployedGenerateDeps(generate.loadConfig({ ...STORAGE, ...KEYS })), [DynamoDBClient, S3Client, SecretsManagerClient]],
+  // The generator's SQS client hands failed records back after a backoff (adapters/aws/sqs-redelivery.ts).
+  ['generate', () => generate.deployedGenerateDeps(generate.loadConfig({ ...STORAGE, ...KEYS })), [DynamoDBClient, S3Client, SecretsManagerClient, SQSClient]],
   ['batch-round', () => batchRound.deployedBatchRoundDeps(batchRound.loadConfig({ ...STORAGE, ...KEYS })), [DynamoDBClient, S3Client, SecretsManagerClient]],
   ['dead-letter', () => deadLetter.deployedDeadLetterDeps(deadLetter.loadConfig({ ...STORAGE })), [DynamoDBClient, S3Client]],
   [
