@@ -6,7 +6,11 @@ import { flatten, logicalIdStartingWith, resourcesOfType, roleActions, sharedSta
 
 /** Asset hashes change with every source edit; they are replaced so the snapshot pins the infrastructure only. */
 function scrubAssetHashes(template: Template): unknown {
-  return JSON.parse(JSON.stringify(template.toJSON()).replace(/[0-9a-f]{64}/g, '[ASSET-HASH]'));
+  // A function's CurrentVersion logical id ends in a hash of its configuration, code asset included.
+  const json = JSON.stringify(template.toJSON())
+    .replace(/[0-9a-f]{64}/g, '[ASSET-HASH]')
+    .replace(/(CurrentVersion[0-9A-F]{8})[0-9a-f]{32}/g, '$1[VERSION-HASH]');
+  return JSON.parse(json);
 }
 
 type Alarm = { Properties?: Record<string, any> };
