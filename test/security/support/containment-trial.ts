@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createLocalExecutor } from '../../../adapters/executor';
 import { processUidBase, runningAsRoot } from '../../../adapters/executor/sandbox-users';
 import { CORRECT_BODY, makeTinyPaper, modelSource, processesWith } from '../../fixtures/executor/tiny-paper';
@@ -100,11 +100,19 @@ function startUnrelated(): Map<string, ChildProcess> {
   start('same user, the test runner’s process group', { detached: false });
   if (ROOT) {
     start('another user (nobody)', { uid: 65534, gid: 65534, detached: true });
-    // A uid of the block of another (hypothetical) rcb process: never this process's slot.
-    const other = processUidBase((process.pid % 4_000_000) + 1);
+    // A uid of the block of another (hypothetical) rcb process: never this process's slot, and,
+    // above the kernel's pid_max, never the block of a live rcb process either (pid + 1 was one
+    // when a neighbouring test file's rcb got that pid, and its cleanup rightly killed its own uid).
+    const other = processUidBase(hypotheticalPid());
     start('a slot uid of another rcb process', { uid: other, gid: other, detached: true });
   }
   return started;
+}
+
+/** A pid no process of this machine can have (above pid_max) when the uid space allows, else this one's + 1. */
+function hypotheticalPid(): number {
+  const pidMax = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
+  return Number.isInteger(pidMax) && pidMax + 1 < 1 << 22 ? pidMax + 1 : (process.pid % 4_000_000) + 1;
 }
 
 const alive = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
